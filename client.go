@@ -1,0 +1,187 @@
+package hopper
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hopperq/hopper/internal/engine"
+	"github.com/hopperq/hopper/internal/maintenance"
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
+)
+
+// Client is Hopper's entry point: it enqueues and inspects jobs, and once
+// started it runs them on its worker pool. A Client is safe for concurrent
+// use. Create one with NewClient (or OpenSQLite).
+type Client struct {
+	cfg    Config
+	store  store.Store
+	owned  bool // the client made the store and closes it
+	engine *engine.Engine
+	maint  *maintenance.Services
+	events *broker
+
+	mu      sync.Mutex
+	state   clientState
+	stopped chan struct{}
+}
+
+type clientState uint8
+
+const (
+	clientNew clientState = iota
+	clientStarted
+	clientStopped
+)
+
+// NewClient returns a client for cfg. It starts nothing: call Start to run
+// jobs. An invalid cfg returns a *FieldError naming the field.
+func NewClient(cfg Config) (*Client, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cl := &Client{cfg: c, store: c.Store, events: newBroker(), stopped: make(chan struct{})}
+	if cl.store == nil {
+		cl.store, cl.owned = memstore.New(), true
+	}
+	if cl.cfg.WorkerID == "" {
+		cl.cfg.WorkerID = defaultWorkerID()
+	}
+	var queues []string
+	var limits map[string]int
+	for name, q := range c.Queues {
+		queues = append(queues, name)
+		if q.MaxWorkers > 0 {
+			if limits == nil {
+				limits = make(map[string]int)
+			}
+			limits[name] = q.MaxWorkers
+		}
+	}
+	sort.Strings(queues)
+	var wake <-chan struct{}
+	if w, ok := cl.store.(store.Waker); ok {
+		wake = w.Wake()
+	}
+	cl.engine = engine.New(engine.Config{
+		Store:         cl.store,
+		Resolve:       cl.resolve,
+		Workers:       c.Concurrency,
+		Queues:        queues,
+		QueueLimits:   limits,
+		Worker:        cl.cfg.WorkerID,
+		LeaseDuration: c.LeaseDuration,
+		Logger:        c.Logger,
+		Observe:       cl.observe,
+		Observing:     func() bool { return cl.events.active() || cl.cfg.OnDead != nil },
+		Wake:          wake,
+	})
+	cl.maint = maintenance.New(maintenance.Config{
+		Store:              cl.store,
+		Logger:             c.Logger,
+		Observe:            cl.observe,
+		OnFire:             func(job.ID) { cl.engine.Notify() },
+		RescueInterval:     c.RescueInterval,
+		MaxCrashes:         c.MaxCrashes,
+		CompletedRetention: c.CompletedRetention,
+		CancelledRetention: c.CancelledRetention,
+		DeadRetention:      c.DeadRetention,
+		DeadMaxCount:       c.DeadMaxCount,
+		DefaultMaxAttempts: c.MaxAttempts,
+	})
+	return cl, nil
+}
+
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Store returns the client's store.
+func (c *Client) Store() store.Store { return c.store }
+
+// WorkerID returns the name this client's workers hold leases under.
+func (c *Client) WorkerID() string { return c.cfg.WorkerID }
+
+// Start starts the worker pool and the maintenance services (rescuer,
+// retention cleaner, recurring-schedule firer). It returns at once; the
+// client runs until Stop. Calling Start again does nothing; Start after Stop
+// returns ErrClosed.
+func (c *Client) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case clientStarted:
+		return nil
+	case clientStopped:
+		return ErrClosed
+	}
+	c.state = clientStarted
+	c.maint.Start()
+	c.engine.Start()
+	return nil
+}
+
+// Stop shuts the client down gracefully: Enqueue fails with ErrClosed from
+// now on, no further job is started, and running jobs may finish until ctx
+// is done; those still running then have their context cancelled and go
+// back to waiting without losing an attempt. Waiting jobs stay where they
+// are. Stop returns when every goroutine of the client has ended, then
+// closes the store if the client opened it. Calling Stop again waits for the
+// first call. For a forceful stop, pass a context that is already done (or
+// call StopNow).
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	first := c.state != clientStopped
+	c.state = clientStopped
+	c.mu.Unlock()
+	if !first {
+		<-c.stopped
+		return nil
+	}
+	c.engine.Stop(ctx)
+	c.maint.Stop()
+	c.events.close()
+	var err error
+	if c.owned {
+		err = c.store.Close()
+	}
+	close(c.stopped)
+	return err
+}
+
+// StopNow stops the client forcefully: running jobs are cancelled at once
+// and go back to waiting without losing an attempt.
+func (c *Client) StopNow() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return c.Stop(ctx)
+}
+
+func (c *Client) closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == clientStopped
+}
+
+// observe receives every transition: it feeds subscribers, waiters and the
+// OnDead hook.
+func (c *Client) observe(ev job.Event) {
+	if ev.Type == job.EventDead && c.cfg.OnDead != nil {
+		c.cfg.OnDead(ev.Job)
+	}
+	c.events.publish(ev)
+}
+
+// now is the client's clock; tests run the client in a synctest bubble.
+func now() time.Time { return time.Now() }

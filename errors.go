@@ -1,0 +1,61 @@
+package hopper
+
+import (
+	"errors"
+
+	"github.com/hopperq/hopper/job"
+)
+
+// The domain types, re-exported so that most programs import only hopper.
+type (
+	// Job is a job record; see job.Job.
+	Job = job.Job
+	// ID identifies a job.
+	ID = job.ID
+	// State is a job's state; see job.State and docs/state-machine.md.
+	State = job.State
+	// Event is one transition of one job.
+	Event = job.Event
+	// EventType names a transition.
+	EventType = job.EventType
+	// Schedule is a recurring schedule; see job.Schedule.
+	Schedule = job.Schedule
+	// FieldError reports invalid input, naming the field and the reason.
+	FieldError = job.FieldError
+	// Attempt records one attempt in a job's history.
+	Attempt = job.Attempt
+)
+
+// The job states.
+const (
+	StateScheduled = job.StateScheduled
+	StateAvailable = job.StateAvailable
+	StateRunning   = job.StateRunning
+	StateRetrying  = job.StateRetrying
+	StateCompleted = job.StateCompleted
+	StateCancelled = job.StateCancelled
+	StateDead      = job.StateDead
+)
+
+// Errors returned by the client; match them with errors.Is.
+var (
+	// ErrClosed: the client was stopped; it accepts no more jobs.
+	ErrClosed = errors.New("hopper: client closed")
+	// ErrNotFound: no job or schedule with that ID or name.
+	ErrNotFound = job.ErrNotFound
+	// ErrNotWaiting: the job has started or finished, so it can no longer
+	// be rescheduled.
+	ErrNotWaiting = job.ErrNotWaiting
+	// ErrDuplicate: a unique key or schedule name is taken (with
+	// UniqueError).
+	ErrDuplicate = job.ErrDuplicate
+	// ErrNotDurable: closures cannot be stored by a durable store.
+	ErrNotDurable = job.ErrNotDurable
+)
+
+// Permanent wraps a handler error so that the job fails permanently: it goes
+// to the dead-letter queue at once, whatever attempts remain.
+func Permanent(err error) error { return job.Permanent(err) }
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool { return job.IsPermanent(err) }

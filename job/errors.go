@@ -1,0 +1,55 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Domain errors. Stores translate their driver errors into these at the
+// boundary, so callers can use errors.Is whatever the backend.
+var (
+	// ErrNotFound means no job (or schedule) has the given ID (or name).
+	ErrNotFound = errors.New("not found")
+	// ErrNotWaiting means the operation needs a waiting job (scheduled,
+	// available or retrying) and the job is in another state.
+	ErrNotWaiting = errors.New("job is not waiting")
+	// ErrLeaseLost means a worker tried to finish or extend an attempt it no
+	// longer owns: the job was rescued, cancelled or finished meanwhile.
+	ErrLeaseLost = errors.New("job lease lost")
+	// ErrDuplicate means a unique key (or schedule name) is already taken.
+	ErrDuplicate = errors.New("duplicate")
+	// ErrNotDurable means a job carries a Go closure and the store keeps jobs
+	// on disk, where a closure cannot be saved.
+	ErrNotDurable = errors.New("closures cannot be stored durably: register a handler for a kind and enqueue args instead")
+	// ErrConflict means a compare-and-set lost: someone else changed the
+	// record first.
+	ErrConflict = errors.New("changed concurrently")
+	// ErrClosed means the store or client has been closed.
+	ErrClosed = errors.New("closed")
+)
+
+// TransitionError reports a state change the state machine forbids.
+type TransitionError struct {
+	ID       ID
+	From, To State
+}
+
+// Error implements error.
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("job %d: illegal transition %s -> %s", e.ID, e.From, e.To)
+}
+
+// FieldError reports invalid input: the field and the reason. Nothing is
+// changed when an operation returns one.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Invalid returns a *FieldError for field.
+func Invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,116 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// AddSchedule implements store.Store.
+func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) error {
+	if p.Schedule == nil || p.Schedule.Name == "" {
+		return job.Invalid("name", "must not be empty")
+	}
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[p.Schedule.Name]; ok && !p.Replace {
+		return fmt.Errorf("schedule %q: %w", p.Schedule.Name, job.ErrDuplicate)
+	}
+	s.schedules[p.Schedule.Name] = p.Schedule.Clone()
+	return nil
+}
+
+// GetSchedule implements store.Store.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*job.Schedule, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	sc := s.schedules[name]
+	if sc == nil {
+		return nil, fmt.Errorf("schedule %q: %w", name, job.ErrNotFound)
+	}
+	return sc.Clone(), nil
+}
+
+// ListSchedules implements store.Store.
+func (s *Store) ListSchedules(ctx context.Context) ([]*job.Schedule, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]*job.Schedule, 0, len(s.schedules))
+	for _, sc := range s.schedules {
+		out = append(out, sc.Clone())
+	}
+	slices.SortFunc(out, func(a, b *job.Schedule) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateSchedule implements store.Store.
+func (s *Store) UpdateSchedule(ctx context.Context, p store.UpdateScheduleParams) (*job.Schedule, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	sc := s.schedules[p.Name]
+	if sc == nil {
+		return nil, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)
+	}
+	if p.SetNext && !sc.NextRunAt.Equal(p.IfNext) {
+		return sc.Clone(), fmt.Errorf("schedule %q: next run moved: %w", p.Name, job.ErrConflict)
+	}
+	if p.Paused != nil {
+		sc.Paused = *p.Paused
+	}
+	if p.SetNext {
+		sc.NextRunAt = p.Next
+	}
+	return sc.Clone(), nil
+}
+
+// RemoveSchedule implements store.Store.
+func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[name]; !ok {
+		return fmt.Errorf("schedule %q: %w", name, job.ErrNotFound)
+	}
+	delete(s.schedules, name)
+	return nil
+}
+
+// FireSchedule implements store.Store.
+func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (store.FireResult, error) {
+	if err := s.lock(); err != nil {
+		return store.FireResult{}, err
+	}
+	defer s.mu.Unlock()
+	sc := s.schedules[p.Name]
+	if sc == nil {
+		return store.FireResult{}, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)
+	}
+	if !sc.NextRunAt.Equal(p.FireTime) {
+		return store.FireResult{}, nil
+	}
+	sc.NextRunAt = p.Next
+	if _, ok := s.fired[fireKey{p.Name, nanos(p.FireTime)}]; ok {
+		return store.FireResult{}, nil
+	}
+	j := *p.Job
+	j.Schedule, j.FireTime = p.Name, p.FireTime
+	if k := j.UniqueKey; k != "" && s.unique[k] != nil {
+		j.UniqueKey = "" // the key belongs to another job; fire anyway
+	}
+	e := s.insert(&j)
+	sc.LastFireAt, sc.LastJobID = p.FireTime, e.id
+	return store.FireResult{Fired: true, ID: e.id}, nil
+}
