@@ -158,3 +158,7 @@ func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
 	}
 	return h, set, nil
 }
+
+// JobFromContext returns the job whose handler got ctx, or nil outside a
+// handler. Handlers read the attempt number, ID or queue from it.
+func JobFromContext(ctx context.Context) *Job { return engine.JobFromContext(ctx) }
