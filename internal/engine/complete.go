@@ -37,10 +37,14 @@ func (e *Engine) complete() {
 
 func (e *Engine) flush(batch []finished) {
 	ctx := context.Background()
-	outs := make([]store.Outcome, len(batch))
+	outs := e.outs[:0]
 	for i := range batch {
-		outs[i] = batch[i].outcome
+		outs = append(outs, batch[i].outcome)
 	}
+	defer func() {
+		clear(outs) // drop references to results and errors
+		e.outs = outs[:0]
+	}()
 	now := time.Now()
 	applied, err := e.cfg.Store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
@@ -139,10 +143,12 @@ func (e *Engine) heartbeat() {
 			return
 		case <-t.C:
 		}
+		var ids []job.ID
 		e.mu.Lock()
-		ids := make([]job.ID, 0, len(e.running))
-		for id := range e.running {
-			ids = append(ids, id)
+		for _, sl := range e.slots {
+			if sl.id != 0 {
+				ids = append(ids, sl.id)
+			}
 		}
 		e.mu.Unlock()
 		if len(ids) == 0 {

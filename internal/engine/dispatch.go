@@ -91,7 +91,7 @@ func (e *Engine) queueRoom() map[string]int {
 
 // work runs jobs until the dispatcher closes the channel. A job that arrives
 // after Stop began is given back without running.
-func (e *Engine) work() {
+func (e *Engine) work(slot int) {
 	defer e.workersWG.Done()
 	for j := range e.jobs {
 		select {
@@ -105,7 +105,7 @@ func (e *Engine) work() {
 		var res []byte
 		var cause error
 		if err == nil {
-			res, err, cause = e.execute(j, h, set)
+			res, err, cause = e.execute(slot, j, h, set)
 		}
 		now := time.Now()
 		e.done <- finished{j: j, outcome: decide(j, set, res, err, cause, now.Sub(start), now, randFloat), start: start}
@@ -115,11 +115,11 @@ func (e *Engine) work() {
 // execute runs one attempt of j: with its timeout, its context cancellable
 // by Cancel and by shutdown, and panics recovered. cause is why the context
 // was cancelled, if it was.
-func (e *Engine) execute(j *job.Job, h Handler, set Settings) (res []byte, err error, cause error) {
+func (e *Engine) execute(i int, j *job.Job, h Handler, set Settings) (res []byte, err error, cause error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	e.mu.Lock()
-	e.running[j.ID] = &runningJob{cancel: cancel}
+	e.slots[i] = slot{id: j.ID, cancel: cancel}
 	select {
 	case <-e.hardStop:
 		cancel(errShutdown)
@@ -128,7 +128,7 @@ func (e *Engine) execute(j *job.Job, h Handler, set Settings) (res []byte, err e
 	e.mu.Unlock()
 	res, err, cause = run(ctx, j, h, set)
 	e.mu.Lock()
-	delete(e.running, j.ID)
+	e.slots[i] = slot{}
 	e.mu.Unlock()
 	return res, err, cause
 }

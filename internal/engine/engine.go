@@ -77,9 +77,9 @@ type Engine struct {
 	active atomic.Int64  // claimed and not yet finished
 	perQ   map[string]*atomic.Int64
 
-	mu      sync.Mutex
-	running map[job.ID]*runningJob
-	state   int // 0 new, 1 started, 2 stopping/stopped
+	mu    sync.Mutex
+	slots []slot // one per worker: the job it runs, if any
+	state int    // 0 new, 1 started, 2 stopping/stopped
 
 	stopClaims chan struct{} // closed: dispatcher stops claiming
 	hardStop   chan struct{} // closed: cancel running handlers
@@ -87,11 +87,14 @@ type Engine struct {
 	workersWG  sync.WaitGroup
 	stopOnce   sync.Once
 	stopped    chan struct{}
+	outs       []store.Outcome // the completer's buffer
 	// workersDone is closed when every worker has returned.
 	workersDone chan struct{}
 }
 
-type runningJob struct {
+// slot is what a worker is running: the job and how to cancel it.
+type slot struct {
+	id     job.ID // 0: idle
 	cancel context.CancelCauseFunc
 }
 
@@ -129,7 +132,7 @@ func New(cfg Config) *Engine {
 		done:        make(chan finished, cfg.Workers),
 		wake:        make(chan struct{}, 1),
 		freed:       make(chan struct{}, 1),
-		running:     make(map[job.ID]*runningJob),
+		slots:       make([]slot, cfg.Workers),
 		stopClaims:  make(chan struct{}),
 		hardStop:    make(chan struct{}),
 		stopped:     make(chan struct{}),
@@ -151,9 +154,9 @@ func (e *Engine) Start() {
 		return
 	}
 	e.state = 1
-	for range e.cfg.Workers {
+	for i := range e.cfg.Workers {
 		e.workersWG.Add(1)
-		go e.work()
+		go e.work(i)
 	}
 	e.wg.Add(3)
 	go e.dispatch()
@@ -214,8 +217,10 @@ func (e *Engine) cancelAll() {
 	default:
 		close(e.hardStop)
 	}
-	for _, r := range e.running {
-		r.cancel(errShutdown)
+	for _, sl := range e.slots {
+		if sl.id != 0 {
+			sl.cancel(errShutdown)
+		}
 	}
 }
 
@@ -224,11 +229,13 @@ func (e *Engine) cancelAll() {
 func (e *Engine) CancelRunning(id job.ID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.running[id]
-	if r != nil {
-		r.cancel(errCancelRequested)
+	for _, sl := range e.slots {
+		if sl.id == id {
+			sl.cancel(errCancelRequested)
+			return true
+		}
 	}
-	return r != nil
+	return false
 }
 
 func (e *Engine) observing() bool {

@@ -43,6 +43,7 @@ type cold struct {
 	crashes    int
 	schedule   string
 	fireTime   int64
+	prev, next *entry // links in Store.running or Store.finished
 }
 
 func (e *entry) cold() *cold {

@@ -24,9 +24,9 @@ type Store struct {
 	jobs      map[job.ID]*entry
 	queues    map[string]*queue
 	qlist     []*queue // sorted by name
-	running   map[*entry]struct{}
-	unique    map[string]*entry // key → holder, while waiting or running
-	finished  map[job.State]map[*entry]struct{}
+	running   list
+	unique    map[string]*entry       // key → holder, while waiting or running
+	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
 }
@@ -48,13 +48,9 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		jobs:    make(map[job.ID]*entry),
-		queues:  make(map[string]*queue),
-		running: make(map[*entry]struct{}),
-		unique:  make(map[string]*entry),
-		finished: map[job.State]map[*entry]struct{}{
-			job.StateCompleted: {}, job.StateCancelled: {}, job.StateDead: {},
-		},
+		jobs:      make(map[job.ID]*entry),
+		queues:    make(map[string]*queue),
+		unique:    make(map[string]*entry),
 		fired:     make(map[fireKey]job.ID),
 		schedules: make(map[string]*job.Schedule),
 	}
@@ -99,16 +95,18 @@ func (s *Store) setState(e *entry, to job.State) {
 	e.q.counts[to]++
 	e.state = to
 	if from == job.StateRunning {
-		delete(s.running, e)
+		s.running.remove(e)
 	}
 	if from.Finished() {
-		delete(s.finished[from], e)
+		s.finished[from].remove(e)
 	}
 	switch {
 	case to == job.StateRunning:
-		s.running[e] = struct{}{}
+		e.cold()
+		s.running.push(e)
 	case to.Finished():
-		s.finished[to][e] = struct{}{}
+		e.cold()
+		s.finished[to].push(e)
 		if k := e.uniqueKey(); k != "" && s.unique[k] == e {
 			delete(s.unique, k)
 		}

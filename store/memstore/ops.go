@@ -38,7 +38,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	defer s.mu.Unlock()
 	now := nanos(p.Now)
 	var expired []*entry
-	for e := range s.running {
+	for e := range s.running.all {
 		if e.c.leaseUntil < now {
 			expired = append(expired, e)
 		}
@@ -131,7 +131,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 	defer s.mu.Unlock()
 	var dead []*entry
 	if len(p.IDs) == 0 {
-		for e := range s.finished[job.StateDead] {
+		for e := range s.finished[job.StateDead].all {
 			dead = append(dead, e)
 		}
 		slices.SortFunc(dead, func(a, b *entry) int { return int(a.id - b.id) })
@@ -183,7 +183,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 	n := 0
 	for _, st := range p.States {
 		var match []*entry
-		for e := range s.finished[st] {
+		for e := range s.finished[st].all {
 			if (ids == nil || ids[e.id]) && (before == 0 || e.c.finishedAt < before) {
 				match = append(match, e)
 			}
@@ -213,7 +213,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 }
 
 func (s *Store) delete(e *entry) {
-	delete(s.finished[e.state], e)
+	s.finished[e.state].remove(e)
 	e.q.counts[e.state]--
 	delete(s.jobs, e.id)
 	if e.c != nil && e.c.schedule != "" {

@@ -53,7 +53,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	}
 	if onlyFinished {
 		for _, st := range p.States {
-			for e := range s.finished[st] {
+			for e := range s.finished[st].all {
 				keep(e)
 			}
 		}
@@ -97,8 +97,8 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 		}
 	}
 	if since := nanos(p.FinishedSince); since != 0 {
-		for state, set := range s.finished {
-			for e := range set {
+		for _, state := range []job.State{job.StateCompleted, job.StateCancelled, job.StateDead} {
+			for e := range s.finished[state].all {
 				if e.c.finishedAt >= since {
 					st.Finished[state]++
 				}

@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
+	"github.com/hopperq/hopper/store/sqlitestore"
+	"github.com/spf13/cobra"
+)
+
+// benchConfig are bench's flags.
+type benchConfig struct {
+	store, durability string
+	jobs, workers     int
+	batch, latency    int
+	keep              bool
+}
+
+// benchResult is what bench measured, and under which conditions.
+type benchResult struct {
+	Store       string  `json:"store"`
+	File        string  `json:"file,omitempty"`
+	Durability  string  `json:"durability,omitempty"`
+	Jobs        int     `json:"jobs"`
+	Batch       int     `json:"batch"`
+	Workers     int     `json:"workers"`
+	GOMAXPROCS  int     `json:"gomaxprocs"`
+	NumCPU      int     `json:"num_cpu"`
+	GoVersion   string  `json:"go_version"`
+	Platform    string  `json:"platform"`
+	InsertSecs  float64 `json:"insert_seconds"`
+	InsertRate  float64 `json:"inserted_per_second"`
+	WorkSecs    float64 `json:"work_seconds"`
+	WorkRate    float64 `json:"worked_per_second"`
+	LatencyJobs int     `json:"latency_jobs"`
+	P50         float64 `json:"latency_p50_ms"`
+	P90         float64 `json:"latency_p90_ms"`
+	P99         float64 `json:"latency_p99_ms"`
+	Max         float64 `json:"latency_max_ms"`
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	var cfg benchConfig
+	c := &cobra.Command{
+		Use:   "bench [--store memory|sqlite] [--jobs N] [--workers N] [--batch N] [--durability full|normal]",
+		Short: "Measure Hopper's own throughput and latency",
+		Long: `Measure Hopper on this machine, like "river bench": a client with a no-op job
+kind works jobs while N of them are enqueued in batches; it reports jobs
+inserted per second, jobs worked per second (from the first enqueue until
+the last completion is recorded in the store) and then, on the idle pool,
+the latency from just before Enqueue to the handler's start, over jobs
+enqueued one at a time.
+
+The database is a new file in a temporary directory (deleted afterwards
+unless --keep); --db is not used. Progress goes to stderr when it is a
+terminal.`,
+		Example: `  hopper bench
+  hopper bench --store memory --jobs 1000000
+  hopper bench --durability normal --workers 50 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case cfg.store != "memory" && cfg.store != "sqlite":
+				return usagef("bad --store %q: want memory or sqlite", cfg.store)
+			case cfg.durability != "full" && cfg.durability != "normal":
+				return usagef("bad --durability %q: want full or normal", cfg.durability)
+			case cfg.jobs < 1 || cfg.workers < 1 || cfg.batch < 1 || cfg.latency < 0:
+				return usagef("--jobs, --workers and --batch must be at least 1, --latency-jobs at least 0")
+			}
+			return a.bench(cmd.Context(), cfg)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.store, "store", "sqlite", "memory or sqlite")
+	f.IntVar(&cfg.jobs, "jobs", 100000, "jobs to enqueue and work")
+	f.IntVar(&cfg.workers, "workers", 10, "worker goroutines")
+	f.IntVar(&cfg.batch, "batch", 1000, "jobs per EnqueueMany call")
+	f.StringVar(&cfg.durability, "durability", "full", "sqlite only: full (fsync every commit) or normal (survives kill -9, not power loss)")
+	f.IntVar(&cfg.latency, "latency-jobs", 2000, "jobs enqueued one at a time to measure latency")
+	f.BoolVar(&cfg.keep, "keep", false, "keep the temporary database file")
+	return c
+}
+
+func (a *app) bench(ctx context.Context, cfg benchConfig) error {
+	r := benchResult{
+		Store: cfg.store, Jobs: cfg.jobs, Batch: cfg.batch, Workers: cfg.workers, LatencyJobs: cfg.latency,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	var st store.Store
+	if cfg.store == "memory" {
+		st = memstore.New()
+	} else {
+		dir, err := os.MkdirTemp("", "hopper-bench-")
+		if err != nil {
+			return err
+		}
+		if !cfg.keep {
+			defer os.RemoveAll(dir)
+		}
+		dur := sqlitestore.DurabilityFull
+		if cfg.durability == "normal" {
+			dur = sqlitestore.DurabilityNormal
+		}
+		r.File, r.Durability = filepath.Join(dir, "bench.db"), cfg.durability
+		sq, err := sqlitestore.Open(ctx, r.File, sqlitestore.Options{Durability: dur})
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		st = sq
+	}
+	defer st.Close()
+	a.printConditions(&r)
+
+	var worked atomic.Int64
+	started := make(chan time.Time, 1)
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "bench_noop", func(context.Context, json.RawMessage) (any, error) {
+		worked.Add(1)
+		return nil, nil
+	}, nil)
+	hopper.RegisterRaw(ws, "bench_latency", func(context.Context, json.RawMessage) (any, error) {
+		started <- time.Now()
+		return nil, nil
+	}, nil)
+	hcfg := hopper.Config{Store: st, Workers: ws, Concurrency: cfg.workers, Logger: slog.New(slog.DiscardHandler)}
+	if sq, ok := st.(*sqlitestore.Store); ok {
+		hcfg.WorkerID = sq.WorkerID()
+	}
+	c, err := hopper.NewClient(hcfg)
+	if err != nil {
+		return err
+	}
+	defer c.Stop(context.Background())
+	if err := c.Start(); err != nil {
+		return err
+	}
+
+	// Throughput: enqueue in batches while the pool works.
+	progress := newProgress(a.Err)
+	var inserted atomic.Int64
+	progress.start(func() string {
+		return fmt.Sprintf("throughput: enqueued %d/%d, worked %d/%d", inserted.Load(), cfg.jobs, worked.Load(), cfg.jobs)
+	})
+	batch := make([]hopper.EnqueueRequest, cfg.batch)
+	for i := range batch {
+		batch[i] = hopper.EnqueueRequest{Kind: "bench_noop"}
+	}
+	t0 := time.Now()
+	for left := cfg.jobs; left > 0; left -= cfg.batch {
+		n := min(left, cfg.batch)
+		if _, err := c.EnqueueMany(ctx, batch[:n]); err != nil {
+			progress.stop()
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		inserted.Add(int64(n))
+	}
+	insertDur := time.Since(t0)
+	for {
+		s, err := c.Stats(ctx, 0)
+		if err != nil {
+			progress.stop()
+			return err
+		}
+		if countState(s, hopper.StateCompleted) >= cfg.jobs {
+			break
+		}
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			progress.stop()
+			return err
+		}
+	}
+	workDur := time.Since(t0)
+	progress.stop()
+	r.InsertSecs, r.InsertRate = insertDur.Seconds(), float64(cfg.jobs)/insertDur.Seconds()
+	r.WorkSecs, r.WorkRate = workDur.Seconds(), float64(cfg.jobs)/workDur.Seconds()
+
+	// Latency: one job at a time on the idle pool.
+	lat := make([]time.Duration, 0, cfg.latency)
+	progress.start(func() string { return fmt.Sprintf("latency: %d/%d jobs", len(lat), cfg.latency) })
+	for range cfg.latency {
+		t := time.Now()
+		if _, err := c.Enqueue(ctx, "bench_latency", nil, nil); err != nil {
+			progress.stop()
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		select {
+		case s := <-started:
+			lat = append(lat, s.Sub(t))
+		case <-time.After(30 * time.Second):
+			progress.stop()
+			return errors.New("latency phase: a job did not start within 30s")
+		case <-ctx.Done():
+			progress.stop()
+			return ctx.Err()
+		}
+	}
+	progress.stop()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		pct := func(p float64) float64 {
+			return ms(lat[min(len(lat)-1, int(p*float64(len(lat))))])
+		}
+		r.P50, r.P90, r.P99, r.Max = pct(0.50), pct(0.90), pct(0.99), ms(lat[len(lat)-1])
+	}
+	if err := c.Stop(ctx); err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(a.Out, r)
+	}
+	fmt.Fprintf(a.Out, "\nthroughput (%d no-op jobs, batches of %d, %d workers)\n", r.Jobs, r.Batch, r.Workers)
+	t := newTable(a.Out)
+	t.row("  inserted", fmt.Sprintf("%.0f jobs/s", r.InsertRate), fmt.Sprintf("(%d jobs in %.2fs)", r.Jobs, r.InsertSecs))
+	t.row("  worked", fmt.Sprintf("%.0f jobs/s", r.WorkRate), fmt.Sprintf("(first enqueue to last completion recorded: %.2fs)", r.WorkSecs))
+	t.flush()
+	if r.LatencyJobs > 0 {
+		fmt.Fprintf(a.Out, "\nlatency, enqueue → handler start (%d jobs one at a time, idle pool)\n", r.LatencyJobs)
+		fmt.Fprintf(a.Out, "  p50 %.3fms  p90 %.3fms  p99 %.3fms  max %.3fms\n", r.P50, r.P90, r.P99, r.Max)
+	}
+	if cfg.keep && r.File != "" {
+		fmt.Fprintf(a.Out, "\ndatabase kept at %s\n", r.File)
+	}
+	return nil
+}
+
+func (a *app) printConditions(r *benchResult) {
+	w := a.Out
+	if a.json {
+		w = a.Err
+	}
+	fmt.Fprintln(w, "hopper bench")
+	t := newTable(w)
+	if r.Store == "sqlite" {
+		t.row("  store", fmt.Sprintf("sqlite, durability %s", r.Durability))
+		t.row("  file", r.File)
+	} else {
+		t.row("  store", "memory")
+	}
+	t.row("  workers", r.Workers)
+	t.row("  machine", fmt.Sprintf("GOMAXPROCS %d, %d CPUs, %s, %s", r.GOMAXPROCS, r.NumCPU, r.Platform, r.GoVersion))
+	t.flush()
+}
+
+func countState(s hopper.Stats, state hopper.State) int {
+	n := 0
+	for _, m := range s.ByQueue {
+		n += m[state]
+	}
+	return n
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// progress redraws one status line on a terminal every 200ms.
+type progress struct {
+	w    io.Writer
+	on   bool
+	done chan struct{}
+	wait chan struct{}
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w, on: isTerminal(w)} }
+
+func (p *progress) start(line func() string) {
+	if !p.on {
+		return
+	}
+	p.done, p.wait = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.wait)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			fmt.Fprintf(p.w, "\r\033[K%s", line())
+			select {
+			case <-p.done:
+				fmt.Fprintf(p.w, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (p *progress) stop() {
+	if p.on && p.done != nil {
+		close(p.done)
+		<-p.wait
+		p.done = nil
+	}
+}

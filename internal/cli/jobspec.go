@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/kinds"
+	"github.com/spf13/pflag"
+)
+
+// jobFlags are the per-job options shared by enqueue and schedule add.
+type jobFlags struct {
+	queue       string
+	priority    int
+	delay       time.Duration
+	at          string
+	maxAttempts int
+	timeout     time.Duration
+	unique      string
+	backoff     string
+}
+
+// register adds the flags to fs; a schedule's jobs take no delay, run time
+// or unique key.
+func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
+	fs.StringVar(&f.queue, "queue", "", `queue of the job (default "default")`)
+	fs.IntVar(&f.priority, "priority", 0, "priority: lower runs first, any integer")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts before the job goes to the dead-letter queue (default 25)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
+	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: exponential[:BASE[,MAX]] (default exponential:1s,1h with jitter), fixed:5s or list:5s,30s,300s")
+	if !forSchedule {
+		fs.DurationVar(&f.delay, "delay", 0, "run no earlier than this long from now, e.g. 10m")
+		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
+		fs.StringVar(&f.unique, "unique", "", "unique key: while a job with this key waits or runs, enqueue returns that job instead")
+	}
+}
+
+func (f *jobFlags) retry() (*backoff.Policy, error) { return parseBackoff(f.backoff) }
+
+// options returns the EnqueueOptions the flags describe.
+func (f *jobFlags) options() (*hopper.EnqueueOptions, error) {
+	o := &hopper.EnqueueOptions{
+		Queue: f.queue, Priority: f.priority, MaxAttempts: f.maxAttempts,
+		Timeout: f.timeout, UniqueKey: f.unique, Delay: f.delay,
+	}
+	if f.delay < 0 {
+		return nil, usagef("bad --delay %s: must not be negative", f.delay)
+	}
+	if f.at != "" {
+		if f.delay != 0 {
+			return nil, usagef("give --delay or --at, not both")
+		}
+		t, err := parseAt("--at", f.at)
+		if err != nil {
+			return nil, err
+		}
+		o.RunAt = t
+	}
+	if f.maxAttempts < 0 {
+		return nil, usagef("bad --max-attempts %d: must be at least 1", f.maxAttempts)
+	}
+	if f.timeout < 0 {
+		return nil, usagef("bad --timeout %s: must not be negative", f.timeout)
+	}
+	var err error
+	if o.Retry, err = f.retry(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// kindFlags builds the args of one built-in kind from its flags and
+// positional arguments.
+type kindFlags interface {
+	register(fs *pflag.FlagSet)
+	args(pos []string) (any, error)
+}
+
+// execFlags describe an exec job.
+type execFlags struct {
+	env       []string
+	dir       string
+	permCodes []int
+}
+
+func (f *execFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE for the command (repeatable)")
+	fs.StringVar(&f.dir, "dir", "", "working directory of the command (default: the server's)")
+	fs.IntSliceVar(&f.permCodes, "permanent-exit-codes", nil, "exit codes that fail the job at once, without retries, e.g. 2,64")
+}
+
+func (f *execFlags) args(pos []string) (any, error) {
+	if len(pos) == 0 {
+		return nil, usagef("exec needs a command: exec [flags] -- COMMAND [ARGS...]")
+	}
+	a := kinds.ExecArgs{Command: pos[0], Args: pos[1:], Env: f.env, Dir: f.dir, PermanentExitCodes: f.permCodes}
+	if err := a.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return a, nil
+}
+
+// httpFlags describe an http job.
+type httpFlags struct {
+	url      string
+	method   string
+	headers  []string
+	data     string
+	retry4xx bool
+}
+
+func (f *httpFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "url", "", "URL to request (http or https; required)")
+	fs.StringVar(&f.method, "method", "", "HTTP method (default GET, or POST with --data)")
+	fs.StringArrayVar(&f.headers, "header", nil, `request header "Name: value" (repeatable)`)
+	fs.StringVar(&f.data, "data", "", "request body: a string, or @FILE to read it from a file")
+	fs.BoolVar(&f.retry4xx, "retry-4xx", false, "retry on 4xx responses too (by default a 4xx other than 408 and 429 fails the job at once)")
+}
+
+func (f *httpFlags) args(pos []string) (any, error) {
+	if len(pos) > 0 {
+		return nil, usagef("http takes no arguments (got %q); give the URL with --url", pos[0])
+	}
+	if f.url == "" {
+		return nil, usagef("http needs --url URL")
+	}
+	a := kinds.HTTPArgs{URL: f.url, Method: strings.ToUpper(f.method), RetryOn4xx: f.retry4xx}
+	if strings.HasPrefix(f.data, "@") {
+		b, err := os.ReadFile(f.data[1:])
+		if err != nil {
+			return nil, fmt.Errorf("--data: %w", err)
+		}
+		a.Body = string(b)
+	} else {
+		a.Body = f.data
+	}
+	if a.Method == "" && a.Body != "" {
+		a.Method = "POST"
+	}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef(`bad --header %q: want "Name: value"`, h)
+		}
+		if a.Headers == nil {
+			a.Headers = make(map[string]string)
+		}
+		a.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if err := a.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return a, nil
+}
+
+// newKindFlags returns the flags of a built-in kind, or nil.
+func newKindFlags(kind string) kindFlags {
+	switch kind {
+	case kinds.KindExec:
+		return &execFlags{}
+	case kinds.KindHTTP:
+		return &httpFlags{}
+	}
+	return nil
+}
+
+type pflagFlag = pflag.Flag

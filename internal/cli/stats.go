@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
+	"github.com/spf13/cobra"
+)
+
+// statsJSON is stats --json.
+type statsJSON struct {
+	Queues   map[string]map[string]int `json:"queues"`
+	Totals   map[string]int            `json:"totals"`
+	Waiting  int                       `json:"waiting"` // scheduled + available + retrying
+	Running  int                       `json:"running"`
+	Total    int                       `json:"total"`
+	Finished map[string]int            `json:"finished_last_minute"`
+	// Throughput is the jobs completed in the last minute, per second.
+	Throughput float64 `json:"throughput_per_second"`
+}
+
+func (a *app) statsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Count jobs by state and queue, and those finished in the last minute",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return a.withSession(ctx, openOpts{}, func(s *session) error {
+				st, err := s.Stats(ctx, time.Minute)
+				if err != nil {
+					return err
+				}
+				out := statsJSON{Queues: map[string]map[string]int{}, Totals: map[string]int{}, Finished: map[string]int{}}
+				for _, state := range job.States {
+					out.Totals[state.String()] = 0
+				}
+				for q, byState := range st.ByQueue {
+					m := map[string]int{}
+					for _, state := range job.States {
+						n := byState[state]
+						m[state.String()] = n
+						out.Totals[state.String()] += n
+						out.Total += n
+						switch {
+						case state.Waiting():
+							out.Waiting += n
+						case state == hopper.StateRunning:
+							out.Running += n
+						}
+					}
+					out.Queues[q] = m
+				}
+				for _, state := range []hopper.State{hopper.StateCompleted, hopper.StateCancelled, hopper.StateDead} {
+					out.Finished[state.String()] = st.Finished[state]
+				}
+				out.Throughput = float64(st.Finished[hopper.StateCompleted]) / 60
+				if a.json {
+					return printJSON(a.Out, out)
+				}
+				header := []string{"QUEUE"}
+				for _, state := range job.States {
+					header = append(header, upper(state.String()))
+				}
+				t := newTable(a.Out, append(header, "TOTAL")...)
+				queues := make([]string, 0, len(out.Queues))
+				for q := range out.Queues {
+					queues = append(queues, q)
+				}
+				slices.Sort(queues)
+				row := func(name string, m map[string]int) {
+					cells := []any{name}
+					sum := 0
+					for _, state := range job.States {
+						cells = append(cells, m[state.String()])
+						sum += m[state.String()]
+					}
+					t.row(append(cells, sum)...)
+				}
+				for _, q := range queues {
+					row(q, out.Queues[q])
+				}
+				if len(queues) != 1 {
+					row("(all)", out.Totals)
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				f := out.Finished
+				fmt.Fprintf(a.Out, "\nwaiting %d, running %d\nlast minute: %d completed (%.1f jobs/s), %d dead, %d cancelled\n",
+					out.Waiting, out.Running, f["completed"], out.Throughput, f["dead"], f["cancelled"])
+				return nil
+			})
+		},
+	}
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
