@@ -1,0 +1,424 @@
+package hopper_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// newClient returns a started client on a fresh memstore, stopped at the end
+// of the test (which must run inside a synctest bubble).
+func newClient(t *testing.T, cfg hopper.Config) *hopper.Client {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	c, err := hopper.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.StopNow() })
+	return c
+}
+
+func wait(t *testing.T, c *hopper.Client, id hopper.ID) *hopper.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	j, err := c.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("Wait(%d): %v", id, err)
+	}
+	return j
+}
+
+func enqueue(t *testing.T, c *hopper.Client, kind string, args any, o *hopper.EnqueueOptions) hopper.ID {
+	t.Helper()
+	r, err := c.Enqueue(context.Background(), kind, args, o)
+	if err != nil {
+		t.Fatalf("Enqueue(%s): %v", kind, err)
+	}
+	return r.ID
+}
+
+func TestTimeoutFailsAttemptAndRetries(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, &hopper.KindOptions{Timeout: 5 * time.Second})
+		p := backoff.Fixed(time.Second)
+		c := newClient(t, hopper.Config{Workers: ws, Retry: &p, MaxAttempts: 2})
+		start := time.Now()
+		j := wait(t, c, enqueue(t, c, "slow", nil, nil))
+		if j.State != hopper.StateDead || len(j.Attempts) != 2 {
+			t.Fatalf("got state %s with %d attempts, want dead after 2", j.State, len(j.Attempts))
+		}
+		if !strings.Contains(j.LastError, "timed out after 5s") {
+			t.Errorf("LastError = %q, want a timeout", j.LastError)
+		}
+		if got := time.Since(start); got != 11*time.Second {
+			t.Errorf("took %s, want 11s (5s + 1s backoff + 5s)", got)
+		}
+	})
+}
+
+func TestPerJobTimeoutOverridesKind(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, &hopper.KindOptions{Timeout: time.Hour})
+		c := newClient(t, hopper.Config{Workers: ws, MaxAttempts: 1})
+		start := time.Now()
+		wait(t, c, enqueue(t, c, "slow", nil, &hopper.EnqueueOptions{Timeout: 2 * time.Second}))
+		if got := time.Since(start); got != 2*time.Second {
+			t.Errorf("took %s, want the job's own 2s timeout", got)
+		}
+	})
+}
+
+func TestPanicFailsAttemptAndWorkerSurvives(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "panic", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			panic("kaboom")
+		}, nil)
+		hopper.RegisterRaw(ws, "ok", func(ctx context.Context, _ json.RawMessage) (any, error) { return "fine", nil }, nil)
+		c := newClient(t, hopper.Config{Workers: ws, Concurrency: 1, MaxAttempts: 1})
+		j := wait(t, c, enqueue(t, c, "panic", nil, nil))
+		if j.State != hopper.StateDead || !strings.Contains(j.LastError, "panic: kaboom") || !strings.Contains(j.LastError, "goroutine") {
+			t.Fatalf("got %s %q, want dead with the panic and its stack", j.State, j.LastError)
+		}
+		j = wait(t, c, enqueue(t, c, "ok", nil, nil))
+		if j.State != hopper.StateCompleted || string(j.Result) != `"fine"` {
+			t.Fatalf("next job: got %s %s", j.State, j.Result)
+		}
+	})
+}
+
+func TestCancelRunningJobEndsCancelledNotRetried(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		started := make(chan struct{})
+		hopper.RegisterRaw(ws, "block", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}, nil)
+		c := newClient(t, hopper.Config{Workers: ws})
+		id := enqueue(t, c, "block", nil, nil)
+		<-started
+		ok, err := c.Cancel(context.Background(), id)
+		if !ok || err != nil {
+			t.Fatalf("Cancel(running) = %v, %v; want true", ok, err)
+		}
+		j := wait(t, c, id)
+		if j.State != hopper.StateCancelled || j.Attempt != 1 {
+			t.Fatalf("got %s after %d attempts, want cancelled after 1", j.State, j.Attempt)
+		}
+		if ok, _ := c.Cancel(context.Background(), id); ok {
+			t.Error("Cancel(cancelled) = true, want false")
+		}
+	})
+}
+
+func TestGracefulStopReleasesInterruptedJobWithoutLosingAnAttempt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		started := make(chan struct{}, 2)
+		hopper.RegisterRaw(ws, "block", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, nil)
+		hopper.RegisterRaw(ws, "short", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			started <- struct{}{}
+			time.Sleep(time.Second)
+			return nil, nil
+		}, nil)
+		st := memstore.New()
+		c, _ := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Concurrency: 2, Logger: quiet})
+		c.Start()
+		ctx := context.Background()
+		blocked := enqueue(t, c, "block", nil, nil)
+		short := enqueue(t, c, "short", nil, nil)
+		<-started
+		<-started
+		waiting := enqueue(t, c, "short", nil, &hopper.EnqueueOptions{Delay: time.Minute})
+		stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		before := time.Now()
+		if err := c.Stop(stopCtx); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(before); got != 5*time.Second {
+			t.Errorf("Stop took %s, want the 5s grace period", got)
+		}
+		if _, err := c.Enqueue(ctx, "short", nil, nil); !errors.Is(err, hopper.ErrClosed) {
+			t.Errorf("Enqueue after Stop: got %v, want ErrClosed", err)
+		}
+		for id, want := range map[hopper.ID]hopper.State{blocked: hopper.StateAvailable, short: hopper.StateCompleted, waiting: hopper.StateScheduled} {
+			j, _ := st.Get(ctx, id)
+			if j.State != want {
+				t.Errorf("job %d: got %s, want %s", id, j.State, want)
+			}
+			if id == blocked && (j.Attempt != 0 || j.Attempts[0].Outcome != job.OutcomeReleased) {
+				t.Errorf("released job: attempt %d history %+v, want attempt 0 and a released record", j.Attempt, j.Attempts)
+			}
+		}
+	})
+}
+
+func TestStartStopIdempotent(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := hopper.NewClient(hopper.Config{Logger: quiet})
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatalf("second Start: %v", err)
+		}
+		c.StopNow()
+		if err := c.Stop(context.Background()); err != nil {
+			t.Fatalf("second Stop: %v", err)
+		}
+		if err := c.Start(); !errors.Is(err, hopper.ErrClosed) {
+			t.Fatalf("Start after Stop: got %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestQueueConcurrencyLimits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		var cur, peak [2]atomic.Int64
+		hopper.Register(ws, "work", func(ctx context.Context, q int) (any, error) {
+			n := cur[q].Add(1)
+			for {
+				p := peak[q].Load()
+				if n <= p || peak[q].CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(time.Second)
+			cur[q].Add(-1)
+			return nil, nil
+		}, nil)
+		c := newClient(t, hopper.Config{Workers: ws, Concurrency: 4,
+			Queues: map[string]hopper.QueueConfig{"limited": {MaxWorkers: 1}, "open": {}, "ignored-not": {}}})
+		var ids []hopper.ID
+		for i := range 6 {
+			ids = append(ids, enqueue(t, c, "work", 0, &hopper.EnqueueOptions{Queue: "limited", Priority: -i}))
+			ids = append(ids, enqueue(t, c, "work", 1, &hopper.EnqueueOptions{Queue: "open"}))
+		}
+		other := enqueue(t, c, "work", 1, &hopper.EnqueueOptions{Queue: "elsewhere"})
+		for _, id := range ids {
+			wait(t, c, id)
+		}
+		if p := peak[0].Load(); p != 1 {
+			t.Errorf("limited queue ran %d at once, want 1", p)
+		}
+		if p := peak[1].Load(); p != 3 {
+			t.Errorf("open queue ran %d at once, want 3 (4 workers, 1 held by the limited queue)", p)
+		}
+		if j, _ := c.Get(context.Background(), other); j.State != hopper.StateAvailable {
+			t.Errorf("job in an unworked queue: got %s, want available", j.State)
+		}
+	})
+}
+
+func TestUniqueKey(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, _ := hopper.NewClient(hopper.Config{Logger: quiet})
+		a, _ := c.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
+		b, err := c.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
+		if err != nil || !b.Duplicate || b.ID != a.ID {
+			t.Fatalf("second enqueue: %+v, %v; want duplicate of %d", b, err, a.ID)
+		}
+		strict, _ := hopper.NewClient(hopper.Config{Store: c.Store(), UniqueConflict: hopper.UniqueError, Logger: quiet})
+		if _, err := strict.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"}); !errors.Is(err, hopper.ErrDuplicate) {
+			t.Fatalf("UniqueError: got %v, want ErrDuplicate", err)
+		}
+		c.Cancel(ctx, a.ID)
+		d, _ := c.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
+		if d.Duplicate || d.ID == a.ID {
+			t.Fatalf("after the holder finished: %+v, want a new job", d)
+		}
+	})
+}
+
+func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := hopper.NewClient(hopper.Config{Logger: quiet})
+	for _, tc := range []struct {
+		kind  string
+		args  any
+		o     *hopper.EnqueueOptions
+		field string
+	}{
+		{"", nil, nil, "kind"},
+		{"k", json.RawMessage("{"), nil, "args"},
+		{"k", make(chan int), nil, "args"},
+		{"k", nil, &hopper.EnqueueOptions{Delay: -time.Second}, "delay"},
+		{"k", nil, &hopper.EnqueueOptions{Delay: time.Second, RunAt: time.Now()}, "delay"},
+		{"k", nil, &hopper.EnqueueOptions{MaxAttempts: -2}, "max_attempts"},
+		{"k", nil, &hopper.EnqueueOptions{Timeout: -1}, "timeout"},
+		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Strategy: "linear"}}, "retry"},
+	} {
+		_, err := c.Enqueue(ctx, tc.kind, tc.args, tc.o)
+		var fe *hopper.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("Enqueue(%q, %v, %+v): got %v, want a FieldError on %s", tc.kind, tc.args, tc.o, err, tc.field)
+		}
+	}
+	if _, err := c.EnqueueFunc(ctx, nil, nil); err == nil {
+		t.Error("EnqueueFunc(nil): want an error")
+	}
+	_, err := c.EnqueueMany(ctx, []hopper.EnqueueRequest{{Kind: "ok"}, {Kind: ""}})
+	var fe *hopper.FieldError
+	if !errors.As(err, &fe) || fe.Field != "[1].kind" {
+		t.Errorf("EnqueueMany with a bad second job: got %v, want FieldError on [1].kind", err)
+	}
+	if jobs, _ := c.List(ctx, hopper.ListOptions{}); len(jobs) != 0 {
+		t.Errorf("bad input stored %d jobs, want none", len(jobs))
+	}
+	if _, err := hopper.NewClient(hopper.Config{Concurrency: -1}); !errors.As(err, &fe) || fe.Field != "Config.Concurrency" {
+		t.Errorf("NewClient(Concurrency -1): got %v", err)
+	}
+}
+
+func TestUnknownArgsFailPermanently(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.Register(ws, "typed", func(ctx context.Context, a struct{ N int }) (any, error) { return a.N, nil }, nil)
+		c := newClient(t, hopper.Config{Workers: ws})
+		j := wait(t, c, enqueue(t, c, "typed", map[string]string{"N": "not a number"}, nil))
+		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, "args: cannot decode") {
+			t.Fatalf("got %s after %d attempts: %q", j.State, j.Attempt, j.LastError)
+		}
+		j = wait(t, c, enqueue(t, c, "nobody-handles-this", nil, &hopper.EnqueueOptions{MaxAttempts: 1}))
+		if j.State != hopper.StateDead || !strings.Contains(j.LastError, "no handler registered") {
+			t.Fatalf("unknown kind: got %s %q", j.State, j.LastError)
+		}
+	})
+}
+
+func TestEventsForEveryTransition(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		calls := 0
+		hopper.RegisterRaw(ws, "flaky", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			calls++
+			if calls == 1 {
+				return nil, errors.New("first time fails")
+			}
+			return 42, nil
+		}, nil)
+		p := backoff.Fixed(time.Second)
+		c := newClient(t, hopper.Config{Workers: ws, Retry: &p})
+		sub := c.Subscribe()
+		id := enqueue(t, c, "flaky", nil, nil)
+		wait(t, c, id)
+		synctest.Wait()
+		sub.Unsubscribe()
+		var got []string
+		for ev := range sub.C {
+			got = append(got, string(ev.Type)+":"+ev.Job.State.String())
+		}
+		want := "enqueued:available started:running retrying:retrying started:running completed:completed"
+		if strings.Join(got, " ") != want {
+			t.Errorf("events: got %v, want %s", got, want)
+		}
+	})
+}
+
+// A worker that holds a job longer than its lease keeps it: heart-beats
+// renew the lease and the rescuer never takes it away.
+func TestLiveWorkerKeepsItsJobPastTheLease(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		var runs atomic.Int64
+		hopper.RegisterRaw(ws, "long", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			runs.Add(1)
+			time.Sleep(time.Minute)
+			return nil, nil
+		}, nil)
+		c := newClient(t, hopper.Config{Workers: ws, LeaseDuration: 3 * time.Second, RescueInterval: time.Second})
+		j := wait(t, c, enqueue(t, c, "long", nil, nil))
+		if j.State != hopper.StateCompleted || runs.Load() != 1 || j.Attempt != 1 {
+			t.Fatalf("got %s after %d runs (attempt %d), want completed once", j.State, runs.Load(), j.Attempt)
+		}
+	})
+}
+
+// A job whose worker vanished (its lease expired) is given back and run
+// again; one whose workers keep dying is a poison pill and goes dead.
+func TestRescueAndPoisonPill(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memstore.New()
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "k", func(ctx context.Context, _ json.RawMessage) (any, error) { return "ran", nil }, nil)
+		// A "dead" process claimed both jobs and never came back.
+		seed, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet})
+		lost := enqueue(t, seed, "k", nil, nil)
+		pill := enqueue(t, seed, "k", nil, nil)
+		now := time.Now()
+		st.Claim(ctx, store.ClaimParams{Now: now, Limit: 2, Worker: "dead", LeaseUntil: now.Add(time.Second)})
+		// The pill has already killed two workers.
+		for range 2 {
+			time.Sleep(2 * time.Second)
+			st.Rescue(ctx, store.RescueParams{Now: time.Now(), MaxCrashes: 3})
+			now := time.Now()
+			res, _ := st.Claim(ctx, store.ClaimParams{Now: now, Limit: 2, Worker: "dead", LeaseUntil: now.Add(time.Second)})
+			for _, j := range res.Jobs {
+				if j.ID == lost { // only the pill keeps crashing
+					st.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, State: hopper.StateAvailable}}})
+				}
+			}
+		}
+		time.Sleep(2 * time.Second)
+		c := newClient(t, hopper.Config{Store: st, Workers: ws, RescueInterval: time.Second, MaxCrashes: 3})
+		if j := wait(t, c, lost); j.State != hopper.StateCompleted {
+			t.Errorf("lost job: got %s, want completed after rescue", j.State)
+		}
+		j := wait(t, c, pill)
+		if j.State != hopper.StateDead || !strings.Contains(j.LastError, "poison pill") || j.Crashes != 3 {
+			t.Errorf("pill: got %s crashes %d %q, want dead as a poison pill after 3", j.State, j.Crashes, j.LastError)
+		}
+	})
+}
