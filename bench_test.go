@@ -1,0 +1,92 @@
+package hopper_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+)
+
+// BenchmarkEndToEndMemory measures enqueue (batches of 1,000) → no-op
+// handler → completed on the in-memory store. Each iteration is one job;
+// the reported jobs/s includes the final flush of outcomes.
+func BenchmarkEndToEndMemory(b *testing.B) {
+	for _, workers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			ws := hopper.NewWorkers()
+			var ran atomic.Int64
+			done := make(chan struct{})
+			n := int64(b.N)
+			hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
+				if ran.Add(1) == n {
+					close(done)
+				}
+				return nil, nil
+			}, nil)
+			c, err := hopper.NewClient(hopper.Config{
+				Workers: ws, Concurrency: workers,
+				Logger: slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			batch := make([]hopper.EnqueueRequest, 1000)
+			for i := range batch {
+				batch[i] = hopper.EnqueueRequest{Kind: "noop"}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			c.Start()
+			for left := b.N; left > 0; left -= len(batch) {
+				if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-done
+			if err := c.Stop(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkLatencyIdle measures enqueue → handler start on an idle pool: one
+// job at a time, the next enqueued after the previous one started.
+func BenchmarkLatencyIdle(b *testing.B) {
+	ws := hopper.NewWorkers()
+	started := make(chan time.Time, 1)
+	hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		started <- time.Now()
+		return nil, nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 10, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Start()
+	defer c.StopNow()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := c.Enqueue(ctx, "noop", nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-started).Sub(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+}

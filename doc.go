@@ -1,0 +1,59 @@
+// Package hopper is a durable task scheduler and background-job system: an
+// application hands it work to do later or elsewhere, and Hopper stores each
+// job, runs it on a worker pool in priority and time order, retries failures
+// with exponential backoff and jitter, moves jobs that fail permanently or
+// run out of attempts to a dead-letter queue, and lets callers cancel,
+// reschedule, wait for results and watch every state change.
+//
+// # Jobs
+//
+// A job has a kind (the name of its handler), JSON args, a queue, a
+// priority (any int; lower runs first; default 0), a run-at time, a maximum
+// number of attempts, an optional timeout and unique key, and its history.
+// Among jobs whose time has come, the lowest priority number runs first,
+// then the earliest run-at, then the first enqueued. A job waiting for its
+// time never blocks a ready one.
+//
+// A job is always in exactly one state: scheduled, available or retrying
+// (waiting), running, completed, cancelled, or dead (the dead-letter queue).
+// docs/state-machine.md draws the transitions; job.CanTransition holds them.
+//
+// # Handlers
+//
+// Handlers are registered by kind on a Workers registry, with typed args:
+//
+//	ws := hopper.NewWorkers()
+//	hopper.Register(ws, "send_email", func(ctx context.Context, a Email) (any, error) {
+//		return nil, send(ctx, a)
+//	}, nil)
+//
+// A handler's first return value (JSON-encoded) becomes the job's result. An
+// error fails the attempt: it is retried after a backoff until its attempts
+// run out, then the job is dead. Wrap an error with Permanent to skip the
+// remaining attempts. A panic fails the attempt with its stack recorded.
+// A handler's context is cancelled at the job's timeout, when the job is
+// cancelled, and at shutdown.
+//
+// # Clients and stores
+//
+// A Client enqueues, inspects and (once started) runs jobs. Its store
+// decides durability: the in-memory store (the default of NewClient; also
+// runs plain Go closures), or the embedded SQLite store (OpenSQLite), where a
+// job Enqueue acknowledged survives a crash. Every store implements
+// store.Store and passes the conformance suite in store/storetest.
+//
+// # Time
+//
+// ProcessNext and RunReady run due jobs in the caller's goroutine against an
+// explicit now, and FireSchedules fires recurring schedules at an explicit
+// now, so tests and simulations step through hours of retries and schedules
+// without waiting. The engine itself is tested inside testing/synctest
+// bubbles.
+//
+// # Recurring schedules
+//
+// AddSchedule fires a job at fixed-rate intervals, fixed-delay intervals or
+// cron times in a time zone (correct across DST). Each firing is an ordinary
+// job keyed by (schedule, tick), so no tick is enqueued twice, even by
+// several processes sharing a store.
+package hopper
