@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/job"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	set := Settings{Retry: backoff.Fixed(5 * time.Second)}
+	boom := errors.New("boom")
+	half := func() float64 { return 0.5 }
+	for _, tc := range []struct {
+		name   string
+		j      job.Job
+		err    error
+		cause  error
+		want   job.State
+		runAt  time.Time
+		record string
+	}{
+		{"success", job.Job{Attempt: 1, MaxAttempts: 3}, nil, nil, job.StateCompleted, time.Time{}, "completed"},
+		{"success after cancel counts", job.Job{Attempt: 1, MaxAttempts: 3}, nil, errCancelRequested, job.StateCompleted, time.Time{}, "completed"},
+		{"failure with attempts left", job.Job{Attempt: 1, MaxAttempts: 3}, boom, nil, job.StateRetrying, now.Add(5 * time.Second), "retrying"},
+		{"failure on last attempt", job.Job{Attempt: 3, MaxAttempts: 3}, boom, nil, job.StateDead, time.Time{}, "dead"},
+		{"permanent on first attempt", job.Job{Attempt: 1, MaxAttempts: 25}, job.Permanent(boom), nil, job.StateDead, time.Time{}, "dead"},
+		{"cancelled while running", job.Job{Attempt: 1, MaxAttempts: 3}, boom, errCancelRequested, job.StateCancelled, time.Time{}, "cancelled"},
+		{"cancel learned from the store", job.Job{Attempt: 1, MaxAttempts: 3, CancelRequested: true}, boom, nil, job.StateCancelled, time.Time{}, "cancelled"},
+		{"shutdown releases", job.Job{Attempt: 2, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
+		{"shutdown beats exhaustion", job.Job{Attempt: 3, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
+	} {
+		o := decide(&tc.j, set, nil, tc.err, tc.cause, time.Second, now, half)
+		if o.State != tc.want || !o.RunAt.Equal(tc.runAt) || o.Record.Outcome != tc.record {
+			t.Errorf("%s: got %s run-at %v record %q, want %s %v %q", tc.name, o.State, o.RunAt, o.Record.Outcome, tc.want, tc.runAt, tc.record)
+		}
+		if o.Attempt != tc.j.Attempt {
+			t.Errorf("%s: outcome fences attempt %d, want %d", tc.name, o.Attempt, tc.j.Attempt)
+		}
+		if tc.err != nil && tc.want != job.StateAvailable && o.Error == "" {
+			t.Errorf("%s: the error was not recorded", tc.name)
+		}
+	}
+}
+
+func TestDecideDecorrelatedReadsPreviousBackoff(t *testing.T) {
+	t.Parallel()
+	j := &job.Job{Attempt: 2, MaxAttempts: 5, Attempts: []job.Attempt{{Attempt: 1, Backoff: 10 * time.Second}}}
+	o := decide(j, Settings{Retry: backoff.Decorrelated(time.Second, time.Hour)}, nil, errors.New("x"), nil, 0, time.Time{}, func() float64 { return 1 })
+	if o.Record.Backoff != 30*time.Second {
+		t.Errorf("backoff %s, want 3 × the previous 10s", o.Record.Backoff)
+	}
+}
+
+func TestRunRecoversPanicsAndTimesOut(t *testing.T) {
+	t.Parallel()
+	_, err, _ := run(context.Background(), &job.Job{}, func(context.Context, *job.Job) ([]byte, error) { panic("oops") }, Settings{})
+	if err == nil || !strings.HasPrefix(err.Error(), "panic: oops") {
+		t.Errorf("panic: got %v", err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		_, err, cause := run(context.Background(), &job.Job{}, func(ctx context.Context, _ *job.Job) ([]byte, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, Settings{Timeout: time.Minute})
+		if !errors.Is(cause, ErrTimeout) || !strings.Contains(err.Error(), "timed out after 1m0s") {
+			t.Errorf("timeout: got %v (cause %v)", err, cause)
+		}
+	})
+	j := &job.Job{ID: 9}
+	run(context.Background(), j, func(ctx context.Context, _ *job.Job) ([]byte, error) {
+		if JobFromContext(ctx) != j {
+			t.Error("JobFromContext: not the running job")
+		}
+		return nil, nil
+	}, Settings{})
+}
