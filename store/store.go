@@ -150,10 +150,10 @@ type Outcome struct {
 	// Dead, Cancelled, or Available for an attempt released by shutdown
 	// (the attempt is then not counted).
 	State  job.State
-	RunAt  time.Time       // next run-at for Retrying
-	Result []byte          // JSON result for Completed
-	Error  string          // the attempt's error, if it failed
-	Record job.Attempt     // the attempt's history entry
+	RunAt  time.Time   // next run-at for Retrying
+	Result []byte      // JSON result for Completed
+	Error  string      // the attempt's error, if it failed
+	Record job.Attempt // the attempt's history entry
 }
 
 // HeartbeatParams are the arguments of Store.Heartbeat.
