@@ -122,7 +122,32 @@ func indentJSON(b []byte) string {
 	if json.Indent(&buf, b, "  ", "  ") != nil {
 		return "  " + string(b)
 	}
-	return "  " + buf.String()
+	return "  " + unescapeHTML(buf.String())
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes that Go's JSON
+// encoder writes for <, > and & back into the characters, for reading.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+5 < len(s) && s[i+1] == 'u' {
+			if r, ok := map[string]byte{"003c": '<', "003e": '>', "0026": '&'}[s[i+2:i+6]]; ok {
+				b.WriteByte(r)
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2]) // an escape pair, copied whole
+		i++
+	}
+	return b.String()
 }
 
 func indent(s string) string {

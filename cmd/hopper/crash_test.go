@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/kinds"
+)
+
+// hopperBin builds the hopper command into dir.
+func hopperBin(t *testing.T, dir string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "hopper")
+	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// hop runs the hopper binary on one database.
+type hop struct {
+	t       *testing.T
+	bin, db string
+	logs    string // directory of the servers' logs
+	servers int
+}
+
+// run runs hopper with args and returns its stdout; it fails the test on
+// a non-zero exit.
+func (c *hop) run(stdin string, args ...string) string {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, append([]string{"--db", c.db}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("hopper %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String()
+}
+
+func (c *hop) json(v any, args ...string) {
+	c.t.Helper()
+	out := c.run("", append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		c.t.Fatalf("hopper %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func (c *hop) job(id hopper.ID) *hopper.Job {
+	c.t.Helper()
+	var j hopper.Job
+	c.json(&j, "jobs", "get", strconv.FormatInt(int64(id), 10))
+	return &j
+}
+
+type stats struct {
+	Waiting, Running int
+	Totals           map[string]int
+}
+
+func (c *hop) stats() stats {
+	c.t.Helper()
+	var s stats
+	c.json(&s, "stats")
+	return s
+}
+
+// serve starts hopper serve as a child process.
+func (c *hop) serve(workers int) *exec.Cmd {
+	c.t.Helper()
+	c.servers++
+	log, err := os.Create(filepath.Join(c.logs, fmt.Sprintf("serve-%d.log", c.servers)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	log.Close()
+	return cmd
+}
+
+// stop stops a server gracefully and checks that it exited cleanly.
+func (c *hop) stop(cmd *exec.Cmd) {
+	c.t.Helper()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		c.t.Fatalf("serve exited with %v; logs in %s", err, c.logs)
+	}
+}
+
+// eventually polls cond every interval until it holds or d has passed.
+// The tests poll only external processes this way.
+func eventually(t *testing.T, d, interval time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// lines counts the lines of file (0 if it does not exist yet).
+func lines(file string) int {
+	b, _ := os.ReadFile(file)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestCrashSafety kills hopper serve with SIGKILL at random moments while it
+// works 3,000 jobs, restarts it each time, and checks that no job is lost,
+// that jobs ran twice only when a kill interrupted them, and that the
+// dead-letter queue and the schedules survive.
+func TestCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it for a while; skipped with -short")
+	}
+	const (
+		total   = 3000
+		workers = 8
+		kills   = 5
+	)
+	dir := t.TempDir()
+	c := &hop{t: t, bin: hopperBin(t, dir), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
+	os.Mkdir(c.logs, 0o755)
+	outFile := filepath.Join(dir, "out.txt")
+
+	// Before the kills: a job in the dead-letter queue and a schedule.
+	deadID, _ := strconv.ParseInt(strings.TrimSpace(c.run("", "enqueue", "--max-attempts", "2", "--retry-backoff", "fixed:10ms",
+		"exec", "--", "sh", "-c", "echo doomed >&2; exit 3")), 10, 64)
+	srv := c.serve(2)
+	eventually(t, 30*time.Second, 20*time.Millisecond, "the failing job to die", func() bool {
+		return c.job(hopper.ID(deadID)).State == hopper.StateDead
+	})
+	c.stop(srv)
+	deadBefore := c.job(hopper.ID(deadID))
+	if len(deadBefore.Attempts) != 2 {
+		t.Fatalf("dead job has %d attempts", len(deadBefore.Attempts))
+	}
+	c.run("", "schedule", "add", "daily-report", "--every", "24h", "exec", "--", "echo", "report")
+
+	// The jobs: job N appends N to the output file.
+	var in strings.Builder
+	for n := range total {
+		a := kinds.ExecArgs{Command: "sh", Args: []string{"-c", fmt.Sprintf("echo %d >> %s", n, outFile)}}
+		line, _ := json.Marshal(map[string]any{"kind": "exec", "args": a})
+		in.Write(append(line, '\n'))
+	}
+	if got := strings.TrimSpace(c.run(in.String(), "enqueue", "--bulk")); got != strconv.Itoa(total) {
+		t.Fatalf("bulk enqueue printed %q", got)
+	}
+
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	t.Logf("seed %d", seed)
+	killed := 0
+	for killed < kills {
+		srv := c.serve(workers)
+		target := lines(outFile) + 30 + rng.IntN(350)
+		eventually(t, 60*time.Second, 10*time.Millisecond, fmt.Sprintf("%d lines of output", target), func() bool {
+			return lines(outFile) >= target
+		})
+		if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		srv.Wait()
+		killed++
+		t.Logf("kill %d at %d lines of output", killed, lines(outFile))
+	}
+
+	// Drain.
+	srv = c.serve(workers)
+	eventually(t, 120*time.Second, 100*time.Millisecond, "the jobs to drain", func() bool {
+		s := c.stats()
+		return s.Waiting == 0 && s.Running == 0
+	})
+	c.stop(srv)
+
+	// Every job ran; duplicates only for jobs interrupted by a kill.
+	counts := make([]int, total)
+	b, _ := os.ReadFile(outFile)
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n >= total {
+			t.Fatalf("bad output line %q", f)
+		}
+		counts[n]++
+	}
+	var missing, dups []int
+	for n, k := range counts {
+		if k == 0 {
+			missing = append(missing, n)
+		}
+		for range k - 1 {
+			dups = append(dups, n)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d jobs never ran, e.g. %v", len(missing), missing[:min(10, len(missing))])
+	}
+	if len(dups) > killed*workers {
+		t.Errorf("%d duplicate runs, more than kills × workers = %d", len(dups), killed*workers)
+	}
+	var jobs []*hopper.Job
+	c.json(&jobs, "jobs", "list", "--kind", "exec", "--limit", "10000")
+	re := regexp.MustCompile(`^echo (\d+) >> `)
+	byN := map[int]*hopper.Job{}
+	interrupted := 0
+	for _, j := range jobs {
+		var a kinds.ExecArgs
+		json.Unmarshal(j.Args, &a)
+		if len(a.Args) == 2 {
+			if m := re.FindStringSubmatch(a.Args[1]); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				byN[n] = j
+			}
+		}
+		for _, at := range j.Attempts {
+			if at.Outcome == "interrupted" {
+				interrupted++
+				break
+			}
+		}
+	}
+	if len(byN) != total {
+		t.Fatalf("found %d of the %d jobs", len(byN), total)
+	}
+	for _, n := range dups {
+		j := byN[n]
+		wasInterrupted := false
+		for _, at := range j.Attempts {
+			wasInterrupted = wasInterrupted || at.Outcome == "interrupted"
+		}
+		if !wasInterrupted {
+			t.Errorf("job %d (N=%d) ran twice but no kill interrupted it: attempts %+v", j.ID, n, j.Attempts)
+		}
+	}
+	s := c.stats()
+	if s.Totals["completed"] != total || s.Totals["dead"] != 1 {
+		t.Errorf("completed %d (want %d), dead %d (want 1): %+v", s.Totals["completed"], total, s.Totals["dead"], s.Totals)
+	}
+
+	// The dead-letter queue and the schedule are intact.
+	deadAfter := c.job(hopper.ID(deadID))
+	if deadAfter.State != hopper.StateDead || !reflect.DeepEqual(deadAfter.Attempts, deadBefore.Attempts) || deadAfter.LastError != deadBefore.LastError {
+		t.Errorf("the dead job changed:\nbefore %+v\nafter  %+v", deadBefore, deadAfter)
+	}
+	var scheds []*hopper.Schedule
+	c.json(&scheds, "schedule", "list")
+	if len(scheds) != 1 || scheds[0].Name != "daily-report" || scheds[0].Paused {
+		t.Errorf("schedules after the kills: %+v", scheds)
+	}
+	t.Logf("%d jobs, %d workers: %d kills, %d duplicate runs (bound %d), %d jobs with an interrupted attempt, %d output lines",
+		total, workers, killed, len(dups), killed*workers, interrupted, lines(outFile))
+	if t.Failed() {
+		t.Logf("server logs in %s", c.logs)
+	}
+}

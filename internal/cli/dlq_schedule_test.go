@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+)
+
+func TestDLQ(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	a := hop(t, db, "enqueue", "--max-attempts", "2", "--retry-backoff", "fixed:10ms", "exec", "--", "sh", "-c", "echo broken >&2; exit 3").ok(t).id(t)
+	b := hop(t, db, "enqueue", "exec", "--permanent-exit-codes", "64", "--", "sh", "-c", "exit 64").ok(t).id(t)
+	c := hop(t, db, "enqueue", "exec", "--", "true").ok(t).id(t)
+	for _, j := range work(t, db, a, b, c) {
+		if want := map[hopper.ID]hopper.State{a: hopper.StateDead, b: hopper.StateDead, c: hopper.StateCompleted}[j.ID]; j.State != want {
+			t.Fatalf("job %d: %s, want %s", j.ID, j.State, want)
+		}
+	}
+	hop(t, db, "dlq", "list").ok(t).has(t, "ID", "LAST ERROR", "exit code 3: broken", "2/2", "exit code 64")
+	var dead []*hopper.Job
+	hop(t, db, "dlq", "list", "--json").ok(t).decode(&dead)
+	if len(dead) != 2 || dead[0].ID != a || len(dead[0].Attempts) != 2 || dead[1].ID != b {
+		t.Fatalf("dlq list --json: %+v", dead)
+	}
+	hop(t, db, "jobs", "get", idArg(a)).ok(t).has(t, "dead", "Attempts:", "retrying", "Last error:", "broken")
+
+	// Retry one: back to waiting, attempts reset, history kept.
+	hop(t, db, "dlq", "retry", idArg(a)).ok(t).has(t, "1 job back to waiting")
+	j := getJobJSON(t, db, a)
+	if j.State != hopper.StateAvailable || j.Attempt != 0 || len(j.Attempts) != 2 {
+		t.Fatalf("retried job: %s attempt %d history %d", j.State, j.Attempt, len(j.Attempts))
+	}
+	r := hop(t, db, "dlq", "retry", idArg(c), "77").ok(t)
+	if !strings.Contains(r.out, "0 jobs") || !strings.Contains(r.err, "job "+idArg(c)+" is not dead: it is completed") || !strings.Contains(r.err, "job 77 not found") {
+		t.Fatalf("retry of non-dead: %+v", r)
+	}
+	if j := work(t, db, a)[0]; j.State != hopper.StateDead || len(j.Attempts) != 4 {
+		t.Fatalf("job %d after retry: %s, %d attempts", a, j.State, len(j.Attempts))
+	}
+	hop(t, db, "dlq", "retry").fails(t, 2, "give job IDs or --all")
+	hop(t, db, "dlq", "retry", "--all", "1").fails(t, 2, "give job IDs or --all")
+	hop(t, db, "dlq", "retry", "x").fails(t, 2, `bad job ID "x"`)
+
+	// Purge.
+	hop(t, db, "dlq", "purge", "--older-than", "1h").ok(t).has(t, "0 dead jobs purged")
+	hop(t, db, "dlq", "purge", idArg(b)).ok(t).has(t, "1 dead job purged")
+	hop(t, db, "jobs", "get", idArg(b)).fails(t, 1, "not found")
+	hop(t, db, "dlq", "purge", "--older-than", "1h", "3").fails(t, 2, "not both")
+	hop(t, db, "dlq", "retry", "--all").ok(t).has(t, "1 job back to waiting")
+	work(t, db, a)
+	hop(t, db, "dlq", "purge").ok(t).has(t, "1 dead job purged")
+	hop(t, db, "dlq", "list", "--json").ok(t).decode(&dead)
+	if len(dead) != 0 {
+		t.Fatalf("after purge: %+v", dead)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "tick", "--every", "2s", "--max-attempts", "1", "exec", "--", "echo", "tick").ok(t).
+		has(t, "schedule tick added", "every 2s", "next run")
+	hop(t, db, "schedule", "add", "tick", "--every", "2s", "exec", "--", "echo", "tick").fails(t, 1, `schedule "tick" already exists`, "--replace")
+	hop(t, db, "schedule", "add", "tick", "--every", "5s", "--replace", "exec", "--", "echo", "tock").ok(t)
+	hop(t, db, "schedule", "add", "--cron", "0 3 * * *", "nightly", "--tz", "Europe/Paris", "--queue", "ops", "--priority", "4",
+		"--retry-backoff", "fixed:1m", "--overlap", "allow", "http", "--url", "https://example.com/backup", "--method", "POST").ok(t)
+	hop(t, db, "--json", "schedule", "add", "slow", "--every", "1m", "--fixed-delay", "exec", "--env", "A=1", "--", "sleep", "1").ok(t)
+
+	hop(t, db, "schedule", "list").ok(t).has(t, "NAME", "NEXT RUN", "tick", "every 5s", "echo tock", "nightly", "0 3 * * * (Europe/Paris)",
+		"POST https://example.com/backup", "slow", "every 1m0s after each run", "active")
+	var scheds []*hopper.Schedule
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if len(scheds) != 3 {
+		t.Fatalf("%d schedules", len(scheds))
+	}
+	n := scheds[0]
+	if n.Name != "nightly" || n.Queue != "ops" || n.Priority != 4 || n.Overlap != hopper.OverlapAllow || n.Retry == nil || n.Retry.Base != time.Minute {
+		t.Fatalf("nightly: %+v", n)
+	}
+	if next := n.NextRunAt.In(mustZone(t, "Europe/Paris")); next.Hour() != 3 || next.Minute() != 0 || !next.After(time.Now()) {
+		t.Fatalf("nightly next run %s", next)
+	}
+	if !scheds[1].FixedDelay || scheds[2].Spec != "@every 5s" {
+		t.Fatalf("slow/tick: %+v %+v", scheds[1], scheds[2])
+	}
+
+	hop(t, db, "schedule", "pause", "tick").ok(t).has(t, "schedule tick paused")
+	hop(t, db, "schedule", "list").ok(t).has(t, "paused")
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if !scheds[2].Paused {
+		t.Fatal("tick not paused")
+	}
+	hop(t, db, "schedule", "resume", "tick").ok(t).has(t, "schedule tick resumed")
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if scheds[2].Paused {
+		t.Fatal("tick still paused")
+	}
+	hop(t, db, "schedule", "rm", "tick").ok(t).has(t, "schedule tick removed")
+	hop(t, db, "schedule", "rm", "tick").fails(t, 1, `schedule "tick" not found`, "nightly, slow")
+	hop(t, db, "schedule", "pause", "nope").fails(t, 1, `schedule "nope" not found`)
+	hop(t, db, "schedule", "resume").fails(t, 2, "needs a schedule NAME")
+
+	// Usage errors.
+	hop(t, db, "schedule", "add", "x", "exec", "--", "true").fails(t, 2, "--cron EXPR or --every D")
+	hop(t, db, "schedule", "add", "x", "--every", "1s", "--cron", "* * * * *", "exec", "--", "true").fails(t, 2, "not both")
+	hop(t, db, "schedule", "add", "x", "--cron", "61 * * * *", "exec", "--", "true").fails(t, 2, "invalid")
+	hop(t, db, "schedule", "add", "x", "--cron", "* * * * *", "--tz", "Mars/Olympus", "exec", "--", "true").fails(t, 2)
+	hop(t, db, "schedule", "add", "x", "--every", "100ms", "exec", "--", "true").fails(t, 2, "at least 1s")
+	hop(t, db, "schedule", "add", "x", "--every", "1m").fails(t, 2, "needs a NAME and a job kind")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "ftp").fails(t, 2, `unknown job kind "ftp"`)
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--bogus", "exec", "true").fails(t, 2, "unknown flag: --bogus")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "exec", "--bogus", "true").fails(t, 2, "exec: unknown flag: --bogus")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "http").fails(t, 2, "--url")
+	hop(t, db, "schedule", "add", "--help").ok(t).has(t, "Usage:", "--cron", "--every", "--replace")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "exec", "--help").ok(t).has(t, "--permanent-exit-codes")
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if len(scheds) != 2 {
+		t.Fatalf("a failed add left a schedule: %d", len(scheds))
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	return loc
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/spf13/cobra"
+)
+
+func TestUsageAndErrors(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "jobs", "list").fails(t, 1, "no database at "+db)
+	hop(t, db, "enqueue", "--delay", "1h", "exec", "true").ok(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"enqueue", "--at", "tomorrow", "exec", "true"}, 2, []string{`bad --at "tomorrow"`, "RFC 3339"}},
+		{[]string{"enqueue", "--delay", "soon", "exec", "true"}, 2, []string{"--delay"}},
+		{[]string{"jobs", "list", "--state", "sleeping"}, 2, []string{`unknown state "sleeping"`}},
+		{[]string{"jobs", "list", "--limit", "0"}, 2, []string{"--limit"}},
+		{[]string{"jobs", "get"}, 2, []string{"needs a job ID"}},
+		{[]string{"jobs", "get", "1", "2"}, 2, []string{"needs a job ID"}},
+		{[]string{"jobs", "get", "abc"}, 2, []string{`bad job ID "abc"`}},
+		{[]string{"jobs", "get", "-5"}, 2, []string{"unknown shorthand flag"}},
+		{[]string{"jobs", "get", "999"}, 1, []string{"job 999 not found"}},
+		{[]string{"jobs", "cancel"}, 2, []string{"needs a job ID"}},
+		{[]string{"jobs", "frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
+		{[]string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
+		{[]string{"stats", "extra"}, 2, []string{"takes no arguments"}},
+		{[]string{"serve", "--log-level", "loud"}, 2, []string{"--log-level"}},
+		{[]string{"serve", "--queues", "a:0"}, 2, []string{"--queues"}},
+		{[]string{"serve", "--workers", "0"}, 2, []string{"--workers"}},
+		{[]string{"bench", "--store", "paper"}, 2, []string{"--store"}},
+		{[]string{"demo", "--duration", "0s"}, 2, []string{"--duration"}},
+	} {
+		r := hop(t, db, tc.args...)
+		r.fails(t, tc.code, tc.want...)
+		if tc.code == 2 && !strings.Contains(r.err, "--help' for usage") {
+			t.Errorf("%v: no usage hint in %q", tc.args, r.err)
+		}
+	}
+}
+
+func TestBadDatabasePaths(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	content := bytes.Repeat([]byte("this is not a database\n"), 500)
+	if err := os.WriteFile(garbage, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(garbage)
+	hop(t, garbage, "jobs", "list").fails(t, 1, garbage, "not a Hopper/SQLite database")
+	hop(t, garbage, "enqueue", "exec", "true").fails(t, 1, "not a Hopper/SQLite database")
+	after, err := os.Stat(garbage)
+	if got, _ := os.ReadFile(garbage); err != nil || !bytes.Equal(got, content) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("the garbage file was changed")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Logf("files next to the garbage file: %v", names)
+	}
+
+	missing := filepath.Join(dir, "no", "such", "dir", "hopper.db")
+	hop(t, missing, "enqueue", "exec", "true").fails(t, 1, "directory "+filepath.Join(dir, "no", "such", "dir")+" does not exist")
+	hop(t, missing, "jobs", "list").fails(t, 1, "does not exist")
+	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
+		t.Fatal("a directory was created")
+	}
+	hop(t, dir, "jobs", "list").fails(t, 1, "is a directory")
+	hop(t, "", "jobs", "list").fails(t, 2, "--db must not be empty")
+}
+
+// TestHelp runs --help on every command.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if sub.Name() != "help" {
+				walk(sub, append(append([]string{}, path...), sub.Name()))
+			}
+		}
+	}
+	walk((&app{}).root(), nil)
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands", len(paths))
+	}
+	for _, p := range paths {
+		r := hop(t, "unused.db", append(p, "--help")...)
+		if r.code != 0 || !strings.Contains(r.out, "Usage:") || r.err != "" {
+			t.Errorf("%v --help: exit %d, stderr %q, stdout %q", p, r.code, r.err, r.out)
+		}
+	}
+	hop(t, "unused.db").ok(t).has(t, "Available Commands:", "serve", "demo")
+	hop(t, "unused.db", "jobs").ok(t).has(t, "list", "get", "cancel", "reschedule")
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServe(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ok := hop(t, db, "enqueue", "exec", "--", "echo", "served").ok(t).id(t)
+	bad := hop(t, db, "enqueue", "--max-attempts", "1", "exec", "--", "sh", "-c", "exit 9").ok(t).id(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"--db", db, "serve", "--workers", "2", "--queues", "default:2", "--shutdown-timeout", "5s"},
+			IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &stderr})
+	}()
+	// Another client on the same file waits for the server's work.
+	jobs := waitFinished(t, db, ok, bad)
+	if jobs[0].State != hopper.StateCompleted || jobs[1].State != hopper.StateDead {
+		t.Fatalf("states %s %s", jobs[0].State, jobs[1].State)
+	}
+	cancel()
+	if c := <-code; c != 0 {
+		t.Fatalf("serve exited %d: %s", c, stderr.String())
+	}
+	log := stderr.String()
+	for _, want := range []string{"hopper serving", "level=DEBUG", "job started", "job completed", "level=ERROR", "job dead", "exit code 9", "stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// waitFinished polls jobs get until every job is finished.
+func waitFinished(t *testing.T, db string, ids ...hopper.ID) []*hopper.Job {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var out []*hopper.Job
+	for _, id := range ids {
+		for {
+			j := getJobJSON(t, db, id)
+			if j.State.Finished() {
+				out = append(out, j)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d still %s", id, j.State)
+			}
+			time.Sleep(20 * time.Millisecond) // the server is another goroutine's loop; poll its results
+		}
+	}
+	return out
+}
+
+func TestDemoTwice(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for run := 1; run <= 2; run++ {
+		r := hop(t, db, "demo", "--duration", "3500ms").ok(t)
+		r.has(t, "started (attempt 1 of 3)", "retrying at", "dead after 3 attempts", "enqueued by schedule demo-tick",
+			"completed", `"tick"`, "ran in priority order", "Summary:", "now try: hopper jobs list / hopper dlq list")
+		if t.Failed() {
+			t.Fatalf("run %d:\n%s", run, r.out)
+		}
+	}
+	var dead []*hopper.Job
+	hop(t, db, "dlq", "list", "--json").ok(t).decode(&dead)
+	if len(dead) != 2 || len(dead[1].Attempts) != 3 {
+		t.Fatalf("%d dead jobs", len(dead))
+	}
+	var scheds []*hopper.Schedule
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if len(scheds) != 1 || !scheds[0].Paused {
+		t.Fatalf("schedules %+v", scheds)
+	}
+}
+
+func TestBench(t *testing.T) {
+	t.Parallel()
+	r := hop(t, "unused.db", "bench", "--store", "memory", "--jobs", "3000", "--batch", "500", "--latency-jobs", "50").ok(t)
+	r.has(t, "store    memory", "GOMAXPROCS", "go1.", "inserted", "worked", "jobs/s", "p50", "p99", "max")
+	var res benchResult
+	hop(t, "unused.db", "bench", "--json", "--store", "sqlite", "--durability", "normal", "--jobs", "300", "--workers", "4", "--latency-jobs", "20").ok(t).decode(&res)
+	if res.Store != "sqlite" || res.Jobs != 300 || res.InsertRate <= 0 || res.WorkRate <= 0 || res.Max < res.P50 || res.P50 <= 0 ||
+		res.Durability != "normal" || !strings.HasPrefix(filepath.Base(filepath.Dir(res.File)), "hopper-bench-") {
+		b, _ := json.Marshal(res)
+		t.Fatalf("bench: %s", b)
+	}
+	if _, err := os.Stat(res.File); err == nil {
+		t.Error("bench left its database behind")
+	}
+}

@@ -1,0 +1,167 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper"
+)
+
+// KindHTTP is the kind of jobs that make an HTTP request.
+const KindHTTP = "http"
+
+// DefaultHTTPTimeout bounds a request whose HTTPArgs.Timeout is zero.
+const DefaultHTTPTimeout = time.Minute
+
+// HTTPArgs are the args of an http job: one request.
+//
+// A 2xx or 3xx response completes the job. A 5xx response, a timeout or a
+// connection error fails the attempt, which is retried. A 4xx response fails
+// the job permanently (the request itself is wrong), except 408 Request
+// Timeout and 429 Too Many Requests, which are retried; RetryOn4xx retries
+// every 4xx.
+type HTTPArgs struct {
+	Method     string            `json:"method,omitempty"` // default GET
+	URL        string            `json:"url"`              // http or https
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       string            `json:"body,omitempty"`
+	Timeout    Duration          `json:"timeout,omitempty"` // default DefaultHTTPTimeout
+	RetryOn4xx bool              `json:"retry_on_4xx,omitempty"`
+}
+
+// HTTPResult is the result of a successful http job.
+type HTTPResult struct {
+	Status      int      `json:"status"`
+	Duration    Duration `json:"duration"`
+	BodyExcerpt string   `json:"body_excerpt"` // the first TailSize bytes
+}
+
+// Validate reports what is wrong with a, if anything.
+func (a *HTTPArgs) Validate() error {
+	if a.URL == "" {
+		return errors.New("http: url must not be empty")
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return fmt.Errorf("http: bad url %q: %v", a.URL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("http: bad url %q: scheme must be http or https", a.URL)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("http: bad url %q: no host", a.URL)
+	}
+	if m := a.Method; m != "" && !isToken(m) {
+		return fmt.Errorf("http: bad method %q", m)
+	}
+	for k, v := range a.Headers {
+		if !isToken(k) {
+			return fmt.Errorf("http: bad header name %q", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("http: header %s: value must not contain CR, LF or NUL", k)
+		}
+	}
+	if a.Timeout < 0 {
+		return fmt.Errorf("http: timeout must not be negative, got %s", a.Timeout)
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (a method or header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+var httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+// errHTTPTimeout is the cause of a context ended by the request's timeout.
+var errHTTPTimeout = errors.New("http timeout")
+
+// HTTP makes the request described by a. It is the handler of KindHTTP.
+func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
+	if err := a.Validate(); err != nil {
+		return nil, hopper.Permanent(err)
+	}
+	method := strings.ToUpper(a.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	timeout := a.Timeout.D()
+	if timeout == 0 {
+		timeout = DefaultHTTPTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errHTTPTimeout)
+	defer cancel()
+	var body io.Reader
+	if a.Body != "" {
+		body = strings.NewReader(a.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL, body)
+	if err != nil {
+		return nil, hopper.Permanent(fmt.Errorf("http: %w", err))
+	}
+	for k, v := range a.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
+			return nil, fmt.Errorf("http %s %s: timed out after %s", method, a.URL, timeout)
+		}
+		return nil, fmt.Errorf("http %s %s: %w", method, a.URL, err)
+	}
+	defer resp.Body.Close()
+	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize))
+	dur := time.Since(start)
+	if err != nil && resp.StatusCode < 400 {
+		// The status says success but the body broke off: the request
+		// may not have been handled fully; try again.
+		return nil, fmt.Errorf("http %s %s: %d, reading body: %w", method, a.URL, resp.StatusCode, err)
+	}
+	// Drain a little more so the connection can be reused.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	res := &HTTPResult{Status: resp.StatusCode, Duration: Duration(dur), BodyExcerpt: strings.ToValidUTF8(string(excerpt), "")}
+	switch code := resp.StatusCode; {
+	case code < 400:
+		return res, nil
+	case code < 500:
+		err := statusError(method, a.URL, resp, res.BodyExcerpt)
+		if a.RetryOn4xx || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests {
+			return nil, err
+		}
+		return nil, hopper.Permanent(err)
+	default:
+		return nil, statusError(method, a.URL, resp, res.BodyExcerpt)
+	}
+}
+
+func statusError(method, url string, resp *http.Response, body string) error {
+	body = strings.TrimSpace(body)
+	if len(body) > errTailSize {
+		body = strings.ToValidUTF8(body[:errTailSize], "") + "…"
+	}
+	if body != "" {
+		body = ": " + body
+	}
+	return fmt.Errorf("http %s %s: %s%s", method, url, resp.Status, body)
+}
