@@ -19,13 +19,30 @@ func (c *Client) DeadJobs(ctx context.Context, afterID ID, limit int) ([]*Job, e
 // waiting with their attempts reset, and returns how many moved. A dead job
 // whose unique key is now held by another unfinished job stays dead.
 func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
+	listening := c.events.active()
+	if listening && len(ids) == 0 {
+		// Learn which jobs "all" is, to report each one.
+		for after := ID(0); ; {
+			page, err := c.store.List(ctx, store.ListParams{States: []State{StateDead}, AfterID: after, Limit: 1000})
+			if err != nil {
+				return 0, fmt.Errorf("retry dead jobs: %w", err)
+			}
+			for _, j := range page {
+				ids = append(ids, j.ID)
+			}
+			if len(page) < 1000 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
 	n, err := c.store.RetryDead(ctx, store.RetryDeadParams{Now: now(), IDs: ids})
 	if err != nil {
 		return n, fmt.Errorf("retry dead jobs: %w", err)
 	}
 	if n > 0 {
 		c.engine.Notify()
-		if c.events.active() {
+		if listening {
 			for _, id := range ids {
 				if j, err := c.store.Get(ctx, id); err == nil && j.State.Waiting() {
 					c.observe(Event{Type: job.EventRetried, Job: j, At: now()})

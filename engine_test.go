@@ -422,3 +422,30 @@ func TestRescueAndPoisonPill(t *testing.T) {
 		}
 	})
 }
+
+func TestRetryAllDeadReportsEachJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "fail", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return nil, hopper.Permanent(errors.New("no"))
+	}, nil)
+	c, _ := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet})
+	a := enqueue(t, c, "fail", nil, nil)
+	b := enqueue(t, c, "fail", nil, nil)
+	if jobs, _ := c.RunReady(ctx, time.Now()); len(jobs) != 2 {
+		t.Fatalf("ran %d jobs, want 2", len(jobs))
+	}
+	sub := c.Subscribe(job.EventRetried)
+	if n, err := c.RetryDead(ctx); n != 2 || err != nil {
+		t.Fatalf("RetryDead() = %d, %v; want 2", n, err)
+	}
+	sub.Unsubscribe()
+	var got []hopper.ID
+	for ev := range sub.C {
+		got = append(got, ev.Job.ID)
+	}
+	if len(got) != 2 || got[0] != a || got[1] != b {
+		t.Errorf("retried events for %v, want [%d %d]", got, a, b)
+	}
+}
