@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/store/sqlitestore"
 )
 
 // BenchmarkEndToEndMemory measures enqueue (batches of 1,000) → no-op
@@ -19,44 +21,61 @@ import (
 func BenchmarkEndToEndMemory(b *testing.B) {
 	for _, workers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			ws := hopper.NewWorkers()
-			var ran atomic.Int64
-			done := make(chan struct{})
-			n := int64(b.N)
-			hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
-				if ran.Add(1) == n {
-					close(done)
-				}
-				return nil, nil
-			}, nil)
-			c, err := hopper.NewClient(hopper.Config{
-				Workers: ws, Concurrency: workers,
-				Logger: slog.New(slog.DiscardHandler),
-			})
+			endToEnd(b, hopper.Config{Concurrency: workers})
+		})
+	}
+}
+
+// BenchmarkEndToEndSQLite is the same on the durable default: every
+// enqueue, claim and outcome committed and fsynced.
+func BenchmarkEndToEndSQLite(b *testing.B) {
+	for _, workers := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx := context.Background()
-			batch := make([]hopper.EnqueueRequest, 1000)
-			for i := range batch {
-				batch[i] = hopper.EnqueueRequest{Kind: "noop"}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			c.Start()
-			for left := b.N; left > 0; left -= len(batch) {
-				if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			<-done
-			if err := c.Stop(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			defer st.Close()
+			endToEnd(b, hopper.Config{Store: st, Concurrency: workers, WorkerID: st.WorkerID()})
 		})
 	}
+}
+
+func endToEnd(b *testing.B, cfg hopper.Config) {
+	ws := hopper.NewWorkers()
+	var ran atomic.Int64
+	done := make(chan struct{})
+	n := int64(b.N)
+	hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		if ran.Add(1) == n {
+			close(done)
+		}
+		return nil, nil
+	}, nil)
+	cfg.Workers, cfg.Logger = ws, slog.New(slog.DiscardHandler)
+	c, err := hopper.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	batch := make([]hopper.EnqueueRequest, 1000)
+	for i := range batch {
+		batch[i] = hopper.EnqueueRequest{Kind: "noop"}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	c.Start()
+	for left := b.N; left > 0; left -= len(batch) {
+		if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
 // BenchmarkLatencyIdle measures enqueue → handler start on an idle pool: one
