@@ -89,6 +89,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Logger:             c.Logger,
 		Observe:            cl.observe,
 		OnFire:             func(job.ID) { cl.engine.Notify() },
+		OnRescue:           cl.engine.Notify,
 		RescueInterval:     c.RescueInterval,
 		MaxCrashes:         c.MaxCrashes,
 		CompletedRetention: c.CompletedRetention,

@@ -114,18 +114,20 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	out := make([]EnqueueResult, len(res))
-	ready := false
+	inserted := false
 	listening := c.events.active()
 	for i, r := range res {
 		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, State: r.State}
-		ready = ready || (!r.Duplicate && r.State == StateAvailable)
+		inserted = inserted || !r.Duplicate
 		if listening && !r.Duplicate {
 			j := jobs[i]
 			j.ID = r.ID
 			c.observe(Event{Type: job.EventEnqueued, Job: j, At: t})
 		}
 	}
-	if ready {
+	if inserted {
+		// Also for scheduled jobs: the dispatcher may be sleeping until a
+		// later run-at, or have no timer at all.
 		c.engine.Notify()
 	}
 	return out, nil

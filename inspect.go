@@ -118,8 +118,7 @@ func (c *Client) Reschedule(ctx context.Context, id ID, runAt time.Time, priorit
 		return j, fmt.Errorf("reschedule job %d: %w", id, err)
 	}
 	c.observe(Event{Type: job.EventRescheduled, Job: j, At: now()})
-	if j.State == StateAvailable {
-		c.engine.Notify()
-	}
+	c.engine.Notify() // the new run-at may be earlier than the one it sleeps until
+
 	return j, nil
 }

@@ -22,6 +22,9 @@ type Config struct {
 	Observe func(job.Event)
 	// OnFire, if set, is called after a schedule fired a job.
 	OnFire func(id job.ID)
+	// OnRescue, if set, is called after the rescuer moved jobs (so that
+	// the workers look for them).
+	OnRescue func()
 
 	RescueInterval time.Duration // default 10s
 	MaxCrashes     int           // poison-pill threshold; 0: never
@@ -135,6 +138,9 @@ func (s *Services) Rescue(ctx context.Context, now time.Time) {
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "rescue jobs", slog.String("error", err.Error()))
 		return
+	}
+	if len(jobs) > 0 && s.cfg.OnRescue != nil {
+		s.cfg.OnRescue()
 	}
 	for _, j := range jobs {
 		level, t := slog.LevelWarn, job.EventRescued

@@ -1,0 +1,207 @@
+package hopper_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/backoff"
+)
+
+// Register a typed handler, start the client, enqueue a job and wait for its
+// result.
+func Example() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	type greet struct {
+		Name string `json:"name"`
+	}
+	hopper.Register(ws, "greet", func(ctx context.Context, args greet) (any, error) {
+		return "Hello, " + args.Name + "!", nil
+	}, nil)
+
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.Start(); err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+
+	res, err := c.Enqueue(ctx, "greet", greet{Name: "Ada"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second) // a safety net only
+	defer cancel()
+	j, err := c.Wait(waitCtx, res.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(j.State, string(j.Result))
+	// Output: completed "Hello, Ada!"
+}
+
+// A job that keeps failing is retried until it runs out of attempts, then
+// lands in the dead-letter queue, from where RetryDead sends it back. Time is
+// stepped explicitly with ProcessNext, so the tiny backoff is never waited
+// for.
+func Example_retryAndDeadLetter() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "charge", func(ctx context.Context, args json.RawMessage) (any, error) {
+		return nil, errors.New("card declined")
+	}, nil)
+	retry := backoff.Fixed(time.Millisecond)
+	c, err := hopper.NewClient(hopper.Config{
+		Workers: ws, MaxAttempts: 2, Retry: &retry, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+
+	res, err := c.Enqueue(ctx, "charge", map[string]string{"card": "4242"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2100, time.January, 1, 0, 0, 0, 0, time.UTC)
+	j, _, _ := c.ProcessNext(ctx, now)
+	fmt.Println("attempt", j.Attempt, j.State)
+	j, _, _ = c.ProcessNext(ctx, j.RunAt)
+	fmt.Println("attempt", j.Attempt, j.State)
+
+	dead, _ := c.DeadJobs(ctx, 0, 0)
+	for _, d := range dead {
+		fmt.Printf("dead letter: %s after %d attempts: %s\n", d.Kind, d.Attempt, d.LastError)
+	}
+	n, _ := c.RetryDead(ctx)
+	st, _ := c.Status(ctx, res.ID)
+	fmt.Println("retried", n, "now", st)
+	// Output:
+	// attempt 1 retrying
+	// attempt 2 dead
+	// dead letter: charge after 2 attempts: card declined
+	// retried 1 now available
+}
+
+// Cancel removes a waiting job; Reschedule moves one, keeping its ID, and
+// nothing runs at its old time.
+func Example_cancelAndReschedule() {
+	ctx := context.Background()
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+
+	run := func(name string) hopper.Func {
+		return func(context.Context) (any, error) {
+			fmt.Println("ran", name)
+			return nil, nil
+		}
+	}
+	nine := time.Date(2100, time.January, 1, 9, 0, 0, 0, time.UTC)
+	reminder, _ := c.EnqueueFunc(ctx, run("reminder"), &hopper.EnqueueOptions{RunAt: nine})
+	report, _ := c.EnqueueFunc(ctx, run("report"), &hopper.EnqueueOptions{RunAt: nine})
+
+	ok, _ := c.Cancel(ctx, reminder.ID)
+	fmt.Println("cancelled reminder:", ok)
+	j, _ := c.Reschedule(ctx, report.ID, nine.Add(time.Hour), nil)
+	fmt.Println("report moved to", j.RunAt.Format("15:04"))
+
+	_, ok, _ = c.ProcessNext(ctx, nine)
+	fmt.Println("anything due at 09:00:", ok)
+	_, ok, _ = c.ProcessNext(ctx, nine.Add(time.Hour))
+	fmt.Println("anything due at 10:00:", ok)
+	ok, _ = c.Cancel(ctx, reminder.ID)
+	fmt.Println("cancel reminder again:", ok)
+	// Output:
+	// cancelled reminder: true
+	// report moved to 10:00
+	// anything due at 09:00: false
+	// ran report
+	// anything due at 10:00: true
+	// cancel reminder again: false
+}
+
+// A recurring schedule enqueues an ordinary job at each tick. Stepping with
+// FireSchedules and ProcessNext walks through its ticks without waiting.
+func Example_recurringSchedule() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "cleanup", func(ctx context.Context, args json.RawMessage) (any, error) {
+		return "swept", nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+
+	sc, err := c.AddSchedule(ctx, "cleanup", hopper.ScheduleOptions{Every: time.Minute, Kind: "cleanup"})
+	if err != nil {
+		panic(err)
+	}
+	at := sc.NextRunAt
+	for range 3 {
+		next := c.FireSchedules(ctx, at) // enqueues the tick's job
+		j, _, _ := c.ProcessNext(ctx, at)
+		fmt.Printf("tick +%s: %s %s\n", j.FireTime.Sub(sc.CreatedAt), j.State, j.Result)
+		at = next
+	}
+	// Output:
+	// tick +1m0s: completed "swept"
+	// tick +2m0s: completed "swept"
+	// tick +3m0s: completed "swept"
+}
+
+// ProcessNext runs the most urgent job due at the given time in the calling
+// goroutine. Backoffs are measured against the times passed in, so a test
+// steps through retries instantly.
+func Example_stepping() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	calls := 0
+	hopper.RegisterRaw(ws, "sync", func(ctx context.Context, args json.RawMessage) (any, error) {
+		calls++
+		if calls == 1 {
+			return nil, errors.New("upstream timeout")
+		}
+		return "synced", nil
+	}, nil)
+	retry := backoff.Fixed(30 * time.Second)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Retry: &retry, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+	if _, err := c.Enqueue(ctx, "sync", nil, nil); err != nil {
+		panic(err)
+	}
+
+	t0 := time.Date(2100, time.January, 1, 12, 0, 0, 0, time.UTC)
+	for _, d := range []time.Duration{0, 29 * time.Second, 30 * time.Second, time.Hour} {
+		j, ok, err := c.ProcessNext(ctx, t0.Add(d))
+		switch {
+		case err != nil:
+			panic(err)
+		case !ok:
+			fmt.Printf("t+%s: nothing due\n", d)
+		case j.State == hopper.StateRetrying:
+			fmt.Printf("t+%s: attempt %d failed (%s), retry at t+%s\n", d, j.Attempt, j.LastError, j.RunAt.Sub(t0))
+		default:
+			fmt.Printf("t+%s: attempt %d %s %s\n", d, j.Attempt, j.State, j.Result)
+		}
+	}
+	// Output:
+	// t+0s: attempt 1 failed (upstream timeout), retry at t+30s
+	// t+29s: nothing due
+	// t+30s: attempt 2 completed "synced"
+	// t+1h0m0s: nothing due
+}
