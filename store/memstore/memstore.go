@@ -21,7 +21,7 @@ type Store struct {
 	mu        sync.Mutex
 	closed    bool
 	lastID    job.ID
-	jobs      map[job.ID]*entry
+	jobs      index
 	queues    map[string]*queue
 	qlist     []*queue // sorted by name
 	running   list
@@ -48,7 +48,6 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		jobs:      make(map[job.ID]*entry),
 		queues:    make(map[string]*queue),
 		unique:    make(map[string]*entry),
 		fired:     make(map[fireKey]job.ID),
@@ -166,7 +165,7 @@ func (s *Store) insert(j *job.Job) *entry {
 	s.lastID++
 	e := newEntry(j, s.lastID, s.queue(j.Queue))
 	e.q.counts[e.state]++
-	s.jobs[e.id] = e
+	s.jobs.put(e)
 	s.enqueueHeap(e)
 	if k := j.UniqueKey; k != "" {
 		s.unique[k] = e
@@ -274,7 +273,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 	applied := make([]bool, len(p.Outcomes))
 	for i := range p.Outcomes {
 		o := &p.Outcomes[i]
-		e := s.jobs[o.ID]
+		e := s.jobs.get(o.ID)
 		if e == nil || e.state != job.StateRunning || int(e.attempt) != o.Attempt {
 			continue
 		}

@@ -18,7 +18,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) ([]job.I
 	var cancelled []job.ID
 	lease := nanos(p.LeaseUntil)
 	for _, id := range p.IDs {
-		e := s.jobs[id]
+		e := s.jobs.get(id)
 		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker {
 			continue
 		}
@@ -82,7 +82,7 @@ func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, err
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	e := s.jobs[p.ID]
+	e := s.jobs.get(p.ID)
 	switch {
 	case e == nil:
 		return nil, fmt.Errorf("job %d: %w", p.ID, job.ErrNotFound)
@@ -104,7 +104,7 @@ func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	e := s.jobs[p.ID]
+	e := s.jobs.get(p.ID)
 	if e == nil {
 		return nil, fmt.Errorf("job %d: %w", p.ID, job.ErrNotFound)
 	}
@@ -137,7 +137,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 		slices.SortFunc(dead, func(a, b *entry) int { return int(a.id - b.id) })
 	} else {
 		for _, id := range p.IDs {
-			if e := s.jobs[id]; e != nil && e.state == job.StateDead {
+			if e := s.jobs.get(id); e != nil && e.state == job.StateDead {
 				dead = append(dead, e)
 			}
 		}
@@ -215,7 +215,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 func (s *Store) delete(e *entry) {
 	s.finished[e.state].remove(e)
 	e.q.counts[e.state]--
-	delete(s.jobs, e.id)
+	s.jobs.del(e.id)
 	if e.c != nil && e.c.schedule != "" {
 		delete(s.fired, fireKey{e.c.schedule, e.c.fireTime})
 	}

@@ -15,7 +15,7 @@ func (s *Store) Get(ctx context.Context, id job.ID) (*job.Job, error) {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	e := s.jobs[id]
+	e := s.jobs.get(id)
 	if e == nil {
 		return nil, fmt.Errorf("job %d: %w", id, job.ErrNotFound)
 	}
@@ -58,7 +58,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 			}
 		}
 	} else {
-		for _, e := range s.jobs {
+		for e := range s.jobs.all {
 			keep(e)
 		}
 	}
