@@ -1,0 +1,183 @@
+//go:build sqlitebench
+
+package sqlitestore
+
+// The driver comparison behind docs/sqlite.md: the same store operations on
+// modernc.org/sqlite (pure Go) and github.com/mattn/go-sqlite3 (cgo), both
+// SQLite 3.54.1. Run with
+//
+//	go test -tags sqlitebench -run '^$' -bench BenchmarkDriver -benchtime 2s -count 3 ./store/sqlitestore/
+//
+// The build tag keeps mattn/go-sqlite3 (and cgo) out of normal builds.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+type benchDriver struct {
+	name string
+	code func(error) (int, bool)
+}
+
+var benchDrivers = []benchDriver{
+	{"modernc", driverCode},
+	{"mattn", func(err error) (int, bool) {
+		var e sqlite3.Error
+		if errors.As(err, &e) {
+			return int(e.ExtendedCode), true
+		}
+		return 0, false
+	}},
+}
+
+// withDriver runs fn with the store opening connections through d.
+func withDriver(b *testing.B, d benchDriver, fn func(b *testing.B)) {
+	name, code := driverName, driverCode
+	driverName, driverCode = map[string]string{"modernc": "sqlite", "mattn": "sqlite3"}[d.name], d.code
+	defer func() { driverName, driverCode = name, code }()
+	fn(b)
+}
+
+func benchOpen(b *testing.B, dur Durability) *Store {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), Options{Durability: dur})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+var benchT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func benchJobs(n int) []*job.Job {
+	js := make([]*job.Job, n)
+	for i := range js {
+		j := &job.Job{Kind: "email", Queue: "default", Args: []byte(`{"to":"someone@example.com","n":12345}`)}
+		if err := j.Validate(benchT0, 25); err != nil {
+			panic(err)
+		}
+		js[i] = j
+	}
+	return js
+}
+
+func benchEnqueue(b *testing.B, s *Store, js []*job.Job) {
+	if _, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: benchT0, Jobs: js}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchClaim(b *testing.B, s *Store, n int) []*job.Job {
+	res, err := s.Claim(context.Background(), store.ClaimParams{Now: benchT0, Limit: n, Worker: "w", LeaseUntil: benchT0.Add(time.Hour)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res.Jobs
+}
+
+func benchFinish(b *testing.B, s *Store, js []*job.Job) {
+	outs := make([]store.Outcome, len(js))
+	for i, j := range js {
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
+			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: "w", Outcome: "completed"}}
+	}
+	if _, err := s.Finish(context.Background(), store.FinishParams{Now: benchT0, Outcomes: outs}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkDriver(b *testing.B) {
+	for _, d := range benchDrivers {
+		b.Run(d.name, func(b *testing.B) {
+			withDriver(b, d, func(b *testing.B) {
+				b.Run("EnqueueBatch1000", func(b *testing.B) {
+					s := benchOpen(b, DurabilityFull)
+					js := benchJobs(1000)
+					b.ResetTimer()
+					cpu := cpuTime()
+					for range b.N {
+						benchEnqueue(b, s, js)
+					}
+					b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "jobs/s")
+					cpuPerOp(b, cpu)
+				})
+				b.Run("Claim100", func(b *testing.B) {
+					s := benchOpen(b, DurabilityFull)
+					js := benchJobs(1000)
+					b.ResetTimer()
+					var setup time.Duration
+					cpu := cpuTime()
+					for i := range b.N {
+						if i%10 == 0 {
+							b.StopTimer()
+							c := cpuTime()
+							benchEnqueue(b, s, js)
+							setup += cpuTime() - c
+							b.StartTimer()
+						}
+						if got := benchClaim(b, s, 100); len(got) != 100 {
+							b.Fatalf("claimed %d", len(got))
+						}
+					}
+					cpuPerOp(b, cpu+setup)
+				})
+				b.Run("Finish100", func(b *testing.B) {
+					s := benchOpen(b, DurabilityFull)
+					js := benchJobs(1000)
+					b.ResetTimer()
+					var setup time.Duration
+					cpu := cpuTime()
+					for i := range b.N {
+						b.StopTimer()
+						c := cpuTime()
+						if i%10 == 0 {
+							benchEnqueue(b, s, js)
+						}
+						claimed := benchClaim(b, s, 100)
+						setup += cpuTime() - c
+						b.StartTimer()
+						benchFinish(b, s, claimed)
+					}
+					cpuPerOp(b, cpu+setup)
+				})
+				for _, dur := range []Durability{DurabilityFull, DurabilityNormal} {
+					b.Run(fmt.Sprintf("EnqueueOne/%s", dur), func(b *testing.B) {
+						s := benchOpen(b, dur)
+						js := benchJobs(1)
+						b.ResetTimer()
+						cpu := cpuTime()
+						for range b.N {
+							benchEnqueue(b, s, js)
+						}
+						cpuPerOp(b, cpu)
+					})
+				}
+				b.Run("EnqueueConcurrent8", func(b *testing.B) {
+					s := benchOpen(b, DurabilityFull)
+					b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+					b.ResetTimer()
+					cpu := cpuTime()
+					b.RunParallel(func(pb *testing.PB) {
+						js := benchJobs(1)
+						for pb.Next() {
+							benchEnqueue(b, s, js)
+						}
+					})
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+					cpuPerOp(b, cpu)
+				})
+			})
+		})
+	}
+}

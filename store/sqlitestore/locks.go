@@ -1,0 +1,155 @@
+package sqlitestore
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Lock files tell live Stores from dead ones.
+//
+// Every open Store holds an exclusive flock on <path>-workers/<worker>.lock
+// for its whole life. The kernel drops a flock when its holder's process
+// dies, however it dies (kill -9 included), so a lock file that another
+// process can lock belongs to a dead Store: the jobs it claimed (column
+// claimed_by) will never be finished and their leases are expired at once.
+// A lock file that cannot be locked belongs to a live Store whose jobs are
+// left alone until their leases expire.
+
+// lockDir is the directory of the lock files.
+func (s *Store) lockDir() string { return s.path + "-workers" }
+
+// lockFileName is the file name of a worker's lock file.
+func lockFileName(worker string) string { return url.PathEscape(worker) + ".lock" }
+
+// workerOfLockFile is the inverse of lockFileName.
+func workerOfLockFile(name string) (string, bool) {
+	base, ok := strings.CutSuffix(name, ".lock")
+	if !ok {
+		return "", false
+	}
+	w, err := url.PathUnescape(base)
+	return w, err == nil && w != ""
+}
+
+func tryFlock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
+
+// stillAt reports whether f is still the file at path (a scanner may have
+// removed a stale lock file between our open and our flock).
+func stillAt(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, pi)
+}
+
+// acquireLock creates and flocks worker's lock file. Another Store holding
+// it (or a scanner removing it as stale) makes it retry until timeout.
+func acquireLock(dir, worker string, timeout time.Duration) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating lock directory: %w", err)
+	}
+	path := filepath.Join(dir, lockFileName(worker))
+	deadline := time.Now().Add(timeout)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("creating lock file: %w", err)
+		}
+		err = tryFlock(f)
+		if err == nil && stillAt(f, path) {
+			host, _ := os.Hostname()
+			f.Truncate(0)
+			f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+" host "+host+"\n"), 0)
+			return f, nil
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if err != nil && time.Now().After(deadline) {
+			return nil, fmt.Errorf("worker ID %q is in use by another open store (%s is locked)", worker, path)
+		}
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// staleLock is the lock file of a dead Store, flocked by us.
+type staleLock struct {
+	worker string
+	f      *os.File
+}
+
+// findStale returns the lock files in dir whose Store is dead, locked, so
+// that a Store starting with the same worker ID waits until we are done.
+// It skips self, our own.
+func findStale(dir, self string) []staleLock {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []staleLock
+	for _, e := range entries {
+		worker, ok := workerOfLockFile(e.Name())
+		if !ok || worker == self || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if tryFlock(f) != nil || !stillAt(f, path) {
+			f.Close() // alive, or already removed
+			continue
+		}
+		out = append(out, staleLock{worker: worker, f: f})
+	}
+	return out
+}
+
+// releaseStale unlocks stale lock files, removing them first if the leases
+// of their jobs were expired (committed).
+func releaseStale(locks []staleLock, remove bool) {
+	for _, l := range locks {
+		if remove {
+			os.Remove(l.f.Name())
+		}
+		l.f.Close()
+	}
+}
+
+// workersOf lists the worker IDs of stale lock files.
+func workersOf(stale []staleLock) []string {
+	ws := make([]string, len(stale))
+	for i, l := range stale {
+		ws[i] = l.worker
+	}
+	return ws
+}
+
+// sqlExpireWorker expires the leases of the jobs a Store has running.
+const sqlExpireWorker = `UPDATE jobs SET lease_until = 0 WHERE state = 3 AND claimed_by = ?`
+
+// expireWorkers sets lease_until to 0 for the running jobs claimed by the
+// (dead) Stores of workers, so that Rescue returns them at once.
+func expireWorkers(w *writer, workers []string) error {
+	for _, wk := range workers {
+		if _, err := w.exec(sqlExpireWorker, wk); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+)
+
+// Group commit.
+//
+// Every write goes through one goroutine (writeLoop) that owns the store's
+// only write connection. It takes every request queued at that moment (up to
+// maxBatch) and runs them in one transaction, BEGIN IMMEDIATE … COMMIT, each
+// inside its own SAVEPOINT so that a request that fails rolls back only its
+// own changes. Callers are answered after COMMIT returns, that is after the
+// transaction is durable (fsynced in DurabilityFull). While one transaction
+// commits, new requests queue up and go together into the next one, so the
+// number of fsyncs per second no longer caps the number of operations.
+
+// maxBatch caps the requests of one transaction, bounding how long the write
+// lock is held (other processes wait for it) and the latency of the batch.
+const maxBatch = 512
+
+// bg is the context statements run under once a request is in a
+// transaction: a caller's context can stop a request from starting, never
+// interrupt it half-way (the other requests of the batch share the
+// transaction).
+var bg = context.Background()
+
+// request is one write operation waiting for the writer goroutine.
+type request struct {
+	ctx  context.Context
+	fn   func(w *writer) error
+	err  error
+	done chan struct{}
+}
+
+func (r *request) answer(err error) {
+	r.err = err
+	close(r.done)
+}
+
+// writer is the write connection and its prepared statements. Only the
+// writer goroutine (and Open, before it starts) uses it.
+type writer struct {
+	conn    *sql.Conn
+	stmts   map[string]*sql.Stmt
+	inserts [maxInsertRows + 1]*sql.Stmt // multi-row INSERTs by row count
+}
+
+func newWriter(conn *sql.Conn) *writer {
+	return &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+}
+
+// stmt returns the prepared statement for q, preparing it on first use.
+func (w *writer) stmt(q string) (*sql.Stmt, error) {
+	if st := w.stmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(bg, q)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[q] = st
+	return st, nil
+}
+
+func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(bg, args...)
+}
+
+// execN runs q and returns the number of rows it changed.
+func (w *writer) execN(q string, args ...any) (int64, error) {
+	res, err := w.exec(q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (w *writer) query(q string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(bg, args...)
+}
+
+// scanRow runs q and scans its first row into dest (sql.ErrNoRows if none).
+func (w *writer) scanRow(q string, args []any, dest ...any) error {
+	st, err := w.stmt(q)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(bg, args...).Scan(dest...)
+}
+
+// queryJobs runs q, which selects (or returns) jobCols, and scans all rows.
+func (w *writer) queryJobs(q string, args ...any) ([]*job.Job, error) {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
+func scanJobs(rows *sql.Rows) ([]*job.Job, error) {
+	defer rows.Close()
+	var out []*job.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// begin starts a write transaction (BEGIN IMMEDIATE), waiting up to
+// timeout while another connection holds the write lock. The write
+// connection has no busy handler: begin polls every 50µs–1ms itself, where
+// SQLite's handler would sleep 1, 2, 5, … then 100 ms between tries, so
+// that it finds the gaps between the transactions of a busy writer in
+// another process rather than starving until the timeout.
+func (w *writer) begin(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	delay := 50 * time.Microsecond
+	for {
+		_, err := w.exec("BEGIN IMMEDIATE")
+		if err == nil {
+			return nil
+		}
+		if code, ok := driverCode(err); !ok || (code&0xff != codeBusy && code&0xff != codeLocked) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Millisecond)
+	}
+}
+
+func (w *writer) close() {
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	for _, st := range w.inserts {
+		if st != nil {
+			st.Close()
+		}
+	}
+	w.conn.Close()
+}
+
+// write runs fn in the writer goroutine, inside a transaction shared with
+// other requests, and returns once that transaction has committed (fn's
+// changes are then durable) or fn's changes have been rolled back (fn or the
+// commit failed). ctx can only keep fn from starting.
+func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closing {
+		s.qmu.Unlock()
+		return job.ErrClosed
+	}
+	s.queue = append(s.queue, r)
+	if len(s.queue) == 1 {
+		s.qcond.Signal()
+	}
+	s.qmu.Unlock()
+	<-r.done
+	return r.err
+}
+
+// writeLoop is the writer goroutine. It returns once the store is closing
+// and every queued request has been answered.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	for {
+		// Let the callers just answered run and queue their next requests,
+		// so that they join the next transaction rather than the one after.
+		runtime.Gosched()
+		s.qmu.Lock()
+		for len(s.queue) == 0 && !s.closing {
+			s.qcond.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.qmu.Unlock()
+			return
+		}
+		var batch []*request
+		if len(s.queue) <= maxBatch {
+			batch, s.queue = s.queue, nil
+		} else {
+			batch = append([]*request(nil), s.queue[:maxBatch]...)
+			s.queue = s.queue[maxBatch:]
+		}
+		s.qmu.Unlock()
+		for len(batch) > 0 {
+			batch = s.runTxn(batch)
+		}
+	}
+}
+
+// runTxn runs batch in one transaction and answers its requests. If SQLite
+// aborts the whole transaction because of one request (disk full, I/O
+// error), that request fails and the others are returned to run again.
+func (s *Store) runTxn(batch []*request) (again []*request) {
+	w := s.w
+	if err := w.begin(s.opts.BusyTimeout); err != nil {
+		err = s.translate(err)
+		for _, r := range batch {
+			r.answer(err)
+		}
+		return nil
+	}
+	// A request alone in its transaction needs no savepoint: if it fails,
+	// the transaction is rolled back.
+	alone := len(batch) == 1
+	ok := make([]*request, 0, len(batch))
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.answer(err)
+			continue
+		}
+		var err error
+		if !alone {
+			_, err = w.exec("SAVEPOINT r")
+		}
+		if err == nil {
+			if err = r.fn(w); err == nil {
+				if !alone {
+					_, err = w.exec("RELEASE r")
+				}
+				if err == nil {
+					ok = append(ok, r)
+					continue
+				}
+			}
+			// Undo r alone, if the transaction is still there.
+			if !alone {
+				if _, rbErr := w.exec("ROLLBACK TO r"); rbErr == nil {
+					if _, rbErr = w.exec("RELEASE r"); rbErr == nil {
+						r.answer(s.translate(err))
+						continue
+					}
+				}
+			}
+		}
+		// r was alone, or SQLite rolled the transaction back: r fails, the
+		// others run again.
+		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		r.answer(s.translate(err))
+		return append(ok, batch[i+1:]...)
+	}
+	if _, err := w.exec("COMMIT"); err != nil {
+		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		err = s.translate(err)
+		for _, r := range ok {
+			r.answer(err)
+		}
+		return nil
+	}
+	s.commits.Add(1)
+	for _, r := range ok {
+		r.answer(nil)
+	}
+	return nil
+}
