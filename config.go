@@ -10,7 +10,7 @@ import (
 )
 
 // Config configures a Client. The zero value is usable: an in-memory store,
-// 10 workers on every queue, 25 attempts per job, exponential backoff with
+// 100 workers on every queue, 25 attempts per job, exponential backoff with
 // full jitter. Each field's comment gives its default.
 type Config struct {
 	// Store keeps the jobs. Default: a new in-memory store (memstore). Use
@@ -21,7 +21,10 @@ type Config struct {
 	// still enqueue and inspect jobs (and run closures).
 	Workers *Workers
 
-	// Concurrency is the number of worker goroutines (default 10).
+	// Concurrency is the number of worker goroutines (default 100, as
+	// River's default per queue). Idle workers cost a parked goroutine
+	// each; a claim takes at most as many jobs as there are idle workers, so
+	// a larger pool also means fewer, larger transactions on a durable store.
 	Concurrency int
 	// Queues, if not empty, are the only queues this client works, each
 	// with its own concurrency limit (0: no limit beyond Concurrency). If
@@ -97,7 +100,7 @@ func (c *Config) withDefaults() (Config, error) {
 		return cfg, fieldErr("Concurrency", "must not be negative, got %d", cfg.Concurrency)
 	}
 	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 10
+		cfg.Concurrency = 100
 	}
 	for name, q := range cfg.Queues {
 		if name == "" {

@@ -86,7 +86,7 @@ terminal.`,
 	f := c.Flags()
 	f.StringVar(&cfg.store, "store", "sqlite", "memory or sqlite")
 	f.IntVar(&cfg.jobs, "jobs", 100000, "jobs to enqueue and work")
-	f.IntVar(&cfg.workers, "workers", 10, "worker goroutines")
+	f.IntVar(&cfg.workers, "workers", 100, "worker goroutines (the library default)")
 	f.IntVar(&cfg.batch, "batch", 1000, "jobs per EnqueueMany call")
 	f.StringVar(&cfg.durability, "durability", "full", "sqlite only: full (fsync every commit) or normal (survives kill -9, not power loss)")
 	f.IntVar(&cfg.latency, "latency-jobs", 2000, "jobs enqueued one at a time to measure latency")

@@ -39,7 +39,7 @@ type Resolver func(j *job.Job) (Handler, Settings, error)
 type Config struct {
 	Store   store.Store
 	Resolve Resolver
-	// Workers is the pool size (default 10).
+	// Workers is the pool size (default 10; the client passes its own).
 	Workers int
 	// Queues, if set, are the only queues worked.
 	Queues []string
