@@ -99,8 +99,9 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 	}
 	t := now()
 	jobs := make([]*job.Job, len(reqs))
+	slab := make([]job.Job, len(reqs)) // one allocation for the batch
 	for i := range reqs {
-		j, err := c.newJob(&reqs[i], t)
+		j, err := c.newJob(&reqs[i], &slab[i], t)
 		if err != nil {
 			if fe, ok := err.(*FieldError); ok && len(reqs) > 1 {
 				return nil, &FieldError{Field: fmt.Sprintf("[%d].%s", i, fe.Field), Reason: fe.Reason}
@@ -133,12 +134,13 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 	return out, nil
 }
 
-func (c *Client) newJob(r *EnqueueRequest, t time.Time) (*job.Job, error) {
+// newJob fills j from r, validated, with defaults applied.
+func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, error) {
 	var o EnqueueOptions
 	if r.Options != nil {
 		o = *r.Options
 	}
-	j := &job.Job{
+	*j = job.Job{
 		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority,
 		MaxAttempts: o.MaxAttempts, Timeout: o.Timeout, UniqueKey: o.UniqueKey, Retry: o.Retry,
 	}

@@ -101,7 +101,14 @@ func (e *entry) uniqueKey() string {
 
 // job returns a copy of the entry as a job.Job.
 func (e *entry) job() *job.Job {
-	j := &job.Job{
+	j := new(job.Job)
+	e.fill(j)
+	return j
+}
+
+// fill sets *j to a copy of the entry.
+func (e *entry) fill(j *job.Job) {
+	*j = job.Job{
 		ID:              e.id,
 		Kind:            e.kind,
 		Args:            e.args,
@@ -135,5 +142,4 @@ func (e *entry) job() *job.Job {
 		j.Schedule = c.schedule
 		j.FireTime = fromNanos(c.fireTime)
 	}
-	return j
 }

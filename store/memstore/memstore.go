@@ -214,6 +214,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		s.promote(q, now)
 	}
 	var res store.ClaimResult
+	var slab []job.Job // the returned copies, allocated together
 	lease, worker := nanos(p.LeaseUntil), p.Worker
 	for len(res.Jobs) < p.Limit {
 		var best *queue
@@ -243,10 +244,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		e.cancel = false
 		c := e.cold()
 		c.startedAt, c.leaseUntil, c.worker = now, lease, worker
-		if res.Jobs == nil {
-			res.Jobs = make([]*job.Job, 0, min(p.Limit, 64))
+		if len(slab) == cap(slab) {
+			slab = make([]job.Job, 0, min(p.Limit-len(res.Jobs), 64))
 		}
-		res.Jobs = append(res.Jobs, e.job())
+		slab = slab[:len(slab)+1]
+		e.fill(&slab[len(slab)-1])
+		res.Jobs = append(res.Jobs, &slab[len(slab)-1])
 	}
 	var next int64
 	for _, q := range qs {
