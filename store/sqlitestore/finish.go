@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -29,10 +31,47 @@ const sqlFinish = `UPDATE jobs SET
 	attempt = CASE WHEN ?1 = 2 THEN attempt - 1 ELSE attempt END
 	WHERE id = ?7 AND state = 3 AND attempt = ?8`
 
+// finishSQL[n] applies n outcomes of a Finish call in one statement: the
+// outcomes are a VALUES list of n rows (id, attempt, state, run-at, error,
+// result, record) joined to jobs by primary key, with the effects and the
+// fence (state, attempt) of sqlFinish; RETURNING tells which applied. The
+// IDs of one statement must be distinct (Finish falls back to sqlFinish
+// otherwise): UPDATE … FROM would apply one arbitrary outcome of a job
+// listed twice. A first attempt's history is built by concatenation (the
+// record is compact JSON from encoding/json), sparing json_insert's parse.
+const (
+	nFinishCols   = 7
+	maxFinishRows = 64
+)
+
+var finishSQL = func() (qs [maxFinishRows + 1]string) {
+	row := "(" + strings.Repeat("?,", nFinishCols-1) + "?)"
+	for n := 1; n <= maxFinishRows; n++ {
+		qs[n] = `WITH o(id, att, st, run, err, res, rec) AS (VALUES ` + strings.Repeat(row+",", n-1) + row + `)
+	UPDATE jobs SET
+	state = o.st,
+	worker = NULL, claimed_by = NULL, lease_until = 0,
+	attempts = CASE WHEN attempts IS NULL THEN '[' || o.rec || ']'
+		ELSE json_insert(attempts, '$[#]', json(o.rec)) END,
+	last_error = CASE WHEN o.err = '' THEN last_error ELSE o.err END,
+	result = CASE WHEN o.st = 5 THEN o.res ELSE result END,
+	finished_at = CASE WHEN o.st IN (5, 6, 7) THEN ?` + strconv.Itoa(n*nFinishCols+1) + ` ELSE finished_at END,
+	crashes = CASE WHEN o.st = 2 THEN crashes ELSE 0 END,
+	run_at = CASE WHEN o.st = 4 THEN o.run ELSE run_at END,
+	attempt = CASE WHEN o.st = 2 THEN attempt - 1 ELSE attempt END
+	FROM o
+	WHERE jobs.id = o.id AND jobs.state = 3 AND jobs.attempt = o.att
+	RETURNING jobs.id`
+	}
+	return qs
+}()
+
 // Finish implements store.Store. An outcome whose target state the state
 // machine forbids fails the whole call with a *job.TransitionError.
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error) {
 	records := make([]string, len(p.Outcomes))
+	index := make(map[job.ID]int, len(p.Outcomes))
+	distinct := true
 	for i, o := range p.Outcomes {
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
@@ -42,10 +81,37 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 			return nil, fmt.Errorf("job %d: encoding attempt record: %w", o.ID, err)
 		}
 		records[i] = string(b)
+		if _, dup := index[o.ID]; dup {
+			distinct = false
+		}
+		index[o.ID] = i
 	}
 	now := nanos(p.Now)
 	applied := make([]bool, len(p.Outcomes))
+	if len(p.Outcomes) == 0 {
+		return applied, nil
+	}
+	var args []any // nFinishCols per outcome, for finishSQL
+	if distinct && len(p.Outcomes) > 1 {
+		args = make([]any, 0, len(p.Outcomes)*nFinishCols)
+		for i, o := range p.Outcomes {
+			args = append(args, int64(o.ID), o.Attempt, int64(o.State), nanos(o.RunAt), o.Error,
+				jsonText(o.Result), records[i])
+		}
+	}
 	err := s.write(ctx, func(w *writer) error {
+		clear(applied)
+		if args != nil {
+			var buf []any
+			for start := 0; start < len(p.Outcomes); start += maxFinishRows {
+				k := min(len(p.Outcomes)-start, maxFinishRows)
+				buf = append(append(buf[:0], args[start*nFinishCols:(start+k)*nFinishCols]...), now)
+				if err := w.finishSet(k, buf, index, applied); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		for i, o := range p.Outcomes {
 			n, err := w.execN(sqlFinish, int64(o.State), records[i], o.Error, jsonText(o.Result),
 				now, nanos(o.RunAt), int64(o.ID), o.Attempt)
@@ -60,6 +126,23 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 		return nil, err
 	}
 	return applied, nil
+}
+
+// finishSet runs finishSQL[k] and marks the outcomes that applied.
+func (w *writer) finishSet(k int, args []any, index map[job.ID]int, applied []bool) error {
+	rows, err := w.query(finishSQL[k], args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		applied[index[job.ID(id)]] = true
+	}
+	return rows.Err()
 }
 
 // Rescue implements store.Store. Before looking for expired leases it
