@@ -9,6 +9,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"go.uber.org/goleak"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -319,8 +320,17 @@ func BenchmarkReopen1M(b *testing.B) {
 	}
 }
 
+// TestMain fails the package if a test leaves a goroutine behind (the
+// writer and the watcher of every Store must end with Close), and removes
+// the benchmarks' scale files.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	if scaleFiles.dir != "" {
 		os.RemoveAll(scaleFiles.dir)
 	}
