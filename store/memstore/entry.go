@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"encoding/json"
+	"github.com/hopperq/hopper/store"
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
@@ -53,20 +54,6 @@ func (e *entry) cold() *cold {
 	return e.c
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 func newEntry(j *job.Job, id job.ID, q *queue) *entry {
 	e := &entry{
 		id:       id,
@@ -75,8 +62,8 @@ func newEntry(j *job.Job, id job.ID, q *queue) *entry {
 		fn:       j.Func,
 		q:        q,
 		priority: j.Priority,
-		runAt:    nanos(j.RunAt),
-		created:  nanos(j.CreatedAt),
+		runAt:    store.UnixNanos(j.RunAt),
+		created:  store.UnixNanos(j.CreatedAt),
 		maxAtt:   int32(j.MaxAttempts),
 		idx:      -1,
 		state:    j.State,
@@ -87,7 +74,7 @@ func newEntry(j *job.Job, id job.ID, q *queue) *entry {
 		c.unique = j.UniqueKey
 		c.retry = j.Retry
 		c.schedule = j.Schedule
-		c.fireTime = nanos(j.FireTime)
+		c.fireTime = store.UnixNanos(j.FireTime)
 	}
 	return e
 }
@@ -115,11 +102,11 @@ func (e *entry) fill(j *job.Job) {
 		Func:            e.fn,
 		Queue:           e.q.name,
 		Priority:        e.priority,
-		RunAt:           fromNanos(e.runAt),
+		RunAt:           store.FromUnixNanos(e.runAt),
 		MaxAttempts:     int(e.maxAtt),
 		Attempt:         int(e.attempt),
 		State:           e.state,
-		CreatedAt:       fromNanos(e.created),
+		CreatedAt:       store.FromUnixNanos(e.created),
 		CancelRequested: e.cancel,
 	}
 	if c := e.c; c != nil {
@@ -134,12 +121,12 @@ func (e *entry) fill(j *job.Job) {
 		if len(c.attempts) > 0 {
 			j.Attempts = append([]job.Attempt(nil), c.attempts...)
 		}
-		j.StartedAt = fromNanos(c.startedAt)
-		j.FinishedAt = fromNanos(c.finishedAt)
-		j.LeaseUntil = fromNanos(c.leaseUntil)
+		j.StartedAt = store.FromUnixNanos(c.startedAt)
+		j.FinishedAt = store.FromUnixNanos(c.finishedAt)
+		j.LeaseUntil = store.FromUnixNanos(c.leaseUntil)
 		j.Worker = c.worker
 		j.Crashes = c.crashes
 		j.Schedule = c.schedule
-		j.FireTime = fromNanos(c.fireTime)
+		j.FireTime = store.FromUnixNanos(c.fireTime)
 	}
 }

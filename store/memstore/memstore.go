@@ -142,7 +142,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 	// Check everything before changing anything: all or nothing.
 	for _, j := range p.Jobs {
 		if j.Schedule != "" {
-			if _, ok := s.fired[fireKey{j.Schedule, nanos(j.FireTime)}]; ok {
+			if _, ok := s.fired[fireKey{j.Schedule, store.UnixNanos(j.FireTime)}]; ok {
 				return nil, job.ErrDuplicate
 			}
 		}
@@ -171,7 +171,7 @@ func (s *Store) insert(j *job.Job) *entry {
 		s.unique[k] = e
 	}
 	if j.Schedule != "" {
-		s.fired[fireKey{j.Schedule, nanos(j.FireTime)}] = e.id
+		s.fired[fireKey{j.Schedule, store.UnixNanos(j.FireTime)}] = e.id
 	}
 	return e
 }
@@ -196,7 +196,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		return store.ClaimResult{}, err
 	}
 	defer s.mu.Unlock()
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	qs := s.qlist
 	if len(p.Queues) > 0 {
 		qs = make([]*queue, 0, len(p.Queues))
@@ -215,7 +215,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	}
 	var res store.ClaimResult
 	var slab []job.Job // the returned copies, allocated together
-	lease, worker := nanos(p.LeaseUntil), p.Worker
+	lease, worker := store.UnixNanos(p.LeaseUntil), p.Worker
 	for len(res.Jobs) < p.Limit {
 		var best *queue
 		for _, q := range qs {
@@ -257,7 +257,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 			next = e.runAt
 		}
 	}
-	res.NextRunAt = fromNanos(next)
+	res.NextRunAt = store.FromUnixNanos(next)
 	return res, nil
 }
 
@@ -272,7 +272,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 			return nil, err
 		}
 	}
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	applied := make([]bool, len(p.Outcomes))
 	for i := range p.Outcomes {
 		o := &p.Outcomes[i]
@@ -299,7 +299,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 			s.setState(e, o.State)
 		case job.StateRetrying:
 			c.crashes = 0
-			e.runAt = nanos(o.RunAt)
+			e.runAt = store.UnixNanos(o.RunAt)
 			s.setState(e, o.State)
 			e.q.timed.push(e)
 		case job.StateAvailable: // released: the attempt does not count

@@ -16,7 +16,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) ([]job.I
 	}
 	defer s.mu.Unlock()
 	var cancelled []job.ID
-	lease := nanos(p.LeaseUntil)
+	lease := store.UnixNanos(p.LeaseUntil)
 	for _, id := range p.IDs {
 		e := s.jobs.get(id)
 		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker {
@@ -36,7 +36,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	var expired []*entry
 	for e := range s.running.all {
 		if e.c.leaseUntil < now {
@@ -50,8 +50,8 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 		c.crashes++
 		c.attempts = append(c.attempts, job.Attempt{
 			Attempt:   int(e.attempt),
-			StartedAt: fromNanos(c.startedAt),
-			Duration:  fromNanos(now).Sub(fromNanos(c.startedAt)),
+			StartedAt: store.FromUnixNanos(c.startedAt),
+			Duration:  store.FromUnixNanos(now).Sub(store.FromUnixNanos(c.startedAt)),
 			Worker:    c.worker,
 			Outcome:   job.OutcomeInterrupted,
 			Error:     "worker lost: lease expired",
@@ -90,7 +90,7 @@ func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, err
 		e.cancel = true
 	case e.state.Waiting():
 		s.dequeueHeap(e)
-		e.cold().finishedAt = nanos(p.Now)
+		e.cold().finishedAt = store.UnixNanos(p.Now)
 		s.setState(e, job.StateCancelled)
 	default:
 		return e.job(), fmt.Errorf("job %d is %s: %w", p.ID, e.state, job.ErrNotWaiting)
@@ -113,12 +113,12 @@ func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.
 	}
 	s.dequeueHeap(e)
 	if !p.RunAt.IsZero() {
-		e.runAt = nanos(p.RunAt)
+		e.runAt = store.UnixNanos(p.RunAt)
 	}
 	if p.Priority != nil {
 		e.priority = *p.Priority
 	}
-	s.setState(e, job.WaitingState(fromNanos(e.runAt), p.Now))
+	s.setState(e, job.WaitingState(store.FromUnixNanos(e.runAt), p.Now))
 	s.enqueueHeap(e)
 	return e.job(), nil
 }
@@ -151,7 +151,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			s.unique[k] = e
 		}
 		e.attempt = 0
-		e.runAt = nanos(p.Now)
+		e.runAt = store.UnixNanos(p.Now)
 		e.c.crashes = 0
 		e.c.finishedAt = 0
 		s.setState(e, job.StateAvailable)
@@ -179,7 +179,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 			ids[id] = true
 		}
 	}
-	before := nanos(p.Before)
+	before := store.UnixNanos(p.Before)
 	n := 0
 	for _, st := range p.States {
 		var match []*entry

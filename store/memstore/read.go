@@ -96,7 +96,7 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 			st.ByQueue[q.name] = m
 		}
 	}
-	if since := nanos(p.FinishedSince); since != 0 {
+	if since := store.UnixNanos(p.FinishedSince); since != 0 {
 		for _, state := range []job.State{job.StateCompleted, job.StateCancelled, job.StateDead} {
 			for e := range s.finished[state].all {
 				if e.c.finishedAt >= since {

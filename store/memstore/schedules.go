@@ -102,7 +102,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		return store.FireResult{}, nil
 	}
 	sc.NextRunAt = p.Next
-	if _, ok := s.fired[fireKey{p.Name, nanos(p.FireTime)}]; ok {
+	if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
 		return store.FireResult{}, nil
 	}
 	j := *p.Job

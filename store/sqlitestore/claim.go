@@ -101,7 +101,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 
 func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error) {
 	var res store.ClaimResult
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	queues := slices.Compact(slices.Sorted(slices.Values(p.Queues)))
 	// 1. When to ask again; promotion if something is due.
 	next, err := nextRunAt(w, queues)
@@ -124,7 +124,7 @@ func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error)
 			return res, err
 		}
 	}
-	res.NextRunAt = fromNanos(next)
+	res.NextRunAt = store.FromUnixNanos(next)
 	if p.Limit <= 0 {
 		return res, nil
 	}
@@ -147,7 +147,7 @@ func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error)
 			return res, err
 		}
 	}
-	args := []any{now, p.Worker, nanos(p.LeaseUntil), s.worker, p.Limit}
+	args := []any{now, p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, p.Limit}
 	for _, q := range queues {
 		limit := p.Limit
 		if ql, ok := p.QueueLimits[q]; ok {
@@ -173,8 +173,8 @@ func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error)
 	}
 	// RETURNING has no order: restore the claim order.
 	slices.SortFunc(jobs, func(a, b *job.Job) int {
-		return compareCandidates(candidate{int64(a.ID), int64(a.Priority), nanos(a.RunAt)},
-			candidate{int64(b.ID), int64(b.Priority), nanos(b.RunAt)})
+		return compareCandidates(candidate{int64(a.ID), int64(a.Priority), store.UnixNanos(a.RunAt)},
+			candidate{int64(b.ID), int64(b.Priority), store.UnixNanos(b.RunAt)})
 	})
 	res.Jobs = jobs
 	return res, nil
@@ -245,7 +245,7 @@ const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1
 
 // Heartbeat implements store.Store.
 func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) ([]job.ID, error) {
-	lease := nanos(p.LeaseUntil)
+	lease := store.UnixNanos(p.LeaseUntil)
 	ids := idList(p.IDs)
 	var cancelled []job.ID
 	err := s.write(ctx, func(w *writer) error {

@@ -86,7 +86,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 		}
 		index[o.ID] = i
 	}
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	applied := make([]bool, len(p.Outcomes))
 	if len(p.Outcomes) == 0 {
 		return applied, nil
@@ -95,7 +95,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 	if distinct && len(p.Outcomes) > 1 {
 		args = make([]any, 0, len(p.Outcomes)*nFinishCols)
 		for i, o := range p.Outcomes {
-			args = append(args, int64(o.ID), o.Attempt, int64(o.State), nanos(o.RunAt), o.Error,
+			args = append(args, int64(o.ID), o.Attempt, int64(o.State), store.UnixNanos(o.RunAt), o.Error,
 				jsonText(o.Result), records[i])
 		}
 	}
@@ -114,7 +114,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 		}
 		for i, o := range p.Outcomes {
 			n, err := w.execN(sqlFinish, int64(o.State), records[i], o.Error, jsonText(o.Result),
-				now, nanos(o.RunAt), int64(o.ID), o.Attempt)
+				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt)
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 const sqlRescue = `SELECT ` + jobCols + ` FROM jobs WHERE state = 3 AND lease_until < ?`
 
 func rescue(w *writer, p store.RescueParams) ([]*job.Job, error) {
-	jobs, err := w.queryJobs(sqlRescue, nanos(p.Now))
+	jobs, err := w.queryJobs(sqlRescue, store.UnixNanos(p.Now))
 	if err != nil {
 		return nil, err
 	}

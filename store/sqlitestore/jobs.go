@@ -61,9 +61,9 @@ func makeRows(jobs []*job.Job, now time.Time) (*newRows, error) {
 			return nil, err
 		}
 		r.states[i] = st
-		r.args = append(r.args, j.Kind, queue, jsonText(j.Args), j.Priority, nanos(runAt), int64(st),
-			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, nanos(created),
-			nullStr(j.Schedule), nanos(j.FireTime))
+		r.args = append(r.args, j.Kind, queue, jsonText(j.Args), j.Priority, store.UnixNanos(runAt), int64(st),
+			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, store.UnixNanos(created),
+			nullStr(j.Schedule), store.UnixNanos(j.FireTime))
 	}
 	return r, nil
 }
@@ -169,7 +169,7 @@ func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
 		if j.Schedule == "" {
 			continue
 		}
-		t := tick{j.Schedule, nanos(j.FireTime)}
+		t := tick{j.Schedule, store.UnixNanos(j.FireTime)}
 		dup, err := w.fired(t.name, t.at)
 		if err != nil {
 			return nil, err
@@ -259,8 +259,8 @@ func (w *writer) save(j *job.Job) error {
 		lease_until = ?10, crashes = ?11, cancel_requested = ?12,
 		claimed_by = CASE WHEN ?1 = 3 THEN claimed_by END
 		WHERE id = ?13`,
-		int64(j.State), nanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
-		nanos(j.StartedAt), nanos(j.FinishedAt), j.Worker, nanos(j.LeaseUntil),
+		int64(j.State), store.UnixNanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
+		store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt), j.Worker, store.UnixNanos(j.LeaseUntil),
 		j.Crashes, j.CancelRequested, int64(j.ID))
 	return err
 }
@@ -319,7 +319,7 @@ func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.
 
 // RetryDead implements store.Store.
 func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
-	now := nanos(p.Now)
+	now := store.UnixNanos(p.Now)
 	var n int
 	err := s.write(ctx, func(w *writer) error {
 		n = 0
@@ -381,7 +381,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 	match, margs := `state IN (5, 6, 7) AND state = ?`, []any{nil}
 	if !p.Before.IsZero() {
 		match += ` AND finished_at < ?`
-		margs = append(margs, nanos(p.Before))
+		margs = append(margs, store.UnixNanos(p.Before))
 	}
 	if len(p.IDs) > 0 {
 		match += ` AND id IN (SELECT value FROM json_each(?))`

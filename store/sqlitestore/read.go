@@ -135,7 +135,7 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 		return store.Stats{}, s.readErr(err)
 	}
 	if !p.FinishedSince.IsZero() {
-		rows, err := tx.QueryContext(ctx, sqlFinishedSince, nanos(p.FinishedSince))
+		rows, err := tx.QueryContext(ctx, sqlFinishedSince, store.UnixNanos(p.FinishedSince))
 		if err != nil {
 			return store.Stats{}, s.readErr(err)
 		}

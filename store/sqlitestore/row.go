@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hopperq/hopper/store"
 	"strconv"
 	"strings"
 	"time"
@@ -26,22 +27,6 @@ const (
 	sqlCancelled = int64(job.StateCancelled)
 	sqlDead      = int64(job.StateDead)
 )
-
-// nanos converts a time to its stored form: Unix nanoseconds, 0 for zero.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// fromNanos is the inverse of nanos, in UTC.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // nullStr stores "" as NULL.
 func nullStr(s string) any {
@@ -125,7 +110,7 @@ func scanJob(r scanner) (*job.Job, error) {
 	if len(result) > 0 {
 		j.Result = json.RawMessage(result)
 	}
-	j.RunAt = fromNanos(runAt)
+	j.RunAt = store.FromUnixNanos(runAt)
 	j.State = job.State(state)
 	j.Timeout = time.Duration(timeout)
 	if unique != nil {
@@ -147,17 +132,17 @@ func scanJob(r scanner) (*job.Job, error) {
 			}
 		}
 	}
-	j.CreatedAt = fromNanos(created)
-	j.StartedAt = fromNanos(started)
-	j.FinishedAt = fromNanos(finished)
+	j.CreatedAt = store.FromUnixNanos(created)
+	j.StartedAt = store.FromUnixNanos(started)
+	j.FinishedAt = store.FromUnixNanos(finished)
 	if worker != nil {
 		j.Worker = *worker
 	}
-	j.LeaseUntil = fromNanos(lease)
+	j.LeaseUntil = store.FromUnixNanos(lease)
 	j.CancelRequested = cancelReq != 0
 	if schedule != nil {
 		j.Schedule = *schedule
 	}
-	j.FireTime = fromNanos(fire)
+	j.FireTime = store.FromUnixNanos(fire)
 	return &j, nil
 }

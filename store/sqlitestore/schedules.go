@@ -24,7 +24,7 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	}
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, int64(sc.Overlap), sc.Paused,
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
-		retry, nanos(sc.NextRunAt), nanos(sc.LastFireAt), int64(sc.LastJobID), nanos(sc.CreatedAt)}, nil
+		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID), store.UnixNanos(sc.CreatedAt)}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
@@ -51,8 +51,8 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 			return nil, fmt.Errorf("schedule %q: decoding retry policy: %w", sc.Name, err)
 		}
 	}
-	sc.NextRunAt, sc.LastFireAt = fromNanos(next), fromNanos(lastFire)
-	sc.LastJobID, sc.CreatedAt = job.ID(lastJob), fromNanos(ca)
+	sc.NextRunAt, sc.LastFireAt = store.FromUnixNanos(next), store.FromUnixNanos(lastFire)
+	sc.LastJobID, sc.CreatedAt = job.ID(lastJob), store.FromUnixNanos(ca)
 	return &sc, nil
 }
 
@@ -108,7 +108,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, p store.UpdateScheduleParams
 		if err != nil {
 			return err
 		}
-		if p.SetNext && nanos(sc.NextRunAt) != nanos(p.IfNext) {
+		if p.SetNext && store.UnixNanos(sc.NextRunAt) != store.UnixNanos(p.IfNext) {
 			return fmt.Errorf("schedule %q: next run is %s, not %s: %w", p.Name,
 				sc.NextRunAt.Format(time.RFC3339Nano), p.IfNext.UTC().Format(time.RFC3339Nano), job.ErrConflict)
 		}
@@ -116,10 +116,10 @@ func (s *Store) UpdateSchedule(ctx context.Context, p store.UpdateScheduleParams
 			sc.Paused = *p.Paused
 		}
 		if p.SetNext {
-			sc.NextRunAt = fromNanos(nanos(p.Next))
+			sc.NextRunAt = store.FromUnixNanos(store.UnixNanos(p.Next))
 		}
 		_, err = w.exec(`UPDATE schedules SET paused = ?, next_run_at = ? WHERE name = ?`,
-			sc.Paused, nanos(sc.NextRunAt), sc.Name)
+			sc.Paused, store.UnixNanos(sc.NextRunAt), sc.Name)
 		out = sc
 		return err
 	})
@@ -153,7 +153,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if err != nil {
 		return store.FireResult{}, err
 	}
-	fire, next := nanos(p.FireTime), nanos(p.Next)
+	fire, next := store.UnixNanos(p.FireTime), store.UnixNanos(p.Next)
 	var res store.FireResult
 	err = s.write(ctx, func(w *writer) error {
 		res = store.FireResult{}
@@ -161,7 +161,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if nanos(sc.NextRunAt) != fire {
+		if store.UnixNanos(sc.NextRunAt) != fire {
 			return nil // another firing won
 		}
 		exists, err := w.fired(p.Name, fire)
