@@ -1,4 +1,4 @@
-package storetest_test
+package memstore_test
 
 import (
 	"testing"
@@ -8,9 +8,9 @@ import (
 	"github.com/hopperq/hopper/store/storetest"
 )
 
-// TestMemstoreConformance runs the suite against the in-memory store, which
+// TestConformance runs the suite against the in-memory store, which
 // keeps closures.
-func TestMemstoreConformance(t *testing.T) {
+func TestConformance(t *testing.T) {
 	storetest.RunWithOptions(t, storetest.Options{Closures: true}, func(t *testing.T) store.Store {
 		s := memstore.New()
 		t.Cleanup(func() { s.Close() })
