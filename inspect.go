@@ -38,6 +38,12 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]*Job, error) {
 	return c.store.List(ctx, opts)
 }
 
+// Count counts the jobs matching opts' States, Queue and Kind (all jobs if
+// none is set).
+func (c *Client) Count(ctx context.Context, opts ListOptions) (int, error) {
+	return c.store.Count(ctx, opts)
+}
+
 // Stats counts jobs by queue and state, and those finished in the last
 // `since` (0: don't count).
 func (c *Client) Stats(ctx context.Context, since time.Duration) (Stats, error) {

@@ -54,6 +54,9 @@ type Store interface {
 	// List returns jobs matching p, ordered by ID (ascending, or descending
 	// with p.Desc).
 	List(ctx context.Context, p ListParams) ([]*job.Job, error)
+	// Count counts the jobs matching p's filters (States, Queue, Kind;
+	// its paging fields are ignored).
+	Count(ctx context.Context, p ListParams) (int, error)
 	// Stats counts jobs by state and queue.
 	Stats(ctx context.Context, p StatsParams) (Stats, error)
 

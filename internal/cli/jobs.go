@@ -12,7 +12,42 @@ import (
 
 func (a *app) jobsCmd() *cobra.Command {
 	return group("jobs", "List, inspect, cancel and reschedule jobs",
-		a.jobsListCmd(), a.jobsGetCmd(), a.jobsCancelCmd(), a.jobsRescheduleCmd())
+		a.jobsListCmd(), a.jobsCountCmd(), a.jobsGetCmd(), a.jobsCancelCmd(), a.jobsRescheduleCmd())
+}
+
+func (a *app) jobsCountCmd() *cobra.Command {
+	var states, queue, kind string
+	c := &cobra.Command{
+		Use:   "count [--state S[,S...]] [--queue Q] [--kind K]",
+		Short: "Count jobs by state, queue and kind",
+		Long: `Count the jobs matching every filter given (all jobs if none).
+--state takes the same names and groups as jobs list.`,
+		Example: `  hopper jobs count --state waiting
+  hopper jobs count --kind http --state dead --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := parseStates(states)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return a.withSession(ctx, openOpts{}, func(s *session) error {
+				n, err := s.Count(ctx, hopper.ListOptions{States: st, Queue: queue, Kind: kind})
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, map[string]int{"count": n})
+				}
+				fmt.Fprintln(a.Out, n)
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&states, "state", "", "only jobs in these states (comma-separated)")
+	c.Flags().StringVar(&queue, "queue", "", "only jobs of this queue")
+	c.Flags().StringVar(&kind, "kind", "", "only jobs of this kind")
+	return c
 }
 
 func (a *app) jobsListCmd() *cobra.Command {

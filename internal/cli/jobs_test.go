@@ -36,6 +36,14 @@ func TestEnqueueListGetCancel(t *testing.T) {
 	if len(jobs) != 0 {
 		t.Fatalf("list --kind http: %+v", jobs)
 	}
+	for args, want := range map[string]string{
+		"": "2\n", "--state scheduled": "1\n", "--kind exec --state waiting": "2\n", "--kind http": "0\n",
+	} {
+		if got := hop(t, db, append([]string{"jobs", "count"}, strings.Fields(args)...)...).ok(t).out; got != want {
+			t.Errorf("jobs count %s: got %q, want %q", args, got, want)
+		}
+	}
+	hop(t, db, "jobs", "count", "--state", "nope").fails(t, 2, "unknown state")
 
 	hop(t, db, "jobs", "get", "1").ok(t).has(t, "Job 1", "kind:", "exec", "state:", "available", `"hello world"`, "attempt:", "0 of 25")
 	j := getJobJSON(t, db, 1)

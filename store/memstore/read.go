@@ -78,6 +78,37 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	return out, nil
 }
 
+// Count implements store.Store. Counts by state and queue alone come from
+// the per-queue counters; a kind filter scans the jobs.
+func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	states := p.States
+	if len(states) == 0 {
+		states = job.States
+	}
+	n := 0
+	if p.Kind == "" {
+		for _, q := range s.qlist {
+			if p.Queue != "" && q.name != p.Queue {
+				continue
+			}
+			for _, st := range states {
+				n += q.counts[st]
+			}
+		}
+		return n, nil
+	}
+	for e := range s.jobs.all {
+		if e.kind == p.Kind && (p.Queue == "" || e.q.name == p.Queue) && slices.Contains(states, e.state) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, error) {
 	if err := s.lock(); err != nil {

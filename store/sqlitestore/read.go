@@ -37,17 +37,8 @@ func (s *Store) Get(ctx context.Context, id job.ID) (*job.Job, error) {
 	return j, nil
 }
 
-// List implements store.Store. It walks the primary key in ID order from
-// AfterID and filters, so it is fast for pages of recent or common jobs,
-// slower for a rare kind or queue among millions.
-func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error) {
-	if err := s.errIfClosed(); err != nil {
-		return nil, err
-	}
-	var (
-		where []string
-		args  []any
-	)
+// filter returns the WHERE conditions and arguments of p's filters.
+func filter(p store.ListParams) (where []string, args []any) {
 	if len(p.States) > 0 {
 		marks := make([]string, len(p.States))
 		for i, st := range p.States {
@@ -62,6 +53,39 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if p.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, p.Kind)
 	}
+	return where, args
+}
+
+// Count implements store.Store. Counts by state and queue alone come from
+// the trigger-kept queue_counts table; a kind filter scans the jobs.
+func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
+	if err := s.errIfClosed(); err != nil {
+		return 0, err
+	}
+	table, col := "jobs", "count(*)"
+	if p.Kind == "" {
+		table, col = "queue_counts", "coalesce(sum(n), 0)"
+	}
+	where, args := filter(p)
+	q := `SELECT ` + col + ` FROM ` + table
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, s.readErr(err)
+	}
+	return n, nil
+}
+
+// List implements store.Store. It walks the primary key in ID order from
+// AfterID and filters, so it is fast for pages of recent or common jobs,
+// slower for a rare kind or queue among millions.
+func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error) {
+	if err := s.errIfClosed(); err != nil {
+		return nil, err
+	}
+	where, args := filter(p)
 	order := "ASC"
 	if p.Desc {
 		order = "DESC"

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
@@ -135,6 +136,44 @@ func listCases() []testCase {
 			}
 			for q, w := range want {
 				wantCounts(t, "Stats queue "+q, got[q], w)
+			}
+		}},
+		{"CountFiltersByStateQueueAndKind", func(t *testing.T, e *env) {
+			ctx := context.Background()
+			count := func(p store.ListParams) int {
+				t.Helper()
+				n, err := e.s.Count(ctx, p)
+				if err != nil {
+					t.Fatalf("Count(%+v): %v", p, err)
+				}
+				return n
+			}
+			if n := count(store.ListParams{}); n != 0 {
+				t.Errorf("Count of an empty store: got %d, want 0", n)
+			}
+			// inState claims to reach running or dead: those come first.
+			e.inState(t0, &job.Job{Kind: "email", Queue: "a"}, job.StateDead)
+			e.inState(t0, &job.Job{Kind: "email", Queue: "b"}, job.StateRunning)
+			e.inState(t0, &job.Job{Kind: "email", Queue: "a"}, job.StateAvailable)
+			e.inState(t0, &job.Job{Kind: "report", Queue: "a"}, job.StateAvailable)
+			e.inState(t0, &job.Job{Kind: "email", Queue: "b"}, job.StateScheduled)
+			for _, tc := range []struct {
+				p    store.ListParams
+				want int
+			}{
+				{store.ListParams{}, 5},
+				{store.ListParams{Queue: "a"}, 3},
+				{store.ListParams{Kind: "email"}, 4},
+				{store.ListParams{Kind: "email", Queue: "b"}, 2},
+				{store.ListParams{States: []job.State{job.StateAvailable}}, 2},
+				{store.ListParams{States: []job.State{job.StateAvailable, job.StateScheduled}, Kind: "email"}, 2},
+				{store.ListParams{States: []job.State{job.StateDead}, Queue: "b"}, 0},
+				{store.ListParams{Kind: "nope"}, 0},
+				{store.ListParams{Limit: 1, AfterID: 100}, 5}, // paging is ignored
+			} {
+				if got := count(tc.p); got != tc.want {
+					t.Errorf("Count(%+v): got %d, want %d", tc.p, got, tc.want)
+				}
 			}
 		}},
 		{"StatsFinishedSince", func(t *testing.T, e *env) {
