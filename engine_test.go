@@ -449,3 +449,27 @@ func TestRetryAllDeadReportsEachJob(t *testing.T) {
 		t.Errorf("retried events for %v, want [%d %d]", got, a, b)
 	}
 }
+
+// Wait after Stop polls the store instead of spinning: another process may
+// still finish the job.
+func TestWaitAfterStopPolls(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memstore.New()
+		c, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet})
+		id := enqueue(t, c, "k", nil, nil)
+		c.StopNow()
+		done := make(chan *hopper.Job)
+		go func() {
+			j, _ := c.Wait(ctx, id)
+			done <- j
+		}()
+		time.Sleep(time.Second) // fake: a spinning Wait would never let the bubble's clock move
+		other, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet})
+		other.Cancel(ctx, id)
+		if j := <-done; j.State != hopper.StateCancelled {
+			t.Fatalf("Wait returned %s, want cancelled", j.State)
+		}
+	})
+}

@@ -73,15 +73,15 @@ func (b *broker) remove(s *Subscription) {
 	}
 }
 
-// wait returns a channel closed at the next event of job id.
+// wait returns a channel closed at the next event of job id, or nil once
+// the broker is closed (no events will come: the caller polls).
 func (b *broker) wait(id job.ID) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		close(ch)
-		return ch, func() {}
+		return nil, func() {}
 	}
+	ch := make(chan struct{})
 	b.waiters[id] = append(b.waiters[id], ch)
 	b.n.Add(1)
 	return ch, func() {
