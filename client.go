@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"sync"
@@ -182,6 +183,26 @@ func (c *Client) observe(ev job.Event) {
 		c.cfg.OnDead(ev.Job)
 	}
 	c.events.publish(ev)
+}
+
+// reported reports whether client-side transitions need building: someone
+// subscribed, or the logger writes debug lines.
+func (c *Client) reported() bool {
+	return c.events.active() || c.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+}
+
+// transition reports a transition the client itself made (enqueue, cancel,
+// reschedule, DLQ retry): a debug log line and an event. The engine and the
+// maintenance services report theirs.
+func (c *Client) transition(ev job.Event) {
+	ctx := context.Background()
+	if c.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		j := ev.Job
+		c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "job "+string(ev.Type),
+			slog.Int64("job", int64(j.ID)), slog.String("kind", j.Kind), slog.String("queue", j.Queue),
+			slog.Int("attempt", j.Attempt), slog.String("state", j.State.String()), slog.Time("run_at", j.RunAt))
+	}
+	c.observe(ev)
 }
 
 // now is the client's clock; tests run the client in a synctest bubble.

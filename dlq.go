@@ -19,7 +19,7 @@ func (c *Client) DeadJobs(ctx context.Context, afterID ID, limit int) ([]*Job, e
 // waiting with their attempts reset, and returns how many moved. A dead job
 // whose unique key is now held by another unfinished job stays dead.
 func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
-	listening := c.events.active()
+	listening := c.reported()
 	if listening && len(ids) == 0 {
 		// Learn which jobs "all" is, to report each one.
 		for after := ID(0); ; {
@@ -45,7 +45,7 @@ func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
 		if listening {
 			for _, id := range ids {
 				if j, err := c.store.Get(ctx, id); err == nil && j.State.Waiting() {
-					c.observe(Event{Type: job.EventRetried, Job: j, At: now()})
+					c.transition(Event{Type: job.EventRetried, Job: j, At: now()})
 				}
 			}
 		}

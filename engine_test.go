@@ -473,3 +473,21 @@ func TestWaitAfterStopPolls(t *testing.T) {
 		}
 	})
 }
+
+// Client-side transitions get a structured log line too.
+func TestClientTransitionsAreLogged(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, _ := hopper.NewClient(hopper.Config{Logger: log})
+	ctx := context.Background()
+	id := enqueue(t, c, "k", nil, &hopper.EnqueueOptions{Queue: "q", Delay: time.Hour})
+	p := 3
+	c.Reschedule(ctx, id, time.Time{}, &p)
+	c.Cancel(ctx, id)
+	for _, want := range []string{`msg="job enqueued" job=1 kind=k queue=q`, `msg="job rescheduled" job=1`, `msg="job cancelled" job=1`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

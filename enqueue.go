@@ -116,14 +116,14 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 	}
 	out := make([]EnqueueResult, len(res))
 	inserted := false
-	listening := c.events.active()
+	listening := c.reported()
 	for i, r := range res {
 		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, State: r.State}
 		inserted = inserted || !r.Duplicate
 		if listening && !r.Duplicate {
 			j := jobs[i]
 			j.ID = r.ID
-			c.observe(Event{Type: job.EventEnqueued, Job: j, At: t})
+			c.transition(Event{Type: job.EventEnqueued, Job: j, At: t})
 		}
 	}
 	if inserted {

@@ -104,10 +104,10 @@ func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 	}
 	if j.State == StateRunning {
 		c.engine.CancelRunning(id)
-		c.observe(Event{Type: job.EventCancelRequested, Job: j, At: now()})
+		c.transition(Event{Type: job.EventCancelRequested, Job: j, At: now()})
 		return true, nil
 	}
-	c.observe(Event{Type: job.EventCancelled, Job: j, At: now()})
+	c.transition(Event{Type: job.EventCancelled, Job: j, At: now()})
 	return true, nil
 }
 
@@ -123,7 +123,7 @@ func (c *Client) Reschedule(ctx context.Context, id ID, runAt time.Time, priorit
 	if err != nil {
 		return j, fmt.Errorf("reschedule job %d: %w", id, err)
 	}
-	c.observe(Event{Type: job.EventRescheduled, Job: j, At: now()})
+	c.transition(Event{Type: job.EventRescheduled, Job: j, At: now()})
 	c.engine.Notify() // the new run-at may be earlier than the one it sleeps until
 
 	return j, nil
