@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,42 +87,100 @@ func (c *hop) stats() stats {
 	return s
 }
 
-// serve starts hopper serve as a child process.
-func (c *hop) serve(workers int) *exec.Cmd {
+// server is a running hopper serve child process and what its log says.
+type server struct {
+	cmd *exec.Cmd
+	log *watcher
+}
+
+// serve starts hopper serve as a child process, logging every transition
+// (debug level) through a watcher.
+func (c *hop) serve(workers int) *server {
 	c.t.Helper()
 	c.servers++
 	log, err := os.Create(filepath.Join(c.logs, fmt.Sprintf("serve-%d.log", c.servers)))
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, "--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "info")
-	cmd.Stdout, cmd.Stderr = log, log
+	c.t.Cleanup(func() { log.Close() })
+	w := newWatcher(log)
+	cmd := exec.Command(c.bin, "--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = log, w
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	log.Close()
-	return cmd
+	return &server{cmd: cmd, log: w}
 }
 
 // stop stops a server gracefully and checks that it exited cleanly.
-func (c *hop) stop(cmd *exec.Cmd) {
+func (c *hop) stop(s *server) {
 	c.t.Helper()
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
 		c.t.Fatalf("serve exited with %v; logs in %s", err, c.logs)
 	}
 }
 
-// eventually polls cond every interval until it holds or d has passed.
-// The tests poll only external processes this way.
-func eventually(t *testing.T, d, interval time.Duration, what string, cond func() bool) {
+// watcher is the stderr of a server: it copies the log to a file and counts
+// the transitions it reports, waking those who wait for them. Tests block on
+// these log lines rather than polling the database.
+type watcher struct {
+	mu              sync.Mutex
+	out             io.Writer
+	partial         []byte
+	completed, dead int
+	changed         chan struct{} // closed and replaced at every counted line
+}
+
+func newWatcher(out io.Writer) *watcher {
+	return &watcher{out: out, changed: make(chan struct{})}
+}
+
+// Write implements io.Writer (exec copies the child's stderr into it).
+func (w *watcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		switch {
+		case strings.Contains(line, `msg="job completed"`):
+			w.completed++
+		case strings.Contains(line, `msg="job dead"`):
+			w.dead++
+		default:
+			continue
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+	return len(p), nil
+}
+
+// until blocks until cond holds for the counts of transitions seen so far,
+// re-checking at each counted log line; d only bounds a failing test.
+func (w *watcher) until(t *testing.T, d time.Duration, what string, cond func(completed, dead int) bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		ok, changed := cond(w.completed, w.dead), w.changed
+		w.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(interval)
 	}
 }
 
@@ -152,9 +212,7 @@ func TestCrashSafety(t *testing.T) {
 	deadID, _ := strconv.ParseInt(strings.TrimSpace(c.run("", "enqueue", "--max-attempts", "2", "--retry-backoff", "fixed:10ms",
 		"exec", "--", "sh", "-c", "echo doomed >&2; exit 3")), 10, 64)
 	srv := c.serve(2)
-	eventually(t, 30*time.Second, 20*time.Millisecond, "the failing job to die", func() bool {
-		return c.job(hopper.ID(deadID)).State == hopper.StateDead
-	})
+	srv.log.until(t, 30*time.Second, "the failing job to die", func(_, dead int) bool { return dead >= 1 })
 	c.stop(srv)
 	deadBefore := c.job(hopper.ID(deadID))
 	if len(deadBefore.Attempts) != 2 {
@@ -179,25 +237,29 @@ func TestCrashSafety(t *testing.T) {
 	killed := 0
 	for killed < kills {
 		srv := c.serve(workers)
-		target := lines(outFile) + 30 + rng.IntN(350)
-		eventually(t, 60*time.Second, 10*time.Millisecond, fmt.Sprintf("%d lines of output", target), func() bool {
-			return lines(outFile) >= target
+		target := 30 + rng.IntN(350)
+		srv.log.until(t, 60*time.Second, fmt.Sprintf("%d jobs completed", target), func(completed, _ int) bool {
+			return completed >= target
 		})
-		if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		srv.Wait()
+		srv.cmd.Wait()
 		killed++
 		t.Logf("kill %d at %d lines of output", killed, lines(outFile))
 	}
 
-	// Drain.
+	// Drain: the last server completes every job still waiting or running
+	// (those of killed servers are rescued when it opens the file).
+	left := c.stats()
 	srv = c.serve(workers)
-	eventually(t, 120*time.Second, 100*time.Millisecond, "the jobs to drain", func() bool {
-		s := c.stats()
-		return s.Waiting == 0 && s.Running == 0
+	srv.log.until(t, 120*time.Second, "the jobs to drain", func(completed, _ int) bool {
+		return completed >= left.Waiting+left.Running
 	})
 	c.stop(srv)
+	if s := c.stats(); s.Waiting != 0 || s.Running != 0 {
+		t.Fatalf("after the drain: %d waiting, %d running", s.Waiting, s.Running)
+	}
 
 	// Every job ran; duplicates only for jobs interrupted by a kill.
 	counts := make([]int, total)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,23 +162,24 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// waitFinished polls jobs get until every job is finished.
+// waitFinished waits until every job is finished, through a second client
+// on the same file: Client.Wait notices another process's work by itself.
 func waitFinished(t *testing.T, db string, ids ...hopper.ID) []*hopper.Job {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := hopper.OpenSQLite(ctx, db, hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
 	var out []*hopper.Job
 	for _, id := range ids {
-		for {
-			j := getJobJSON(t, db, id)
-			if j.State.Finished() {
-				out = append(out, j)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %d still %s", id, j.State)
-			}
-			time.Sleep(20 * time.Millisecond) // the server is another goroutine's loop; poll its results
+		j, err := c.Wait(ctx, id)
+		if err != nil {
+			t.Fatalf("job %d: %v (state %v)", id, err, j)
 		}
+		out = append(out, j)
 	}
 	return out
 }
