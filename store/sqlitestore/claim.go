@@ -33,7 +33,7 @@ const (
 	sqlPromoteQueue = `UPDATE jobs SET state = 2 WHERE state IN (1, 4) AND queue = ? AND run_at <= ?`
 	sqlReadyQueues  = `SELECT queue FROM queue_counts WHERE state = 2 AND n > 0`
 	sqlCandidates   = `SELECT id, priority, run_at FROM jobs WHERE state = 2 AND queue = ?
-		ORDER BY priority, run_at, id LIMIT ?`
+		ORDER BY priority, run_at, id LIMIT +?`
 	sqlClaimSet = `UPDATE jobs SET state = 3, attempt = attempt + 1, started_at = ?1, worker = ?2,
 		lease_until = ?3, claimed_by = ?4, cancel_requested = 0`
 	sqlClaim = sqlClaimSet + `
@@ -43,6 +43,14 @@ const (
 	sqlNextRunQueue = `SELECT min(run_at) FROM jobs WHERE state IN (1, 4) AND queue = ?`
 )
 
+// Every LIMIT takes its bound parameter as +?N, not ?N: SQLite (3.47+)
+// reads a bare ?N LIMIT's bound value while planning and marks the
+// statement to be re-prepared whenever that parameter is bound again, that
+// is on every execution (database/sql rebinds all parameters): the claim
+// statement was parsed and planned anew on every Claim. The unary plus
+// hides the parameter from that check; the plans are the same
+// (plan_test.go).
+
 // maxClaimArms caps the queues claimSQL merges in one statement.
 const maxClaimArms = 16
 
@@ -51,10 +59,10 @@ const maxClaimArms = 16
 var claimSQL = func() (qs [maxClaimArms + 1]string) {
 	arm := func(i int) string {
 		return `SELECT id, priority, run_at FROM jobs WHERE state = 2 AND queue = ?` + strconv.Itoa(6+2*i) +
-			` ORDER BY priority, run_at, id LIMIT ?` + strconv.Itoa(7+2*i)
+			` ORDER BY priority, run_at, id LIMIT +?` + strconv.Itoa(7+2*i)
 	}
 	qs[1] = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM (` + arm(0) + `) ORDER BY priority, run_at, id LIMIT ?5) AND state = 2
+		WHERE id IN (SELECT id FROM (` + arm(0) + `) ORDER BY priority, run_at, id LIMIT +?5) AND state = 2
 		RETURNING ` + jobCols
 	for n := 2; n <= maxClaimArms; n++ {
 		var u strings.Builder
@@ -65,7 +73,7 @@ var claimSQL = func() (qs [maxClaimArms + 1]string) {
 			u.WriteString(`SELECT * FROM (` + arm(i) + `)`)
 		}
 		qs[n] = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM (` + u.String() + `) ORDER BY priority, run_at, id LIMIT ?5) AND state = 2
+		WHERE id IN (SELECT id FROM (` + u.String() + `) ORDER BY priority, run_at, id LIMIT +?5) AND state = 2
 		RETURNING ` + jobCols
 	}
 	return qs

@@ -9,8 +9,9 @@
 // Group commit: all writes of a Store go through one goroutine owning one
 // write connection, which runs every request queued at that moment in one
 // transaction (BEGIN IMMEDIATE … COMMIT), each request in its own SAVEPOINT
-// so that a failing request rolls back alone. One fsync thus acknowledges
-// many operations. Reads (Get, List, Stats, GetSchedule, ListSchedules) use
+// so that a failing request rolls back alone; the plain Enqueues of a batch
+// (no unique key, no schedule) are inserted together by one multi-row
+// INSERT. One fsync thus acknowledges many operations. Reads (Get, List, Stats, GetSchedule, ListSchedules) use
 // a separate pool of read-only connections.
 //
 // Several processes may open the same file and work together: every claim

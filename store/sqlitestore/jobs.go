@@ -71,24 +71,22 @@ func makeRows(jobs []*job.Job, now time.Time) (*newRows, error) {
 // insert inserts rows idx of r (all if idx is nil), in order, and returns
 // their IDs.
 func (w *writer) insert(r *newRows, idx []int) ([]job.ID, error) {
-	n := len(r.jobs)
-	if idx != nil {
-		n = len(idx)
+	if idx == nil {
+		return w.insertArgs(r.args, len(r.jobs))
 	}
+	buf := make([]any, 0, len(idx)*nInsertCols)
+	for _, i := range idx {
+		buf = append(buf, r.args[i*nInsertCols:(i+1)*nInsertCols]...)
+	}
+	return w.insertArgs(buf, len(idx))
+}
+
+// insertArgs inserts n rows of INSERT arguments (nInsertCols each), in
+// order, up to maxInsertRows per statement, and returns their IDs.
+func (w *writer) insertArgs(args []any, n int) ([]job.ID, error) {
 	ids := make([]job.ID, 0, n)
-	var buf []any
 	for start := 0; start < n; start += maxInsertRows {
 		k := min(n-start, maxInsertRows)
-		var args []any
-		if idx == nil {
-			args = r.args[start*nInsertCols : (start+k)*nInsertCols]
-		} else {
-			buf = buf[:0]
-			for _, i := range idx[start : start+k] {
-				buf = append(buf, r.args[i*nInsertCols:(i+1)*nInsertCols]...)
-			}
-			args = buf
-		}
 		st := w.inserts[k]
 		if st == nil {
 			var err error
@@ -97,7 +95,7 @@ func (w *writer) insert(r *newRows, idx []int) ([]job.ID, error) {
 			}
 			w.inserts[k] = st
 		}
-		res, err := st.ExecContext(bg, args...)
+		res, err := st.ExecContext(bg, args[start*nInsertCols:(start+k)*nInsertCols]...)
 		if err != nil {
 			return nil, err
 		}
@@ -148,15 +146,42 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 	if err != nil {
 		return nil, err
 	}
-	var res []store.EnqueueResult
-	err = s.write(ctx, func(w *writer) (err error) {
-		res, err = w.enqueue(rows)
-		return err
-	})
-	if err != nil {
+	r, e := enqueueRequest(ctx, rows)
+	if err := s.submit(r); err != nil {
 		return nil, err
 	}
-	return res, nil
+	return e.res, nil
+}
+
+// enqueueRequest is the writer request of an Enqueue of rows.
+func enqueueRequest(ctx context.Context, rows *newRows) (*request, *enqueueReq) {
+	e := &enqueueReq{rows: rows}
+	r := &request{ctx: ctx, fn: func(w *writer) (err error) {
+		e.res, err = w.enqueue(rows)
+		return err
+	}}
+	if plain(rows.jobs) {
+		r.enq = e
+	}
+	return r, e
+}
+
+// enqueueReq is an Enqueue call's rows and, once done, its results.
+type enqueueReq struct {
+	rows *newRows
+	res  []store.EnqueueResult
+}
+
+// plain reports whether jobs may be inserted with other calls' jobs in one
+// statement (see Store.runMerged): no job has a unique key or a schedule,
+// the only checks an Enqueue makes in the transaction.
+func plain(jobs []*job.Job) bool {
+	for _, j := range jobs {
+		if j.UniqueKey != "" || j.Schedule != "" {
+			return false
+		}
+	}
+	return len(jobs) > 0
 }
 
 func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
@@ -389,7 +414,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 	}
 	q := `DELETE FROM jobs WHERE ` + match
 	if p.KeepNewest > 0 {
-		q += ` AND id NOT IN (SELECT id FROM jobs WHERE ` + match + ` ORDER BY finished_at DESC, id DESC LIMIT ?)`
+		q += ` AND id NOT IN (SELECT id FROM jobs WHERE ` + match + ` ORDER BY finished_at DESC, id DESC LIMIT +?)`
 	}
 	var n int
 	err := s.write(ctx, func(w *writer) error {

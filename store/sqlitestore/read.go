@@ -103,7 +103,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if limit <= 0 {
 		limit = 100
 	}
-	q += ` ORDER BY id ` + order + ` LIMIT ?`
+	q += ` ORDER BY id ` + order + ` LIMIT +?`
 	rows, err := s.rdb.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, s.readErr(err)

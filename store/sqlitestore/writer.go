@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
 )
 
 // Group commit.
@@ -15,7 +16,8 @@ import (
 // only write connection. It takes every request queued at that moment (up to
 // maxBatch) and runs them in one transaction, BEGIN IMMEDIATE … COMMIT, each
 // inside its own SAVEPOINT so that a request that fails rolls back only its
-// own changes. Callers are answered after COMMIT returns, that is after the
+// own changes (the plain Enqueues of a batch are inserted together first,
+// see runMerged). Callers are answered after COMMIT returns, that is after the
 // transaction is durable (fsynced in DurabilityFull). While one transaction
 // commits, new requests queue up and go together into the next one, so the
 // number of fsyncs per second no longer caps the number of operations.
@@ -36,6 +38,12 @@ type request struct {
 	fn   func(w *writer) error
 	err  error
 	done chan struct{}
+	// enq, if set, is a plain Enqueue (no unique key, no schedule: it can
+	// fail only with the whole transaction), which runTxn may insert in one
+	// statement with the other plain Enqueues of its batch (see runMerged);
+	// fn then does not run. noMerge forces fn (a retry after a failure).
+	enq     *enqueueReq
+	noMerge bool
 }
 
 func (r *request) answer(err error) {
@@ -163,10 +171,15 @@ func (w *writer) close() {
 // changes are then durable) or fn's changes have been rolled back (fn or the
 // commit failed). ctx can only keep fn from starting.
 func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
-	if err := ctx.Err(); err != nil {
+	return s.submit(&request{ctx: ctx, fn: fn})
+}
+
+// submit queues r and waits for its answer.
+func (s *Store) submit(r *request) error {
+	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	r.done = make(chan struct{})
 	s.qmu.Lock()
 	if s.closing {
 		s.qmu.Unlock()
@@ -223,10 +236,16 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		}
 		return nil
 	}
+	ok := make([]*request, 0, len(batch))
+	merged, rest, again := s.runMerged(batch)
+	if again != nil {
+		return again
+	}
+	ok = append(ok, merged...)
+	batch = rest
 	// A request alone in its transaction needs no savepoint: if it fails,
 	// the transaction is rolled back.
-	alone := len(batch) == 1
-	ok := make([]*request, 0, len(batch))
+	alone := len(batch) == 1 && len(merged) == 0
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.answer(err)
@@ -275,4 +294,80 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		r.answer(nil)
 	}
 	return nil
+}
+
+// runMerged inserts the rows of the plain Enqueues of batch (at least two,
+// whose contexts are live) in one multi-row INSERT, as the first statement
+// of the transaction, and sets their results. It returns them (to be
+// answered after COMMIT) and the batch without them. Plain Enqueues need no
+// failure isolation: their INSERT can only fail with the whole statement
+// (disk full, I/O error). If it fails, runMerged undoes it (ROLLBACK TO a
+// savepoint when other requests follow, else ROLLBACK of the transaction,
+// returning the whole batch marked noMerge to run again one by one).
+func (s *Store) runMerged(batch []*request) (merged, rest []*request, again []*request) {
+	n := 0
+	for _, r := range batch {
+		if r.enq != nil && !r.noMerge && r.ctx.Err() == nil {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil, batch, nil
+	}
+	w := s.w
+	merged = make([]*request, 0, n)
+	rest = make([]*request, 0, len(batch)-n)
+	rows := 0
+	for _, r := range batch {
+		if r.enq != nil && !r.noMerge && r.ctx.Err() == nil {
+			merged = append(merged, r)
+			rows += len(r.enq.rows.jobs)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	args := make([]any, 0, rows*nInsertCols)
+	for _, r := range merged {
+		args = append(args, r.enq.rows.args...)
+	}
+	savepoint := len(rest) > 0
+	var err error
+	if savepoint {
+		_, err = w.exec("SAVEPOINT m")
+	}
+	var ids []job.ID
+	if err == nil {
+		ids, err = w.insertArgs(args, rows)
+	}
+	if err == nil && savepoint {
+		_, err = w.exec("RELEASE m")
+	}
+	if err != nil {
+		if savepoint {
+			if _, rbErr := w.exec("ROLLBACK TO m"); rbErr == nil {
+				if _, rbErr = w.exec("RELEASE m"); rbErr == nil {
+					// Run them one by one in this transaction.
+					for _, r := range merged {
+						r.noMerge = true
+					}
+					return nil, batch, nil
+				}
+			}
+		}
+		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		for _, r := range batch {
+			r.noMerge = true
+		}
+		return nil, nil, batch
+	}
+	k := 0
+	for _, r := range merged {
+		e := r.enq
+		e.res = make([]store.EnqueueResult, len(e.rows.jobs))
+		for i := range e.res {
+			e.res[i] = store.EnqueueResult{ID: ids[k], State: e.rows.states[i]}
+			k++
+		}
+	}
+	return merged, rest, nil
 }
