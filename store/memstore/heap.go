@@ -1,17 +1,31 @@
 package memstore
 
-// jobHeap is a binary min-heap of entries that keeps each entry's index up to
+import "github.com/hopperq/hopper/job"
+
+// jobHeap is a 4-ary min-heap of entries that keeps each entry's index up to
 // date, so an arbitrary entry can be removed or moved in O(log n): Cancel and
 // Reschedule remove the real entry and never leave stale copies behind.
 //
-// The ready heap orders by (priority, run-at, ID); the timed heap by (run-at,
-// ID). Each entry is in at most one heap at a time.
+// Items carry their sort keys, so sifting compares within the heap's own
+// array instead of chasing each entry's pointer; four children per node
+// halve the depth of a binary heap. The ready heap orders by (priority,
+// run-at, ID); the timed heap by (run-at, ID). Each entry is in at most one
+// heap at a time, and its keys change only while it is out of every heap.
 type jobHeap struct {
-	es    []*entry
+	items []item
 	timed bool
 }
 
-func (h *jobHeap) less(a, b *entry) bool {
+type item struct {
+	priority int
+	runAt    int64
+	id       job.ID
+	e        *entry
+}
+
+const arity = 4
+
+func (h *jobHeap) less(a, b *item) bool {
 	if !h.timed && a.priority != b.priority {
 		return a.priority < b.priority
 	}
@@ -21,19 +35,23 @@ func (h *jobHeap) less(a, b *entry) bool {
 	return a.id < b.id
 }
 
-func (h *jobHeap) len() int { return len(h.es) }
+func (h *jobHeap) len() int { return len(h.items) }
 
 func (h *jobHeap) peek() *entry {
-	if len(h.es) == 0 {
+	if len(h.items) == 0 {
 		return nil
 	}
-	return h.es[0]
+	return h.items[0].e
 }
 
+// head returns the first item, which must exist.
+func (h *jobHeap) head() *item { return &h.items[0] }
+
 func (h *jobHeap) push(e *entry) {
-	e.idx = int32(len(h.es))
-	h.es = append(h.es, e)
-	h.up(len(h.es) - 1)
+	h.items = append(h.items, item{priority: e.priority, runAt: e.runAt, id: e.id, e: e})
+	i := len(h.items) - 1
+	e.idx = int32(i)
+	h.up(i)
 }
 
 func (h *jobHeap) pop() *entry {
@@ -42,13 +60,14 @@ func (h *jobHeap) pop() *entry {
 
 // remove takes the entry at index i out of the heap.
 func (h *jobHeap) remove(i int) *entry {
-	n := len(h.es) - 1
-	e := h.es[i]
+	n := len(h.items) - 1
+	e := h.items[i].e
 	if i != n {
-		h.swap(i, n)
+		h.items[i] = h.items[n]
+		h.items[i].e.idx = int32(i)
 	}
-	h.es[n] = nil
-	h.es = h.es[:n]
+	h.items[n] = item{}
+	h.items = h.items[:n]
 	if i != n {
 		if !h.down(i) {
 			h.up(i)
@@ -56,45 +75,50 @@ func (h *jobHeap) remove(i int) *entry {
 	}
 	e.idx = -1
 	// Give memory back when a drained heap is mostly empty.
-	if c := cap(h.es); c > 1024 && n < c/4 {
-		h.es = append(make([]*entry, 0, c/2), h.es...)
+	if c := cap(h.items); c > 1024 && n < c/4 {
+		h.items = append(make([]item, 0, c/2), h.items...)
 	}
 	return e
 }
 
-func (h *jobHeap) swap(i, j int) {
-	h.es[i], h.es[j] = h.es[j], h.es[i]
-	h.es[i].idx = int32(i)
-	h.es[j].idx = int32(j)
-}
-
 func (h *jobHeap) up(j int) {
+	x := h.items[j]
 	for j > 0 {
-		i := (j - 1) / 2
-		if !h.less(h.es[j], h.es[i]) {
+		p := (j - 1) / arity
+		if !h.less(&x, &h.items[p]) {
 			break
 		}
-		h.swap(i, j)
-		j = i
+		h.items[j] = h.items[p]
+		h.items[j].e.idx = int32(j)
+		j = p
 	}
+	h.items[j] = x
+	x.e.idx = int32(j)
 }
 
 func (h *jobHeap) down(i0 int) bool {
-	i, n := i0, len(h.es)
+	n := len(h.items)
+	x := h.items[i0]
+	i := i0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		first := arity*i + 1
+		if first >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && h.less(h.es[r], h.es[l]) {
-			j = r
+		m := first
+		for c := first + 1; c < first+arity && c < n; c++ {
+			if h.less(&h.items[c], &h.items[m]) {
+				m = c
+			}
 		}
-		if !h.less(h.es[j], h.es[i]) {
+		if !h.less(&h.items[m], &x) {
 			break
 		}
-		h.swap(i, j)
-		i = j
+		h.items[i] = h.items[m]
+		h.items[i].e.idx = int32(i)
+		i = m
 	}
+	h.items[i] = x
+	x.e.idx = int32(i)
 	return i > i0
 }

@@ -219,8 +219,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	for len(res.Jobs) < p.Limit {
 		var best *queue
 		for _, q := range qs {
-			head := q.ready.peek()
-			if head == nil {
+			if q.ready.len() == 0 {
 				continue
 			}
 			if taken != nil {
@@ -228,7 +227,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 					continue
 				}
 			}
-			if best == nil || best.ready.less(head, best.ready.peek()) {
+			if best == nil || best.ready.less(q.ready.head(), best.ready.head()) {
 				best = q
 			}
 		}
