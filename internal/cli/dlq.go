@@ -36,15 +36,8 @@ func (a *app) dlqListCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if a.json {
-					if jobs == nil {
-						jobs = []*hopper.Job{}
-					}
-					return printJSON(a.Out, jobs)
-				}
-				if len(jobs) == 0 {
-					fmt.Fprintln(a.Err, "the dead-letter queue is empty")
-					return nil
+				if done, err := a.printJobsOr(jobs, "the dead-letter queue is empty"); done {
+					return err
 				}
 				t := newTable(a.Out, "ID", "KIND", "QUEUE", "ATTEMPTS", "DIED", "JOB", "LAST ERROR")
 				for _, j := range jobs {

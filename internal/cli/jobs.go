@@ -82,15 +82,8 @@ retrying) and finished (completed, cancelled, dead).`,
 				if err != nil {
 					return err
 				}
-				if a.json {
-					if jobs == nil {
-						jobs = []*hopper.Job{}
-					}
-					return printJSON(a.Out, jobs)
-				}
-				if len(jobs) == 0 {
-					fmt.Fprintln(a.Err, "no jobs")
-					return nil
+				if done, err := a.printJobsOr(jobs, "no jobs"); done {
+					return err
 				}
 				t := newTable(a.Out, "ID", "STATE", "KIND", "QUEUE", "PRI", "ATTEMPT", "WHEN", "JOB")
 				for _, j := range jobs {

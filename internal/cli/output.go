@@ -172,3 +172,20 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// printJobsOr prints jobs as JSON with --json, or says empty on stderr when
+// there are none, and reports whether it did either; otherwise the caller
+// prints its own table.
+func (a *app) printJobsOr(jobs []*hopper.Job, empty string) (bool, error) {
+	if a.json {
+		if jobs == nil {
+			jobs = []*hopper.Job{}
+		}
+		return true, printJSON(a.Out, jobs)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(a.Err, empty)
+		return true, nil
+	}
+	return false, nil
+}
