@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +25,9 @@ import (
 // hopperBin builds the hopper command into dir.
 func hopperBin(t *testing.T, dir string) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
+	goTool, err := exec.LookPath("go") // go test puts its own toolchain first on PATH
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go tool on PATH: %v", err)
 	}
 	bin := filepath.Join(dir, "hopper")
 	cmd := exec.Command(goTool, "build", "-o", bin, ".")

@@ -33,9 +33,8 @@ type IO struct {
 // app holds the global flags and the streams of one run.
 type app struct {
 	IO
-	db      string
-	json    bool
-	version string
+	db   string
+	json bool
 }
 
 // usageError is an error in the command line: it exits with ExitUsage.
@@ -149,15 +148,6 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s needs %s", cmd.CommandPath(), what)
-		}
-		return nil
-	}
-}
-
-func minArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < n {
 			return usagef("%s needs %s", cmd.CommandPath(), what)
 		}
 		return nil

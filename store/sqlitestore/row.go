@@ -17,17 +17,6 @@ const jobCols = `id, kind, queue, args, priority, run_at, state, max_attempts, a
 	timeout, unique_key, retry, result, last_error, attempts, created_at, started_at,
 	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time`
 
-// State values as stored (the numbers of job.State), for SQL text.
-const (
-	sqlScheduled = int64(job.StateScheduled)
-	sqlAvailable = int64(job.StateAvailable)
-	sqlRunning   = int64(job.StateRunning)
-	sqlRetrying  = int64(job.StateRetrying)
-	sqlCompleted = int64(job.StateCompleted)
-	sqlCancelled = int64(job.StateCancelled)
-	sqlDead      = int64(job.StateDead)
-)
-
 // nullStr stores "" as NULL.
 func nullStr(s string) any {
 	if s == "" {
