@@ -491,3 +491,46 @@ func TestClientTransitionsAreLogged(t *testing.T) {
 		}
 	}
 }
+
+// A subscriber that does not read loses events beyond its buffer, counted,
+// and never slows the client; PurgeDead, Count and Stats see the dead jobs.
+func TestSlowSubscriberDropsAndDLQPurge(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "fail", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			return nil, hopper.Permanent(errors.New("no"))
+		}, nil)
+		c, _ := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet})
+		sub := c.Subscribe(job.EventEnqueued)
+		n := hopper.SubscriptionBuffer + 10
+		reqs := make([]hopper.EnqueueRequest, n)
+		for i := range reqs {
+			reqs[i] = hopper.EnqueueRequest{Kind: "fail"}
+		}
+		if _, err := c.EnqueueMany(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if got := sub.Dropped(); got != 10 {
+			t.Errorf("Dropped() = %d, want 10", got)
+		}
+		sub.Unsubscribe()
+		if _, err := c.RunReady(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := c.Count(ctx, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, Kind: "fail"}); got != n {
+			t.Errorf("Count(dead) = %d, want %d", got, n)
+		}
+		if st, _ := c.Stats(ctx, time.Minute); st.Finished[hopper.StateDead] != n || st.ByQueue["default"][hopper.StateDead] != n {
+			t.Errorf("Stats: finished %v by queue %v", st.Finished, st.ByQueue)
+		}
+		time.Sleep(2 * time.Hour) // fake
+		if got, _ := c.PurgeDead(ctx, 3*time.Hour); got != 0 {
+			t.Errorf("PurgeDead(older than 3h) removed %d, want 0", got)
+		}
+		if got, _ := c.PurgeDead(ctx, time.Hour); got != n {
+			t.Errorf("PurgeDead(older than 1h) removed %d, want %d", got, n)
+		}
+	})
+}
