@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	c.Start()
 	for left := b.N; left > 0; left -= len(batch) {
 		if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
@@ -76,6 +78,15 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/job")
+}
+
+// cpuTime is the process's CPU time (user and system, every thread), which
+// other load on the machine changes far less than the wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkLatencyIdle measures enqueue → handler start on an idle pool: one

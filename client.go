@@ -20,7 +20,7 @@ import (
 
 // Client is Hopper's entry point: it enqueues and inspects jobs, and once
 // started it runs them on its worker pool. A Client is safe for concurrent
-// use. Create one with NewClient (or OpenSQLite).
+// use. Create one with NewClient, or Open for a store named by URL.
 type Client struct {
 	cfg    Config
 	store  store.Store
@@ -28,6 +28,11 @@ type Client struct {
 	engine *engine.Engine
 	maint  *maintenance.Services
 	events *broker
+
+	clock func() time.Time // the store's (store.Clock), else nil: time.Now
+	txer  store.TxEnqueuer // the store's, if it has one
+
+	statsCache statsCache // for StatsCached
 
 	mu      sync.Mutex
 	state   clientState
@@ -54,7 +59,11 @@ func NewClient(cfg Config) (*Client, error) {
 		cl.store, cl.owned = memstore.New(), true
 	}
 	if cl.cfg.WorkerID == "" {
-		cl.cfg.WorkerID = defaultWorkerID()
+		if id, ok := cl.store.(store.Identity); ok {
+			cl.cfg.WorkerID = id.WorkerID()
+		} else {
+			cl.cfg.WorkerID = defaultWorkerID()
+		}
 	}
 	var queues []string
 	var limits map[string]int
@@ -72,32 +81,48 @@ func NewClient(cfg Config) (*Client, error) {
 	if w, ok := cl.store.(store.Waker); ok {
 		wake = w.Wake()
 	}
+	if clk, ok := cl.store.(store.Clock); ok {
+		cl.clock = clk.Now
+	}
+	leader, _ := cl.store.(store.Leader)
+	cl.txer, _ = cl.store.(store.TxEnqueuer)
+	if c.OnStoreCall != nil {
+		cl.store = timedStore{s: cl.store, on: c.OnStoreCall}
+	}
 	cl.engine = engine.New(engine.Config{
 		Store:         cl.store,
 		Resolve:       cl.resolve,
 		Workers:       c.Concurrency,
 		Queues:        queues,
+		Kinds:         cl.runnable(),
 		QueueLimits:   limits,
 		Worker:        cl.cfg.WorkerID,
 		LeaseDuration: c.LeaseDuration,
+		Now:           cl.now,
 		Logger:        c.Logger,
 		Observe:       cl.observe,
-		Observing:     func() bool { return cl.events.active() || cl.cfg.OnDead != nil },
+		Observing:     func() bool { return cl.events.active() || cl.cfg.OnDead != nil || cl.cfg.OnEvent != nil },
 		Wake:          wake,
 	})
 	cl.maint = maintenance.New(maintenance.Config{
 		Store:              cl.store,
 		Logger:             c.Logger,
+		Now:                cl.now,
 		Observe:            cl.observe,
 		OnFire:             func(job.ID) { cl.engine.Notify() },
 		OnRescue:           cl.engine.Notify,
+		MakeJob:            cl.scheduledJob,
 		RescueInterval:     c.RescueInterval,
 		MaxCrashes:         c.MaxCrashes,
+		CleanInterval:      cleanInterval,
 		CompletedRetention: c.CompletedRetention,
 		CancelledRetention: c.CancelledRetention,
 		DeadRetention:      c.DeadRetention,
 		DeadMaxCount:       c.DeadMaxCount,
-		DefaultMaxAttempts: c.MaxAttempts,
+		SchedulePoll:       schedulePoll,
+		Leader:             leader,
+		Holder:             cl.cfg.WorkerID,
+		LeaderTTL:          leaderTTL,
 	})
 	return cl, nil
 }
@@ -109,16 +134,14 @@ func defaultWorkerID() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// Store returns the client's store.
-func (c *Client) Store() store.Store { return c.store }
-
 // WorkerID returns the name this client's workers hold leases under.
 func (c *Client) WorkerID() string { return c.cfg.WorkerID }
 
 // Start starts the worker pool and the maintenance services (rescuer,
 // retention cleaner, recurring-schedule firer). It returns at once; the
-// client runs until Stop. Calling Start again does nothing; Start after Stop
-// returns ErrClosed.
+// client runs until Stop. The pool claims only jobs of the kinds registered
+// in Config.Workers (and closures). Calling Start again does nothing; Start
+// after Stop returns ErrClosed.
 func (c *Client) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,14 +157,18 @@ func (c *Client) Start() error {
 	return nil
 }
 
-// Stop shuts the client down gracefully: Enqueue fails with ErrClosed from
-// now on, no further job is started, and running jobs may finish until ctx
-// is done; those still running then have their context cancelled and go
-// back to waiting without losing an attempt. Waiting jobs stay where they
-// are. Stop returns when every goroutine of the client has ended, then
-// closes the store if the client opened it. Calling Stop again waits for the
-// first call. For a forceful stop, pass a context that is already done (or
-// call StopNow).
+// Stop shuts the client down gracefully: Enqueue and the other changes
+// fail with ErrClosed from now on, schedules stop firing, no further job is
+// started, and running jobs may finish until ctx is done; those still
+// running then have their context cancelled and go back to waiting without
+// losing an attempt. Waiting jobs stay where they are. Stop returns when
+// every goroutine of the client has ended (store calls in flight are
+// cancelled at most a few seconds after ctx is done), then closes the store
+// if the client opened it. Calling Stop again waits for the first call.
+//
+// Pass Stop a context of its own, not one already cancelled by the signal
+// that asked the program to stop: that would be a forceful stop. For a
+// forceful stop, pass a context that is already done (or call StopNow).
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	first := c.state != clientStopped
@@ -151,8 +178,8 @@ func (c *Client) Stop(ctx context.Context) error {
 		<-c.stopped
 		return nil
 	}
+	c.maint.Stop() // no tick fires once Stop has begun
 	c.engine.Stop(ctx)
-	c.maint.Stop()
 	c.events.close()
 	var err error
 	if c.owned {
@@ -176,19 +203,22 @@ func (c *Client) closed() bool {
 	return c.state == clientStopped
 }
 
-// observe receives every transition: it feeds subscribers, waiters and the
-// OnDead hook.
+// observe receives every transition: it feeds the OnEvent and OnDead hooks,
+// subscribers and waiters.
 func (c *Client) observe(ev job.Event) {
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(ev)
+	}
 	if ev.Type == job.EventDead && c.cfg.OnDead != nil {
 		c.cfg.OnDead(ev.Job)
 	}
 	c.events.publish(ev)
 }
 
-// reported reports whether client-side transitions need building: someone
-// subscribed, or the logger writes debug lines.
+// reported reports whether client-side transitions need building: a hook
+// or a subscriber wants them, or the logger writes debug lines.
 func (c *Client) reported() bool {
-	return c.events.active() || c.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+	return c.cfg.OnEvent != nil || c.events.active() || c.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
 }
 
 // transition reports a transition the client itself made (enqueue, cancel,
@@ -205,5 +235,12 @@ func (c *Client) transition(ev job.Event) {
 	c.observe(ev)
 }
 
-// now is the client's clock; tests run the client in a synctest bubble.
-func now() time.Time { return time.Now() }
+// now is the client's clock: the store's when it has one (store.Clock: the
+// database server's, on a store shared by several hosts), else this host's.
+// Tests run the client in a synctest bubble.
+func (c *Client) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
+}

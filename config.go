@@ -6,38 +6,75 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
+)
+
+// Hopper's defaults, in one place: Config.withDefaults applies them once,
+// and every other package receives the resulting values.
+const (
+	DefaultConcurrency        = 100 // workers per client, as River's default per queue
+	DefaultMaxAttempts        = 25  // attempts per job, as River and Sidekiq
+	DefaultLeaseDuration      = 30 * time.Second
+	DefaultRescueInterval     = 10 * time.Second
+	DefaultMaxCrashes         = 3
+	DefaultCompletedRetention = 24 * time.Hour
+	DefaultCancelledRetention = 24 * time.Hour
+	DefaultDeadRetention      = 7 * 24 * time.Hour
+	DefaultDeadMaxCount       = 10_000
+	DefaultQueue              = job.DefaultQueue
+	// MinScheduledTimeout is the least timeout a job fired by a schedule
+	// gets when nothing sets one: see ScheduleOptions.
+	MinScheduledTimeout = time.Minute
+	// MaxConcurrency bounds Config.Concurrency: each worker is a goroutine
+	// with buffers of its own.
+	MaxConcurrency = 10_000
+)
+
+// Intervals of the maintenance services. The leader's lease is renewed
+// every third of leaderTTL, so a new leader takes over at most
+// leaderTTL+leaderTTL/3 after the last one died.
+const (
+	cleanInterval = time.Minute
+	schedulePoll  = time.Second
+	leaderTTL     = 10 * time.Second
 )
 
 // Config configures a Client. The zero value is usable: an in-memory store,
 // 100 workers on every queue, 25 attempts per job, exponential backoff with
 // full jitter. Each field's comment gives its default.
 type Config struct {
-	// Store keeps the jobs. Default: a new in-memory store (memstore). Use
-	// OpenSQLite for the durable default.
+	// Store keeps the jobs. Default: a new in-memory store (memstore),
+	// closed by Stop. Open opens a durable store by URL; a Store given
+	// here is the caller's to close.
 	Store store.Store
 
 	// Workers registers the handlers by kind. A client without workers can
 	// still enqueue and inspect jobs (and run closures).
 	Workers *Workers
 
-	// Concurrency is the number of worker goroutines (default 100, as
-	// River's default per queue). Idle workers cost a parked goroutine
-	// each; a claim takes at most as many jobs as there are idle workers, so
-	// a larger pool also means fewer, larger transactions on a durable store.
+	// Concurrency is the number of worker goroutines (default 100, at most
+	// MaxConcurrency). Idle workers cost a parked goroutine each; a claim
+	// takes at most as many jobs as there are idle workers, so a larger
+	// pool also means fewer, larger transactions on a durable store.
 	Concurrency int
 	// Queues, if not empty, are the only queues this client works, each
 	// with its own concurrency limit (0: no limit beyond Concurrency). If
 	// empty, the client works every queue.
 	Queues map[string]QueueConfig
 
-	// MaxAttempts is the default for jobs that set none (default 25).
-	MaxAttempts int
-	// Retry is the default backoff policy (default backoff.Default:
-	// exponential from 1s, doubling, capped at 1h, full jitter).
-	Retry *backoff.Policy
-	// JobTimeout is the default attempt timeout (default 0: none).
-	JobTimeout time.Duration
+	// Defaults are the options of jobs that leave a field unset in their
+	// own options and their kind's: each field is taken from the job, else
+	// its kind (Register), else here, else Hopper's defaults — queue
+	// "default", 25 attempts, backoff.Default, no timeout. Delay, RunAt
+	// and UniqueKey are per job and must be zero here.
+	Defaults EnqueueOptions
+
+	// ExternalKinds are kinds that other processes run. A client with
+	// workers refuses to enqueue or schedule a kind it has no handler for
+	// (a typo would otherwise wait forever), unless the kind is listed
+	// here. A client without workers enqueues any kind.
+	ExternalKinds []string
 
 	// UniqueConflict says what Enqueue does when a job's unique key is held
 	// by an unfinished job: return the existing job's ID with Duplicate set
@@ -69,12 +106,24 @@ type Config struct {
 	// runs on the goroutine that recorded the death and must not block.
 	OnDead func(*Job)
 
+	// OnEvent, if set, is called for every transition this client makes —
+	// its workers', its maintenance services' and its own calls' — on the
+	// goroutine that made it, before subscribers see it, and never
+	// dropped: for metrics. It must be fast and must not block.
+	OnEvent func(Event)
+	// OnStoreCall, if set, is called after every store operation the
+	// client makes, with the operation's name ("claim", "finish", …), how
+	// long it took and its error: for metrics. It must be fast and must
+	// not block.
+	OnStoreCall func(op string, took time.Duration, err error)
+
 	// Logger receives a structured line for every transition: debug for
 	// normal progress, warn for failed attempts, error for dead jobs.
 	// Default: slog.Default().
 	Logger *slog.Logger
 
-	// WorkerID names this client in leases (default: host:pid:random).
+	// WorkerID names this client in leases (default: the store's own name
+	// for this process if it has one, else host:pid:random).
 	WorkerID string
 }
 
@@ -94,52 +143,84 @@ const (
 	UniqueError                                // fail with ErrDuplicate
 )
 
+// withDefaults validates c and returns it with every default applied. A bad
+// field is a *FieldError naming it.
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
-	if cfg.Concurrency < 0 {
-		return cfg, fieldErr("Concurrency", "must not be negative, got %d", cfg.Concurrency)
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 100
+	switch {
+	case cfg.Concurrency < 0 || cfg.Concurrency > MaxConcurrency:
+		return cfg, fieldErr("Concurrency", "must be between 0 (default %d) and %d, got %d", DefaultConcurrency, MaxConcurrency, cfg.Concurrency)
+	case cfg.Concurrency == 0:
+		cfg.Concurrency = DefaultConcurrency
 	}
 	for name, q := range cfg.Queues {
-		if name == "" {
-			return cfg, fieldErr("Queues", "queue name must not be empty")
+		if err := job.CheckName("queue", name); err != nil {
+			return cfg, fieldErr("Queues", "queue %q: %v", name, err)
 		}
 		if q.MaxWorkers < 0 {
 			return cfg, fieldErr("Queues", "queue %q: MaxWorkers must not be negative", name)
 		}
 	}
-	if cfg.MaxAttempts < 0 {
-		return cfg, fieldErr("MaxAttempts", "must not be negative, got %d", cfg.MaxAttempts)
+	if err := cfg.Defaults.validate("Config.Defaults.", false); err != nil {
+		return cfg, err
 	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 25
+	d := &cfg.Defaults
+	if d.Queue == "" {
+		d.Queue = DefaultQueue
 	}
-	if cfg.Retry == nil {
-		d := backoff.Default
-		cfg.Retry = &d
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultMaxAttempts
 	}
-	if err := cfg.Retry.Validate(); err != nil {
-		return cfg, fieldErr("Retry", "%v", err)
+	if d.Retry == nil {
+		p := backoff.Default
+		d.Retry = &p
 	}
-	if cfg.JobTimeout < 0 {
-		return cfg, fieldErr("JobTimeout", "must not be negative")
+	for _, k := range cfg.ExternalKinds {
+		if err := job.CheckName("kind", k); err != nil {
+			return cfg, fieldErr("ExternalKinds", "%v", err)
+		}
 	}
-	if cfg.LeaseDuration < 0 || cfg.RescueInterval < 0 {
-		return cfg, fieldErr("LeaseDuration", "durations must not be negative")
-	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = 30 * time.Second
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"LeaseDuration", &cfg.LeaseDuration, DefaultLeaseDuration},
+		{"RescueInterval", &cfg.RescueInterval, DefaultRescueInterval},
+	} {
+		if *f.d < 0 {
+			return cfg, fieldErr(f.name, "must not be negative, got %s", *f.d)
+		}
+		if *f.d == 0 {
+			*f.d = f.def
+		}
 	}
 	if cfg.LeaseDuration < 3*time.Millisecond {
 		return cfg, fieldErr("LeaseDuration", "must be at least 3ms, got %s", cfg.LeaseDuration)
 	}
-	if cfg.MaxCrashes == 0 {
-		cfg.MaxCrashes = 3
+	switch {
+	case cfg.MaxCrashes == 0:
+		cfg.MaxCrashes = DefaultMaxCrashes
+	case cfg.MaxCrashes < 0:
+		cfg.MaxCrashes = 0 // never
 	}
-	if cfg.MaxCrashes < 0 {
-		cfg.MaxCrashes = 0
+	for _, r := range []struct {
+		d   *time.Duration
+		def time.Duration
+	}{
+		{&cfg.CompletedRetention, DefaultCompletedRetention},
+		{&cfg.CancelledRetention, DefaultCancelledRetention},
+		{&cfg.DeadRetention, DefaultDeadRetention},
+	} {
+		if *r.d == 0 {
+			*r.d = r.def
+		}
+	}
+	switch {
+	case cfg.DeadMaxCount == 0:
+		cfg.DeadMaxCount = DefaultDeadMaxCount
+	case cfg.DeadMaxCount < 0:
+		cfg.DeadMaxCount = 0 // no cap
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -12,15 +12,33 @@ import (
 // DeadJobs lists the dead-letter queue, oldest first, at most limit jobs
 // (default 100) after afterID (0: from the start).
 func (c *Client) DeadJobs(ctx context.Context, afterID ID, limit int) ([]*Job, error) {
-	return c.store.List(ctx, store.ListParams{States: []State{StateDead}, AfterID: afterID, Limit: limit})
+	return c.List(ctx, ListOptions{States: []State{StateDead}, AfterID: afterID, Limit: limit})
 }
 
-// RetryDead moves the given dead jobs (all of them if none is given) back to
-// waiting with their attempts reset, and returns how many moved. A dead job
-// whose unique key is now held by another unfinished job stays dead.
+// RetryDead moves the given dead jobs back to waiting with their attempts
+// reset (history kept), and returns how many moved. Jobs not found or not
+// dead are skipped, and so is a dead job whose unique key another unfinished
+// job now holds. Giving no IDs is an error (a *FieldError), never "all":
+// RetryAllDead retries every dead job.
 func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
-	listening := c.reported()
-	if listening && len(ids) == 0 {
+	if len(ids) == 0 {
+		return 0, &FieldError{Field: "ids", Reason: "give the IDs of the dead jobs to retry (RetryAllDead retries every one)"}
+	}
+	return c.retryDead(ctx, store.RetryDeadParams{IDs: ids})
+}
+
+// RetryAllDead moves every dead job back to waiting, as RetryDead does, and
+// returns how many moved.
+func (c *Client) RetryAllDead(ctx context.Context) (int, error) {
+	return c.retryDead(ctx, store.RetryDeadParams{All: true})
+}
+
+func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
+	if c.closed() {
+		return 0, ErrClosed
+	}
+	ids := p.IDs
+	if c.reported() && p.All {
 		// Learn which jobs "all" is, to report each one.
 		for after := ID(0); ; {
 			page, err := c.store.List(ctx, store.ListParams{States: []State{StateDead}, AfterID: after, Limit: 1000})
@@ -36,16 +54,17 @@ func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
 			after = page[len(page)-1].ID
 		}
 	}
-	n, err := c.store.RetryDead(ctx, store.RetryDeadParams{Now: now(), IDs: ids})
+	p.Now = c.now()
+	n, err := c.store.RetryDead(ctx, p)
 	if err != nil {
-		return n, fmt.Errorf("retry dead jobs: %w", err)
+		return n, err
 	}
 	if n > 0 {
 		c.engine.Notify()
-		if listening {
+		if c.reported() {
 			for _, id := range ids {
 				if j, err := c.store.Get(ctx, id); err == nil && j.State.Waiting() {
-					c.transition(Event{Type: job.EventRetried, Job: j, At: now()})
+					c.transition(Event{Type: job.EventRetried, Job: j, At: p.Now})
 				}
 			}
 		}
@@ -53,17 +72,49 @@ func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
 	return n, nil
 }
 
-// PurgeDead deletes dead jobs: the given ones, or if none is given every
-// dead job that died more than olderThan ago (0: all). It returns how many
-// it deleted.
-func (c *Client) PurgeDead(ctx context.Context, olderThan time.Duration, ids ...ID) (int, error) {
-	p := store.PurgeParams{States: []State{StateDead}, IDs: ids}
-	if olderThan > 0 {
-		p.Before = now().Add(-olderThan)
+// PurgeDead deletes the given dead jobs for good and returns how many it
+// deleted; jobs not found or not dead are skipped. Giving no IDs is an error
+// (a *FieldError), never "all": see PurgeDeadOlderThan and PurgeAllDead.
+func (c *Client) PurgeDead(ctx context.Context, ids ...ID) (int, error) {
+	if len(ids) == 0 {
+		return 0, &FieldError{Field: "ids", Reason: "give the IDs of the dead jobs to purge (PurgeDeadOlderThan and PurgeAllDead purge more)"}
 	}
-	n, err := c.store.Purge(ctx, p)
-	if err != nil {
-		return n, fmt.Errorf("purge dead jobs: %w", err)
+	return c.purgeDead(ctx, store.PurgeParams{IDs: ids})
+}
+
+// PurgeDeadOlderThan deletes the dead jobs that died more than age ago
+// (age must be positive) and returns how many it deleted.
+func (c *Client) PurgeDeadOlderThan(ctx context.Context, age time.Duration) (int, error) {
+	if age <= 0 {
+		return 0, &FieldError{Field: "older_than", Reason: fmt.Sprintf("must be positive, got %s (PurgeAllDead purges every dead job)", age)}
 	}
-	return n, nil
+	return c.purgeDead(ctx, store.PurgeParams{Before: c.now().Add(-age)})
+}
+
+// PurgeAllDead deletes every dead job for good and returns how many it
+// deleted.
+func (c *Client) PurgeAllDead(ctx context.Context) (int, error) {
+	return c.purgeDead(ctx, store.PurgeParams{All: true})
+}
+
+func (c *Client) purgeDead(ctx context.Context, p store.PurgeParams) (int, error) {
+	if c.closed() {
+		return 0, ErrClosed
+	}
+	p.States = []State{StateDead}
+	return c.store.Purge(ctx, p)
+}
+
+// Delete deletes the given finished jobs (completed, cancelled or dead) for
+// good and returns how many it deleted; jobs not found or not finished are
+// skipped (cancel a waiting or running job first). Giving no IDs is an
+// error.
+func (c *Client) Delete(ctx context.Context, ids ...ID) (int, error) {
+	if len(ids) == 0 {
+		return 0, &FieldError{Field: "ids", Reason: "give the IDs of the finished jobs to delete"}
+	}
+	if c.closed() {
+		return 0, ErrClosed
+	}
+	return c.store.Purge(ctx, store.PurgeParams{States: []State{StateCompleted, StateCancelled, StateDead}, IDs: ids})
 }

@@ -30,17 +30,45 @@
 // A handler's first return value (JSON-encoded) becomes the job's result. An
 // error fails the attempt: it is retried after a backoff until its attempts
 // run out, then the job is dead. Wrap an error with Permanent to skip the
-// remaining attempts. A panic fails the attempt with its stack recorded.
+// remaining attempts. A panic fails the attempt with its stack recorded. A
+// result returned with an error is kept in the failed attempt's record.
 // A handler's context is cancelled at the job's timeout, when the job is
-// cancelled, and at shutdown.
+// cancelled, when its lease is lost, and at shutdown.
+//
+// Args must fit the handler's type: Enqueue refuses args that do not, and
+// kinds the client has no handler for (Config.ExternalKinds lists kinds that
+// other processes run). A started client claims only the kinds it can run.
+//
+// # Options
+//
+// A job's queue, priority, attempts, timeout and retry policy come from one
+// type, EnqueueOptions, given at three levels: the job's own, its kind's
+// (Register) and the client's (Config.Defaults); each unset field falls back
+// to the next level, then to Hopper's defaults (DefaultMaxAttempts, …).
 //
 // # Clients and stores
 //
 // A Client enqueues, inspects and (once started) runs jobs. Its store
 // decides durability: the in-memory store (the default of NewClient; also
-// runs plain Go closures), or the embedded SQLite store (OpenSQLite), where a
-// job Enqueue acknowledged survives a crash. Every store implements
-// store.Store and passes the conformance suite in store/storetest.
+// runs plain Go closures), or a durable store opened by URL with Open — the
+// embedded SQLite store ("sqlite:app.db", package sqlitestore), where a job
+// Enqueue acknowledged survives a crash. The root package links no database
+// driver: importing a store's package registers its URL scheme. Every store
+// implements store.Store and passes the conformance suite in store/storetest.
+//
+// # Stopping
+//
+// Stop is graceful: it stops taking jobs and lets running ones finish until
+// the context it is given is done. Give it a context of its own, with the
+// grace period you want — not the one a signal just cancelled:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	client.Start()
+//	<-ctx.Done()
+//	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+//	defer cancel()
+//	client.Stop(shutdown) // running jobs may finish for up to 30s
 //
 // # Time
 //

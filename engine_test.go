@@ -65,9 +65,9 @@ func TestTimeoutFailsAttemptAndRetries(t *testing.T) {
 		hopper.RegisterRaw(ws, "slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, &hopper.KindOptions{Timeout: 5 * time.Second})
+		}, &hopper.EnqueueOptions{Timeout: 5 * time.Second})
 		p := backoff.Fixed(time.Second)
-		c := newClient(t, hopper.Config{Workers: ws, Retry: &p, MaxAttempts: 2})
+		c := newClient(t, hopper.Config{Workers: ws, Defaults: hopper.EnqueueOptions{Retry: &p, MaxAttempts: 2}})
 		start := time.Now()
 		j := wait(t, c, enqueue(t, c, "slow", nil, nil))
 		if j.State != hopper.StateDead || len(j.Attempts) != 2 {
@@ -89,8 +89,8 @@ func TestPerJobTimeoutOverridesKind(t *testing.T) {
 		hopper.RegisterRaw(ws, "slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, &hopper.KindOptions{Timeout: time.Hour})
-		c := newClient(t, hopper.Config{Workers: ws, MaxAttempts: 1})
+		}, &hopper.EnqueueOptions{Timeout: time.Hour})
+		c := newClient(t, hopper.Config{Workers: ws, Defaults: hopper.EnqueueOptions{MaxAttempts: 1}})
 		start := time.Now()
 		wait(t, c, enqueue(t, c, "slow", nil, &hopper.EnqueueOptions{Timeout: 2 * time.Second}))
 		if got := time.Since(start); got != 2*time.Second {
@@ -107,7 +107,7 @@ func TestPanicFailsAttemptAndWorkerSurvives(t *testing.T) {
 			panic("kaboom")
 		}, nil)
 		hopper.RegisterRaw(ws, "ok", func(ctx context.Context, _ json.RawMessage) (any, error) { return "fine", nil }, nil)
-		c := newClient(t, hopper.Config{Workers: ws, Concurrency: 1, MaxAttempts: 1})
+		c := newClient(t, hopper.Config{Workers: ws, Concurrency: 1, Defaults: hopper.EnqueueOptions{MaxAttempts: 1}})
 		j := wait(t, c, enqueue(t, c, "panic", nil, nil))
 		if j.State != hopper.StateDead || !strings.Contains(j.LastError, "panic: kaboom") || !strings.Contains(j.LastError, "goroutine") {
 			t.Fatalf("got %s %q, want dead with the panic and its stack", j.State, j.LastError)
@@ -258,13 +258,14 @@ func TestUniqueKey(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		c, _ := hopper.NewClient(hopper.Config{Logger: quiet})
+		st := memstore.New()
+		c, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet})
 		a, _ := c.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
 		b, err := c.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
 		if err != nil || !b.Duplicate || b.ID != a.ID {
 			t.Fatalf("second enqueue: %+v, %v; want duplicate of %d", b, err, a.ID)
 		}
-		strict, _ := hopper.NewClient(hopper.Config{Store: c.Store(), UniqueConflict: hopper.UniqueError, Logger: quiet})
+		strict, _ := hopper.NewClient(hopper.Config{Store: st, UniqueConflict: hopper.UniqueError, Logger: quiet})
 		if _, err := strict.Enqueue(ctx, "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"}); !errors.Is(err, hopper.ErrDuplicate) {
 			t.Fatalf("UniqueError: got %v, want ErrDuplicate", err)
 		}
@@ -317,19 +318,46 @@ func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
 	}
 }
 
-func TestUnknownArgsFailPermanently(t *testing.T) {
+// TestArgsMustFitTheKind: a client refuses args that do not fit the
+// kind's type and kinds it has no handler for; a job that slipped in through
+// another client fails permanently without running the handler; a worker
+// never claims a kind it cannot run.
+func TestArgsMustFitTheKind(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memstore.New()
 		ws := hopper.NewWorkers()
-		hopper.Register(ws, "typed", func(ctx context.Context, a struct{ N int }) (any, error) { return a.N, nil }, nil)
-		c := newClient(t, hopper.Config{Workers: ws})
-		j := wait(t, c, enqueue(t, c, "typed", map[string]string{"N": "not a number"}, nil))
-		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, "args: cannot decode") {
-			t.Fatalf("got %s after %d attempts: %q", j.State, j.Attempt, j.LastError)
+		ran := 0
+		hopper.Register(ws, "typed", func(ctx context.Context, a struct{ N int }) (any, error) { ran++; return a.N, nil }, nil)
+		c := newClient(t, hopper.Config{Store: st, Workers: ws, ExternalKinds: []string{"theirs"}})
+		var fe *hopper.FieldError
+		for _, args := range []any{map[string]string{"N": "not a number"}, map[string]int{"N": 1, "M": 2}, []int{1}} {
+			if _, err := c.Enqueue(ctx, "typed", args, nil); !errors.As(err, &fe) || fe.Field != "args" {
+				t.Errorf("Enqueue(typed, %v): got %v, want a FieldError on args", args, err)
+			}
 		}
-		j = wait(t, c, enqueue(t, c, "nobody-handles-this", nil, &hopper.EnqueueOptions{MaxAttempts: 1}))
-		if j.State != hopper.StateDead || !strings.Contains(j.LastError, "no handler registered") {
-			t.Fatalf("unknown kind: got %s %q", j.State, j.LastError)
+		_, err := c.Enqueue(ctx, "send_emial", nil, nil)
+		if !errors.As(err, &fe) || fe.Field != "kind" || !errors.Is(err, hopper.ErrUnknownKind) || !strings.Contains(err.Error(), `"typed"`) {
+			t.Errorf("Enqueue of an unregistered kind: got %v, want a FieldError on kind naming the registered kinds", err)
+		}
+		if _, err := c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Minute, Kind: "send_emial"}); !errors.Is(err, hopper.ErrUnknownKind) {
+			t.Errorf("AddSchedule of an unregistered kind: got %v", err)
+		}
+		theirs := enqueue(t, c, "theirs", nil, nil) // listed in ExternalKinds
+
+		producer, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet}) // no workers: any kind
+		bad, err := producer.Enqueue(ctx, "typed", map[string]string{"N": "x"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := wait(t, c, bad.ID)
+		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, "args do not fit") || ran != 0 {
+			t.Fatalf("job with bad args: %s after %d attempts: %q (handler ran %d times)", j.State, j.Attempt, j.LastError, ran)
+		}
+		synctest.Wait()
+		if j, _ := c.Get(ctx, theirs); j.State != hopper.StateAvailable || j.Attempt != 0 {
+			t.Errorf("a kind this worker cannot run: %s after %d attempts, want available, never claimed", j.State, j.Attempt)
 		}
 	})
 }
@@ -347,7 +375,7 @@ func TestEventsForEveryTransition(t *testing.T) {
 			return 42, nil
 		}, nil)
 		p := backoff.Fixed(time.Second)
-		c := newClient(t, hopper.Config{Workers: ws, Retry: &p})
+		c := newClient(t, hopper.Config{Workers: ws, Defaults: hopper.EnqueueOptions{Retry: &p}})
 		sub := c.Subscribe()
 		id := enqueue(t, c, "flaky", nil, nil)
 		wait(t, c, id)
@@ -437,8 +465,8 @@ func TestRetryAllDeadReportsEachJob(t *testing.T) {
 		t.Fatalf("ran %d jobs, want 2", len(jobs))
 	}
 	sub := c.Subscribe(job.EventRetried)
-	if n, err := c.RetryDead(ctx); n != 2 || err != nil {
-		t.Fatalf("RetryDead() = %d, %v; want 2", n, err)
+	if n, err := c.RetryAllDead(ctx); n != 2 || err != nil {
+		t.Fatalf("RetryAllDead() = %d, %v; want 2", n, err)
 	}
 	sub.Unsubscribe()
 	var got []hopper.ID
@@ -522,14 +550,14 @@ func TestSlowSubscriberDropsAndDLQPurge(t *testing.T) {
 		if got, _ := c.Count(ctx, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, Kind: "fail"}); got != n {
 			t.Errorf("Count(dead) = %d, want %d", got, n)
 		}
-		if st, _ := c.Stats(ctx, time.Minute); st.Finished[hopper.StateDead] != n || st.ByQueue["default"][hopper.StateDead] != n {
-			t.Errorf("Stats: finished %v by queue %v", st.Finished, st.ByQueue)
+		if st, _ := c.Stats(ctx, time.Minute); st.Finished[hopper.StateDead] != n || st.Queues["default"][hopper.StateDead] != n {
+			t.Errorf("Stats: finished %v by queue %v", st.Finished, st.Queues)
 		}
 		time.Sleep(2 * time.Hour) // fake
-		if got, _ := c.PurgeDead(ctx, 3*time.Hour); got != 0 {
+		if got, _ := c.PurgeDeadOlderThan(ctx, 3*time.Hour); got != 0 {
 			t.Errorf("PurgeDead(older than 3h) removed %d, want 0", got)
 		}
-		if got, _ := c.PurgeDead(ctx, time.Hour); got != n {
+		if got, _ := c.PurgeDeadOlderThan(ctx, time.Hour); got != n {
 			t.Errorf("PurgeDead(older than 1h) removed %d, want %d", got, n)
 		}
 	})

@@ -3,10 +3,10 @@ package hopper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -14,30 +14,6 @@ import (
 // Func is a job given as a Go closure (in-memory store only). Its first
 // return value, JSON-encoded, becomes the job's result.
 type Func = job.Func
-
-// EnqueueOptions are the per-job options of Enqueue. A nil *EnqueueOptions
-// means all defaults.
-type EnqueueOptions struct {
-	// Queue (default: the kind's KindOptions.Queue, else "default").
-	Queue string
-	// Priority: any int; lower runs first (default 0).
-	Priority int
-	// Delay runs the job no earlier than now+Delay. Set Delay or RunAt,
-	// not both.
-	Delay time.Duration
-	// RunAt runs the job no earlier than this time.
-	RunAt time.Time
-	// MaxAttempts (default: the kind's, else Config.MaxAttempts).
-	MaxAttempts int
-	// Timeout of each attempt (default: the kind's, else Config.JobTimeout).
-	Timeout time.Duration
-	// UniqueKey, if set, makes the job unique among unfinished jobs: while
-	// a job with the key is waiting or running, enqueueing another returns
-	// the existing job (see Config.UniqueConflict).
-	UniqueKey string
-	// Retry overrides the backoff policy for this job.
-	Retry *backoff.Policy
-}
 
 // EnqueueResult reports an enqueued job.
 type EnqueueResult struct {
@@ -58,9 +34,12 @@ type EnqueueRequest struct {
 }
 
 // Enqueue adds a job of kind with args (encoded as JSON; a json.RawMessage
-// or []byte is taken as already encoded). It returns once the store has
-// accepted the job — on a durable store, once it is on disk. Invalid input
-// returns a *FieldError and stores nothing; after Stop, ErrClosed.
+// or []byte is taken as already encoded, and must be valid UTF-8 JSON of at
+// most 1 MiB). It returns once the store has accepted the job — on a
+// durable store, once it is on disk. Invalid input returns a *FieldError
+// naming the field, and stores nothing: an unknown kind (see
+// Config.ExternalKinds), args that do not fit the kind's type, a bad
+// option. After Stop, ErrClosed.
 func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts *EnqueueOptions) (EnqueueResult, error) {
 	res, err := c.EnqueueMany(ctx, []EnqueueRequest{{Kind: kind, Args: args, Options: opts}})
 	if err != nil {
@@ -94,10 +73,44 @@ func (c *Client) uniqueCheck(r EnqueueResult) (EnqueueResult, error) {
 // in the results, whatever Config.UniqueConflict says. A bad request fails
 // the call with a *FieldError whose field is prefixed with its index.
 func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+	return c.enqueue(ctx, reqs, nil)
+}
+
+// EnqueueTx is Enqueue inside tx, a transaction of the application's own on
+// the store's database — a pgx.Tx for PostgreSQL, a *sql.Tx for SQLite — so
+// that the job exists if and only if tx commits: enqueue the email in the
+// transaction that creates the user. Workers see the job once tx commits.
+// The store must support it (store.TxEnqueuer); otherwise the error wraps
+// errors.ErrUnsupported. No EventEnqueued is reported: the job is not
+// committed yet when EnqueueTx returns.
+func (c *Client) EnqueueTx(ctx context.Context, tx any, kind string, args any, opts *EnqueueOptions) (EnqueueResult, error) {
+	res, err := c.EnqueueManyTx(ctx, tx, []EnqueueRequest{{Kind: kind, Args: args, Options: opts}})
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return c.uniqueCheck(res[0])
+}
+
+// EnqueueManyTx is EnqueueMany inside tx; see EnqueueTx.
+func (c *Client) EnqueueManyTx(ctx context.Context, tx any, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+	if tx == nil {
+		return nil, &FieldError{Field: "tx", Reason: "must not be nil"}
+	}
+	te := c.txer
+	if te == nil {
+		return nil, fmt.Errorf("enqueue in a transaction: this store cannot: %w", errors.ErrUnsupported)
+	}
+	return c.enqueue(ctx, reqs, func(p store.EnqueueParams) ([]store.EnqueueResult, error) {
+		return te.EnqueueTx(ctx, tx, p)
+	})
+}
+
+// enqueue makes the jobs of reqs and stores them, through inTx if set.
+func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(store.EnqueueParams) ([]store.EnqueueResult, error)) ([]EnqueueResult, error) {
 	if c.closed() {
 		return nil, ErrClosed
 	}
-	t := now()
+	t := c.now()
 	jobs := make([]*job.Job, len(reqs))
 	slab := make([]job.Job, len(reqs)) // one allocation for the batch
 	for i := range reqs {
@@ -110,13 +123,20 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 		}
 		jobs[i] = j
 	}
-	res, err := c.store.Enqueue(ctx, store.EnqueueParams{Now: t, Jobs: jobs})
+	p := store.EnqueueParams{Now: t, Jobs: jobs}
+	var res []store.EnqueueResult
+	var err error
+	if inTx != nil {
+		res, err = inTx(p)
+	} else {
+		res, err = c.store.Enqueue(ctx, p)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
 	out := make([]EnqueueResult, len(res))
 	inserted := false
-	listening := c.reported()
+	listening := c.reported() && inTx == nil
 	for i, r := range res {
 		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, State: r.State}
 		inserted = inserted || !r.Duplicate
@@ -126,75 +146,71 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]Enqu
 			c.transition(Event{Type: job.EventEnqueued, Job: j, At: t})
 		}
 	}
-	if inserted {
+	if inserted && inTx == nil {
 		// Also for scheduled jobs: the dispatcher may be sleeping until a
-		// later run-at, or have no timer at all.
+		// later run-at, or have no timer at all. Jobs enqueued in the
+		// application's transaction exist only once it commits; the store's
+		// Waker tells the dispatcher then (a claim now would only wait for
+		// the transaction's locks).
 		c.engine.Notify()
 	}
 	return out, nil
 }
 
-// newJob fills j from r, validated, with defaults applied.
+// newJob fills j from r at t: the job's options resolved (Client.options),
+// the kind and args checked (Client.checkKind), validated.
 func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, error) {
-	var o EnqueueOptions
 	if r.Options != nil {
-		o = *r.Options
+		if err := r.Options.validate("", true); err != nil {
+			return nil, err
+		}
+	}
+	o := c.options(r.Kind, r.Options)
+	var own EnqueueOptions
+	if r.Options != nil {
+		own = *r.Options
 	}
 	*j = job.Job{
-		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority,
-		MaxAttempts: o.MaxAttempts, Timeout: o.Timeout, UniqueKey: o.UniqueKey, Retry: o.Retry,
+		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
+		Timeout: own.Timeout, Retry: own.Retry.Clone(), UniqueKey: own.UniqueKey, RunAt: own.RunAt,
+	}
+	if own.Delay > 0 {
+		j.RunAt = t.Add(own.Delay)
 	}
 	if r.Func == nil {
-		if k := c.cfg.Workers.lookup(r.Kind); k != nil {
-			if j.Queue == "" {
-				j.Queue = k.opts.Queue
-			}
-			if j.MaxAttempts == 0 {
-				j.MaxAttempts = k.opts.MaxAttempts
-			}
-		}
 		args, err := encodeArgs(r.Args)
 		if err != nil {
 			return nil, err
 		}
+		if err := c.checkKind(r.Kind, args); err != nil {
+			return nil, err
+		}
 		j.Args = args
-	} else if r.Args != nil {
-		return nil, &FieldError{Field: "args", Reason: "a Func job takes no args"}
+	} else if r.Args != nil || r.Kind != "" {
+		return nil, &FieldError{Field: "args", Reason: "a Func job takes no kind and no args"}
 	}
-	switch {
-	case o.Delay < 0:
-		return nil, &FieldError{Field: "delay", Reason: fmt.Sprintf("must not be negative, got %s", o.Delay)}
-	case o.Delay > 0 && !o.RunAt.IsZero():
-		return nil, &FieldError{Field: "delay", Reason: "set delay or run_at, not both"}
-	case o.Delay > 0:
-		j.RunAt = t.Add(o.Delay)
-	default:
-		j.RunAt = o.RunAt
-	}
-	if err := j.Validate(t, c.cfg.MaxAttempts); err != nil {
+	if err := j.Validate(t); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
+// encodeArgs encodes a job's args as JSON, checked (job.CheckArgs): a
+// json.RawMessage or []byte is taken as already encoded and kept exactly.
 func encodeArgs(v any) (json.RawMessage, error) {
+	var b []byte
 	switch a := v.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
-		if !json.Valid(a) {
-			return nil, &FieldError{Field: "args", Reason: "not valid JSON"}
-		}
-		return a, nil
+		b = a
 	case []byte:
-		if !json.Valid(a) {
-			return nil, &FieldError{Field: "args", Reason: "not valid JSON"}
+		b = a
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, &FieldError{Field: "args", Reason: fmt.Sprintf("cannot encode as JSON: %v", err)}
 		}
-		return a, nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, &FieldError{Field: "args", Reason: fmt.Sprintf("cannot encode as JSON: %v", err)}
-	}
-	return b, nil
+	return b, job.CheckArgs("args", b)
 }

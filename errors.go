@@ -1,8 +1,6 @@
 package hopper
 
 import (
-	"errors"
-
 	"github.com/hopperq/hopper/job"
 )
 
@@ -37,10 +35,12 @@ const (
 	StateDead      = job.StateDead
 )
 
-// Errors returned by the client; match them with errors.Is.
+// Errors returned by the client; match them with errors.Is. Each condition
+// has one sentinel, shared with the stores.
 var (
-	// ErrClosed: the client was stopped; it accepts no more jobs.
-	ErrClosed = errors.New("hopper: client closed")
+	// ErrClosed: the client was stopped (or its store closed); it accepts
+	// no more jobs.
+	ErrClosed = job.ErrClosed
 	// ErrNotFound: no job or schedule with that ID or name.
 	ErrNotFound = job.ErrNotFound
 	// ErrNotWaiting: the job has started or finished, so it can no longer
@@ -51,6 +51,14 @@ var (
 	ErrDuplicate = job.ErrDuplicate
 	// ErrNotDurable: closures cannot be stored by a durable store.
 	ErrNotDurable = job.ErrNotDurable
+	// ErrUnknownKind: no handler is registered for the kind. Enqueue and
+	// AddSchedule return it (inside a *FieldError on "kind") for a kind
+	// neither registered nor in Config.ExternalKinds; an attempt of a job
+	// whose kind this client cannot run fails with it.
+	ErrUnknownKind = job.ErrUnknownKind
+	// ErrLeaseLost: a job's lease passed to another worker while it ran
+	// (ProcessNext returns it when the outcome could not be recorded).
+	ErrLeaseLost = job.ErrLeaseLost
 )
 
 // Permanent wraps a handler error so that the job fails permanently: it goes

@@ -59,7 +59,8 @@ func Example_retryAndDeadLetter() {
 	}, nil)
 	retry := backoff.Fixed(time.Millisecond)
 	c, err := hopper.NewClient(hopper.Config{
-		Workers: ws, MaxAttempts: 2, Retry: &retry, Logger: slog.New(slog.DiscardHandler),
+		Workers: ws, Logger: slog.New(slog.DiscardHandler),
+		Defaults: hopper.EnqueueOptions{MaxAttempts: 2, Retry: &retry},
 	})
 	if err != nil {
 		panic(err)
@@ -80,7 +81,7 @@ func Example_retryAndDeadLetter() {
 	for _, d := range dead {
 		fmt.Printf("dead letter: %s after %d attempts: %s\n", d.Kind, d.Attempt, d.LastError)
 	}
-	n, _ := c.RetryDead(ctx)
+	n, _ := c.RetryAllDead(ctx)
 	st, _ := c.Status(ctx, res.ID)
 	fmt.Println("retried", n, "now", st)
 	// Output:
@@ -176,7 +177,7 @@ func Example_stepping() {
 		return "synced", nil
 	}, nil)
 	retry := backoff.Fixed(30 * time.Second)
-	c, err := hopper.NewClient(hopper.Config{Workers: ws, Retry: &retry, Logger: slog.New(slog.DiscardHandler)})
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler), Defaults: hopper.EnqueueOptions{Retry: &retry}})
 	if err != nil {
 		panic(err)
 	}

@@ -3,10 +3,8 @@ package hopper
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/internal/maintenance"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -19,6 +17,18 @@ const (
 )
 
 // ScheduleOptions describe a recurring schedule for AddSchedule.
+//
+// A job a schedule fires gets its options as any job does (EnqueueOptions):
+// the schedule's Options, else its kind's, else Config.Defaults. Two rules
+// keep a failing or hung job from blocking its schedule:
+//
+//   - with OverlapSkip (the default), a tick that comes while the previous
+//     job runs (or is about to) is skipped and counted (Schedule.SkippedTicks),
+//     but a previous job still waiting to retry is superseded: it goes to
+//     the dead-letter queue (alerting through OnDead) and the tick fires;
+//   - a fired job that gets no timeout from any level times out after its
+//     schedule's period — the time from its tick to the next one — and at
+//     least MinScheduledTimeout.
 type ScheduleOptions struct {
 	// Cron is a cron expression (5 fields, or 6 with seconds first) or a
 	// macro (@hourly, @daily, @weekly, @monthly, @yearly). Set Cron or
@@ -30,23 +40,22 @@ type ScheduleOptions struct {
 	TimeZone string
 	// Every fires at a fixed rate from the schedule's creation (cadence
 	// kept; missed ticks are not replayed), or with FixedDelay, Every after
-	// the previous run finished.
+	// the previous run finished. At least one second.
 	Every      time.Duration
 	FixedDelay bool
-	// Overlap: OverlapSkip (default) or OverlapAllow.
+	// Overlap: OverlapSkip (default) or OverlapAllow (every tick fires,
+	// whatever the previous job does).
 	Overlap job.Overlap
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
 	Replace bool
 
-	// The job each tick enqueues.
-	Kind        string
-	Args        any
-	Queue       string
-	Priority    int
-	MaxAttempts int
-	Timeout     time.Duration
-	Retry       *backoff.Policy
+	// The job each tick enqueues: its kind and args (checked as Enqueue
+	// checks them), and its options — Delay, RunAt and UniqueKey do not
+	// apply.
+	Kind    string
+	Args    any
+	Options *EnqueueOptions
 }
 
 // AddSchedule adds a recurring schedule. Each tick enqueues an ordinary job
@@ -54,25 +63,40 @@ type ScheduleOptions struct {
 // tick is never enqueued twice, even by several processes sharing a store.
 // A tick missed while no client was running fires once when one starts, not
 // once per missed tick. Schedules live in the store: on a durable store they
-// survive restarts.
+// survive restarts. Invalid input is a *FieldError naming the field.
 func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions) (*Schedule, error) {
-	if strings.TrimSpace(name) == "" {
-		return nil, &FieldError{Field: "name", Reason: "must not be empty"}
+	if c.closed() {
+		return nil, ErrClosed
+	}
+	if err := job.CheckName("name", name); err != nil {
+		return nil, err
+	}
+	var opts EnqueueOptions
+	if o.Options != nil {
+		opts = *o.Options
+		if err := opts.validate("options.", false); err != nil {
+			return nil, err
+		}
+	}
+	if err := job.CheckName("kind", o.Kind); err != nil {
+		return nil, err
 	}
 	args, err := encodeArgs(o.Args)
 	if err != nil {
 		return nil, err
 	}
-	if o.Kind == "" {
-		return nil, &FieldError{Field: "kind", Reason: "must not be empty"}
+	if err := c.checkKind(o.Kind, args); err != nil {
+		return nil, err
 	}
-	t := now()
+	t := c.now()
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
-		Kind: o.Kind, Args: args, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
-		Timeout: o.Timeout, Retry: o.Retry, CreatedAt: t,
+		Kind: o.Kind, Args: args, Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts,
+		Timeout: opts.Timeout, Retry: opts.Retry.Clone(), CreatedAt: t,
 	}
 	switch {
+	case o.Overlap != OverlapSkip && o.Overlap != OverlapAllow:
+		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d", o.Overlap)}
 	case o.Cron != "" && o.Every != 0:
 		return nil, &FieldError{Field: "cron", Reason: "set cron or every, not both"}
 	case o.Cron != "":
@@ -84,25 +108,42 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		if o.Every < time.Second {
 			return nil, &FieldError{Field: "every", Reason: fmt.Sprintf("must be at least 1s, got %s", o.Every)}
 		}
+		if o.TimeZone != "" {
+			return nil, &FieldError{Field: "time_zone", Reason: "applies to cron, not to every"}
+		}
 		sc.Spec = "@every " + o.Every.String()
 	default:
 		return nil, &FieldError{Field: "cron", Reason: "set cron or every"}
 	}
-	probe := sc.NewJob(t)
-	if err := probe.Validate(t, c.cfg.MaxAttempts); err != nil {
-		return nil, err
-	}
-	sc.Queue, sc.MaxAttempts = probe.Queue, probe.MaxAttempts
 	next, err := maintenance.FirstRun(sc, t)
 	if err != nil {
 		return nil, err
 	}
+	if err := job.CheckTime("next_run_at", next); err != nil {
+		return nil, err
+	}
 	sc.NextRunAt = next
 	if err := c.store.AddSchedule(ctx, store.AddScheduleParams{Schedule: sc, Replace: o.Replace}); err != nil {
-		return nil, fmt.Errorf("add schedule %q: %w", name, err)
+		return nil, err
 	}
 	c.maint.WakeScheduler()
 	return sc, nil
+}
+
+// scheduledJob is the maintenance services' MakeJob: the job sc's tick at
+// fireTime enqueues at now, its options resolved as Enqueue resolves them,
+// with the scheduled-job timeout when nothing sets one.
+func (c *Client) scheduledJob(sc *job.Schedule, fireTime time.Time, period time.Duration, now time.Time) (*job.Job, error) {
+	j := sc.NewJob(fireTime)
+	o := c.options(sc.Kind, &EnqueueOptions{Queue: sc.Queue, Priority: sc.Priority, MaxAttempts: sc.MaxAttempts, Timeout: sc.Timeout, Retry: sc.Retry})
+	j.Queue, j.Priority, j.MaxAttempts = o.Queue, o.Priority, o.MaxAttempts
+	if o.Timeout == 0 {
+		j.Timeout = max(period, MinScheduledTimeout)
+	}
+	if err := j.Validate(now); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
+	return j, nil
 }
 
 // Schedules lists the recurring schedules by name.
@@ -131,7 +172,7 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	}
 	paused := false
 	p := store.UpdateScheduleParams{Name: name, Paused: &paused}
-	t := now()
+	t := c.now()
 	if !sc.NextRunAt.IsZero() && !sc.NextRunAt.After(t) {
 		next, err := maintenance.FirstRun(sc, t)
 		if err != nil {
@@ -148,6 +189,9 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 
 // RemoveSchedule deletes a schedule; jobs it already fired are kept.
 func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
+	if c.closed() {
+		return ErrClosed
+	}
 	return c.store.RemoveSchedule(ctx, name)
 }
 

@@ -165,7 +165,8 @@ func TestScheduleCronAcrossDST(t *testing.T) {
 	ctx := context.Background()
 	ws := hopper.NewWorkers()
 	hopper.RegisterRaw(ws, "report", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
-	c, _ := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet})
+	st := memstore.New()
+	c, _ := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Logger: quiet})
 	sc, err := c.AddSchedule(ctx, "nightly", hopper.ScheduleOptions{Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Kind: "report"})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,6 @@ func TestScheduleCronAcrossDST(t *testing.T) {
 	// Step from 2026-03-27 through 2026-03-31, one simulated minute at a time.
 	at := time.Date(2026, 3, 27, 0, 0, 0, 0, berlin)
 	// AddSchedule computed NextRunAt from the real clock; move it into the test window.
-	st := c.Store()
 	st.UpdateSchedule(ctx, store.UpdateScheduleParams{Name: "nightly", SetNext: true, IfNext: sc.NextRunAt, Next: time.Date(2026, 3, 27, 2, 30, 0, 0, berlin)})
 	var got []string
 	for ; at.Before(time.Date(2026, 3, 31, 0, 0, 0, 0, berlin)); at = at.Add(time.Minute) {

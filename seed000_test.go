@@ -31,7 +31,7 @@ func TestSeed000Example(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		p := backoff.Exponential(100*time.Millisecond, 10*time.Second) // base_backoff 0.1, jittered
-		c := seedClient(t, hopper.Config{Concurrency: 1, Retry: &p, MaxAttempts: 3})
+		c := seedClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p, MaxAttempts: 3}})
 		var rec seedRecorder
 		a := seedFunc(t, c, seedRecord(&rec, "a"), &hopper.EnqueueOptions{Priority: 1})
 		b := seedFunc(t, c, seedRecord(&rec, "b"), &hopper.EnqueueOptions{Priority: 0})
@@ -91,7 +91,7 @@ func TestSeed000RetryThenDLQ(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p := backoff.Exponential(10*time.Millisecond, time.Second) // base_backoff=0.01
-		c := seedClient(t, hopper.Config{Concurrency: 1, Retry: &p})
+		c := seedClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p}})
 		var attempts atomic.Int32
 		id := seedFunc(t, c, func(context.Context) (any, error) {
 			attempts.Add(1)

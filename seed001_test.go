@@ -138,7 +138,7 @@ func seedCrash(t *testing.T, st *memstore.Store, d time.Duration) {
 }
 
 // seed001Client returns a client whose kind "job" runs fn and counts calls.
-func seed001Client(t *testing.T, opts *hopper.KindOptions, fn func(call int) error) (*hopper.Client, *int) {
+func seed001Client(t *testing.T, opts *hopper.EnqueueOptions, fn func(call int) error) (*hopper.Client, *int) {
 	t.Helper()
 	calls := new(int) // ProcessNext runs handlers on the test goroutine
 	ws := hopper.NewWorkers()
@@ -206,7 +206,7 @@ func TestSeed001Example1Success(t *testing.T) {
 func TestSeed001Example2TransientThenSuccess(t *testing.T) {
 	t.Parallel()
 	fixed := backoff.Fixed(5 * time.Second)
-	c, calls := seed001Client(t, &hopper.KindOptions{MaxAttempts: 1 + 3, Retry: &fixed}, func(call int) error {
+	c, calls := seed001Client(t, &hopper.EnqueueOptions{MaxAttempts: 1 + 3, Retry: &fixed}, func(call int) error {
 		if call == 1 {
 			return errors.New("TransientError: upstream timeout")
 		}
@@ -230,7 +230,7 @@ func TestSeed001Example2TransientThenSuccess(t *testing.T) {
 // once, with attempts == 1 and the message in last_error.
 func TestSeed001Example3Permanent(t *testing.T) {
 	t.Parallel()
-	c, _ := seed001Client(t, &hopper.KindOptions{MaxAttempts: 4}, func(int) error {
+	c, _ := seed001Client(t, &hopper.EnqueueOptions{MaxAttempts: 4}, func(int) error {
 		return hopper.Permanent(errors.New("expired credential"))
 	})
 	defer seedStop(t, c)
@@ -247,7 +247,7 @@ func TestSeed001Example3Permanent(t *testing.T) {
 func TestSeed001ConstraintNoWallClock(t *testing.T) {
 	t.Parallel()
 	fixed := backoff.Fixed(time.Hour)
-	c, calls := seed001Client(t, &hopper.KindOptions{MaxAttempts: 3, Retry: &fixed}, func(int) error {
+	c, calls := seed001Client(t, &hopper.EnqueueOptions{MaxAttempts: 3, Retry: &fixed}, func(int) error {
 		return errors.New("flaky API")
 	})
 	defer seedStop(t, c)
@@ -281,7 +281,7 @@ func TestSeed001ConstraintNoWallClock(t *testing.T) {
 func TestSeed001ConstraintPermanentSkipsRetryCap(t *testing.T) {
 	t.Parallel()
 	fixed := backoff.Fixed(time.Second)
-	c, calls := seed001Client(t, &hopper.KindOptions{MaxAttempts: 100, Retry: &fixed}, func(call int) error {
+	c, calls := seed001Client(t, &hopper.EnqueueOptions{MaxAttempts: 100, Retry: &fixed}, func(call int) error {
 		if call == 1 {
 			return errors.New("transient")
 		}
@@ -355,7 +355,7 @@ func TestSeed001FollowUpExponentialBackoff(t *testing.T) {
 	t.Parallel()
 	p := backoff.Exponential(time.Second, time.Hour)
 	p.Jitter = backoff.JitterNone
-	c, _ := seed001Client(t, &hopper.KindOptions{MaxAttempts: 4, Retry: &p}, func(int) error {
+	c, _ := seed001Client(t, &hopper.EnqueueOptions{MaxAttempts: 4, Retry: &p}, func(int) error {
 		return errors.New("flaky")
 	})
 	defer seedStop(t, c)

@@ -286,7 +286,7 @@ func TestSeed002RetryListPolicy(t *testing.T) {
 	ws := hopper.NewWorkers()
 	hopper.RegisterRaw(ws, "flaky", func(context.Context, json.RawMessage) (any, error) {
 		return nil, errors.New("unavailable")
-	}, &hopper.KindOptions{MaxAttempts: 4, Retry: &p})
+	}, &hopper.EnqueueOptions{MaxAttempts: 4, Retry: &p})
 	c := seedClient(t, hopper.Config{Workers: ws})
 	defer seedStop(t, c)
 	if _, err := c.Enqueue(context.Background(), "flaky", nil, nil); err != nil {

@@ -259,7 +259,7 @@ func TestSeed003Level4RetryAndDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		p := backoff.Doubling(100 * time.Millisecond)
-		c := seedClient(t, hopper.Config{Concurrency: 1, MaxAttempts: 1 + 3, Retry: &p})
+		c := seedClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{MaxAttempts: 1 + 3, Retry: &p}})
 		seedStart(t, c)
 		var attemptCount int
 		var mu sync.Mutex
@@ -306,7 +306,7 @@ func TestSeed003Level4RetryAndDLQ(t *testing.T) {
 			t.Fatalf("get_dlq: got %v (err %v), want [job %d]", dlq, err, broken)
 		}
 		fixed.Store(true)
-		if n, err := c.RetryDead(ctx); n != 1 || err != nil {
+		if n, err := c.RetryAllDead(ctx); n != 1 || err != nil {
 			t.Fatalf("retry_dlq: got %d, %v; want 1, nil", n, err)
 		}
 		if r := seedWait(t, c, broken); r.State != hopper.StateCompleted || r.Attempt != 1 {

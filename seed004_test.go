@@ -148,7 +148,7 @@ func TestSeed004Recurring(t *testing.T) {
 		c := seed004Start(t, hopper.Config{Workers: ws, Concurrency: 1})
 		t0 := time.Now()
 		if _, err := c.AddSchedule(ctx, "heartbeat", hopper.ScheduleOptions{
-			Every: 60 * time.Second, Kind: "heartbeat", Priority: -10,
+			Every: 60 * time.Second, Kind: "heartbeat", Options: &hopper.EnqueueOptions{Priority: -10},
 		}); err != nil {
 			t.Fatalf("AddSchedule: %v", err)
 		}
@@ -237,7 +237,7 @@ func TestSeed004RetryExponential(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := backoff.Exponential(2*time.Second, time.Hour)
 		p.Jitter = backoff.JitterNone // the seed's formula has no jitter
-		c := seed004Start(t, hopper.Config{Retry: &p})
+		c := seed004Start(t, hopper.Config{Defaults: hopper.EnqueueOptions{Retry: &p}})
 		var times seed004Times
 		t0 := time.Now()
 		id := seedFunc(t, c, func(context.Context) (any, error) {

@@ -5,21 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hopperq/hopper"
+	_ "github.com/hopperq/hopper/store/sqlitestore" // registers "sqlite:"
 )
 
 // TestOpenSQLiteSurvivesRestart runs a job through the durable default,
-// closes it, reopens the file and finds the job, its result and the
-// schedule again; closures are refused.
+// opened by URL, closes it, reopens the file and finds the job, its result
+// and the schedule again; closures are refused.
 func TestOpenSQLiteSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hopper.db")
 	ws := hopper.NewWorkers()
 	hopper.Register(ws, "double", func(ctx context.Context, n int) (any, error) { return 2 * n, nil }, nil)
-	c, err := hopper.OpenSQLite(ctx, path, hopper.Config{Workers: ws, Logger: quiet})
+	c, err := hopper.Open(ctx, "sqlite:"+path, hopper.Config{Workers: ws, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestOpenSQLiteSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c2, err := hopper.OpenSQLite(ctx, path, hopper.Config{Logger: quiet})
+	c2, err := hopper.Open(ctx, "sqlite:"+path, hopper.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,10 @@ func TestOpenSQLiteSurvivesRestart(t *testing.T) {
 	if sc, err := c2.GetSchedule(ctx, "nightly"); err != nil || sc.TimeZone != "Europe/Berlin" {
 		t.Errorf("schedule after reopen: %+v, %v", sc, err)
 	}
-	if _, err := hopper.OpenSQLite(ctx, filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), hopper.Config{}); err == nil {
-		t.Error("OpenSQLite in a missing directory: want an error")
+	if _, err := hopper.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), hopper.Config{}); err == nil {
+		t.Error("Open in a missing directory: want an error")
+	}
+	if _, err := hopper.Open(ctx, "nosuch://x", hopper.Config{}); err == nil || !strings.Contains(err.Error(), "sqlite") {
+		t.Errorf("Open of an unknown scheme: got %v, want an error listing the registered ones", err)
 	}
 }

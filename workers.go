@@ -1,14 +1,14 @@
 package hopper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
-	"time"
 
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/internal/engine"
 	"github.com/hopperq/hopper/job"
 )
@@ -22,65 +22,79 @@ type Workers struct {
 
 type kind struct {
 	handler engine.Handler
-	opts    KindOptions
-}
-
-// KindOptions are per-kind settings; zero fields fall back to the client's
-// Config, and a job's own EnqueueOptions override them.
-type KindOptions struct {
-	Queue       string          // default queue for the kind's jobs
-	MaxAttempts int             // default max attempts
-	Timeout     time.Duration   // default attempt timeout
-	Retry       *backoff.Policy // default retry policy
+	opts    EnqueueOptions
+	// check reports whether args fit the handler's type (nil: any JSON).
+	check func(args json.RawMessage) error
 }
 
 // NewWorkers returns an empty registry.
 func NewWorkers() *Workers { return &Workers{kinds: make(map[string]*kind)} }
 
 // Register registers fn as the handler of jobs of kind, with args decoded
-// from JSON into a T. The handler's first return value, JSON-encoded,
-// becomes the job's result; an error fails the attempt (wrap it with
-// Permanent to skip the remaining attempts). JobFromContext(ctx) gives the
-// job being run.
+// from JSON into a T. opts are the kind's default options (see
+// EnqueueOptions for how they combine); nil means none. The handler's first
+// return value, JSON-encoded, becomes the job's result; an error fails the
+// attempt (wrap it with Permanent to skip the remaining attempts), and a
+// result returned with an error is kept with the failed attempt.
+// JobFromContext(ctx) gives the job being run.
 //
-// Args that do not decode into T fail the job permanently: retrying cannot
-// fix them. Register panics if kind is empty or already registered, or if
-// opts is invalid, as http.HandleFunc does: these are programming errors.
-func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args T) (any, error), opts *KindOptions) {
+// Args must fit T exactly: Enqueue and AddSchedule refuse args that do not
+// decode into a T — a wrong type, or a field T does not have — with a
+// *FieldError on "args", and a job whose args do not fit (enqueued by
+// another process) fails permanently without running fn. A job enqueued
+// without args gets T's zero value. Handlers that must accept older or newer
+// shapes of their args use RegisterRaw.
+//
+// Register panics if kind is empty, reserved ("func") or already
+// registered, or if opts is invalid, as http.HandleFunc does: these are
+// programming errors.
+func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args T) (any, error), opts *EnqueueOptions) {
 	typ := reflect.TypeFor[T]().String()
-	w.register(kind, func(ctx context.Context, j *job.Job) ([]byte, error) {
+	decode := func(raw json.RawMessage) (T, error) {
 		var args T
-		if len(j.Args) > 0 {
-			if err := json.Unmarshal(j.Args, &args); err != nil {
-				return nil, Permanent(fmt.Errorf("args: cannot decode into %s: %w", typ, err))
-			}
+		if len(raw) == 0 || string(raw) == "null" {
+			return args, nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&args); err != nil {
+			return args, fmt.Errorf("args do not fit %s: %w", typ, err)
+		}
+		return args, nil
+	}
+	check := func(raw json.RawMessage) error {
+		_, err := decode(raw)
+		return err
+	}
+	w.register(kind, func(ctx context.Context, j *job.Job) ([]byte, error) {
+		args, err := decode(j.Args)
+		if err != nil {
+			return nil, Permanent(err)
 		}
 		return encodeResult(fn(ctx, args))
-	}, opts)
+	}, check, opts)
 }
 
 // RegisterRaw registers fn as the handler of jobs of kind, handing it the
-// raw JSON args. Otherwise it behaves as Register.
-func RegisterRaw(w *Workers, kind string, fn func(ctx context.Context, args json.RawMessage) (any, error), opts *KindOptions) {
+// raw JSON args, whatever their shape. Otherwise it behaves as Register.
+func RegisterRaw(w *Workers, kind string, fn func(ctx context.Context, args json.RawMessage) (any, error), opts *EnqueueOptions) {
 	w.register(kind, func(ctx context.Context, j *job.Job) ([]byte, error) {
 		return encodeResult(fn(ctx, j.Args))
-	}, opts)
+	}, nil, opts)
 }
 
-func (w *Workers) register(name string, h engine.Handler, opts *KindOptions) {
-	if name == "" {
-		panic("hopper: Register: kind must not be empty")
+func (w *Workers) register(name string, h engine.Handler, check func(json.RawMessage) error, opts *EnqueueOptions) {
+	if err := job.CheckName("kind", name); err != nil {
+		panic("hopper: Register: " + err.Error())
 	}
-	var o KindOptions
+	if name == job.FuncKind {
+		panic(`hopper: Register: kind "func" is reserved for closures`)
+	}
+	var o EnqueueOptions
 	if opts != nil {
 		o = *opts
-		if o.Retry != nil {
-			if err := o.Retry.Validate(); err != nil {
-				panic(fmt.Sprintf("hopper: Register %q: retry: %v", name, err))
-			}
-		}
-		if o.MaxAttempts < 0 || o.Timeout < 0 {
-			panic(fmt.Sprintf("hopper: Register %q: MaxAttempts and Timeout must not be negative", name))
+		if err := o.validate(fmt.Sprintf("Register(%q).", name), false); err != nil {
+			panic("hopper: " + err.Error())
 		}
 	}
 	w.mu.Lock()
@@ -88,7 +102,7 @@ func (w *Workers) register(name string, h engine.Handler, opts *KindOptions) {
 	if _, dup := w.kinds[name]; dup {
 		panic(fmt.Sprintf("hopper: Register: kind %q registered twice", name))
 	}
-	w.kinds[name] = &kind{handler: h, opts: o}
+	w.kinds[name] = &kind{handler: h, opts: o, check: check}
 }
 
 func (w *Workers) lookup(name string) *kind {
@@ -97,7 +111,7 @@ func (w *Workers) lookup(name string) *kind {
 	return w.kinds[name]
 }
 
-// Kinds returns the registered kinds, in no particular order.
+// Kinds returns the registered kinds, sorted.
 func (w *Workers) Kinds() []string {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -105,58 +119,86 @@ func (w *Workers) Kinds() []string {
 	for k := range w.kinds {
 		out = append(out, k)
 	}
+	slices.Sort(out)
 	return out
 }
 
-// encodeResult JSON-encodes a handler's result. A result that cannot be
-// encoded fails the attempt permanently: running it again would not help.
+// encodeResult JSON-encodes a handler's result, also when it failed. A
+// result that cannot be encoded fails the attempt permanently: running it
+// again would not help.
 func encodeResult(v any, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
+	var b []byte
 	switch r := v.(type) {
 	case nil:
-		return nil, nil
 	case json.RawMessage:
-		return r, nil
+		b = r
+	default:
+		var merr error
+		if b, merr = json.Marshal(v); merr != nil && err == nil {
+			return nil, Permanent(fmt.Errorf("result: cannot encode as JSON: %w", merr))
+		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, Permanent(fmt.Errorf("result: cannot encode as JSON: %w", err))
+	if string(b) == "null" {
+		b = nil // a nil pointer or map: no result
 	}
-	return b, nil
+	return b, err
 }
 
-// ErrUnknownKind fails an attempt of a job whose kind has no handler in
-// this client. It is retried per policy: another deployment may know it.
-var ErrUnknownKind = fmt.Errorf("no handler registered for this kind")
+// checkKind returns a *FieldError (matching ErrUnknownKind) unless this
+// client may enqueue jobs of kind with args: a registered kind whose args
+// fit, a kind in Config.ExternalKinds, or any kind if the client has no
+// workers.
+func (c *Client) checkKind(kind string, args json.RawMessage) error {
+	if kind == job.FuncKind {
+		return &FieldError{Field: "kind", Reason: `"func" is reserved for closures (EnqueueFunc)`}
+	}
+	if k := c.cfg.Workers.lookup(kind); k != nil {
+		if k.check != nil {
+			if err := k.check(args); err != nil {
+				return &FieldError{Field: "args", Reason: err.Error()}
+			}
+		}
+		return nil
+	}
+	known := c.cfg.Workers.Kinds()
+	if len(known) == 0 || slices.Contains(c.cfg.ExternalKinds, kind) {
+		return nil
+	}
+	return &FieldError{
+		Field: "kind",
+		Reason: fmt.Sprintf("no handler registered for %q (registered: %s); list kinds that other processes run in Config.ExternalKinds",
+			kind, quoteList(known)),
+		Err: ErrUnknownKind,
+	}
+}
+
+func quoteList(ss []string) string {
+	if len(ss) > 10 {
+		return fmt.Sprintf("%q … and %d more", ss[:10], len(ss)-10)
+	}
+	return fmt.Sprintf("%q", ss)
+}
+
+// runnable lists the kinds this client's workers claim: the registered
+// ones, and closures.
+func (c *Client) runnable() []string {
+	return append(c.cfg.Workers.Kinds(), job.FuncKind)
+}
 
 // resolve finds the handler and settings for j; it is the engine's Resolver.
+// Settings the job leaves unset come from its kind and the client, by
+// Client.options.
 func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
-	set := engine.Settings{Timeout: c.cfg.JobTimeout, Retry: *c.cfg.Retry}
-	var h engine.Handler
+	o := c.options(j.Kind, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
+	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry}
 	if j.Func != nil {
 		fn := j.Func
-		h = func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) }
-	} else if k := c.cfg.Workers.lookup(j.Kind); k != nil {
-		h = k.handler
-		if k.opts.Timeout > 0 {
-			set.Timeout = k.opts.Timeout
-		}
-		if k.opts.Retry != nil {
-			set.Retry = *k.opts.Retry
-		}
+		return func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) }, set, nil
 	}
-	if j.Timeout > 0 {
-		set.Timeout = j.Timeout
+	if k := c.cfg.Workers.lookup(j.Kind); k != nil {
+		return k.handler, set, nil
 	}
-	if j.Retry != nil {
-		set.Retry = *j.Retry
-	}
-	if h == nil {
-		return nil, set, fmt.Errorf("kind %q: %w", j.Kind, ErrUnknownKind)
-	}
-	return h, set, nil
+	return nil, set, fmt.Errorf("kind %q: %w", j.Kind, ErrUnknownKind)
 }
 
 // JobFromContext returns the job whose handler got ctx, or nil outside a

@@ -75,18 +75,18 @@ func Decorrelated(base, max time.Duration) Policy {
 	return Policy{Strategy: StrategyDecorrelated, Base: base, Max: max}
 }
 
-// Fixed returns a policy that always waits d (seed 001's retry_delay_seconds).
+// Fixed returns a policy that always waits d.
 func Fixed(d time.Duration) Policy { return Policy{Strategy: StrategyFixed, Base: d, Max: d} }
 
 // List returns a policy that waits delays[0] before the second attempt,
-// delays[1] before the third, and so on, repeating the last (seed 002's
-// 5s/30s/300s).
+// delays[1] before the third, and so on, repeating the last: List(5s, 30s,
+// 300s), say.
 func List(delays ...time.Duration) Policy {
 	return Policy{Strategy: StrategyList, Delays: delays}
 }
 
-// Doubling returns base × 2^attempt with no jitter and no practical cap: seed
-// 003's 0.1 × 2^attempt is Doubling(100ms).
+// Doubling returns base × 2^attempt with no jitter and no practical cap:
+// Doubling(100ms) waits 0.2s, 0.4s, 0.8s, … after attempts 1, 2, 3.
 func Doubling(base time.Duration) Policy {
 	return Policy{Strategy: StrategyExponential, Base: 2 * base, Max: 1 << 62, Factor: 2, Jitter: JitterNone}
 }
@@ -135,12 +135,18 @@ func (p Policy) Validate() error {
 	if p.Base < 0 || p.Max < 0 {
 		return errors.New("base, max: must not be negative")
 	}
+	if p.Max > 0 && p.Base > p.Max && p.Strategy != StrategyList {
+		return fmt.Errorf("base: %s is more than max %s", p.Base, p.Max)
+	}
 	if p.Factor < 0 || (p.Factor > 0 && p.Factor < 1) {
 		return fmt.Errorf("factor: must be at least 1, got %g", p.Factor)
 	}
 	for i, d := range p.Delays {
 		if d < 0 {
 			return fmt.Errorf("delays[%d]: must not be negative", i)
+		}
+		if p.Max > 0 && d > p.Max {
+			return fmt.Errorf("delays[%d]: %s is more than max %s", i, d, p.Max)
 		}
 	}
 	return nil
@@ -180,4 +186,14 @@ func (p Policy) Delay(attempt int, prev time.Duration, rnd float64) time.Duratio
 		d = time.Duration(exp)
 	}
 	return max(0, min(d, p.Max))
+}
+
+// Clone returns a copy of p that shares nothing with it; nil for nil.
+func (p *Policy) Clone() *Policy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Delays = append([]time.Duration(nil), p.Delays...)
+	return &c
 }

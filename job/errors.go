@@ -26,6 +26,8 @@ var (
 	ErrConflict = errors.New("changed concurrently")
 	// ErrClosed means the store or client has been closed.
 	ErrClosed = errors.New("closed")
+	// ErrUnknownKind means no handler is registered for a job's kind.
+	ErrUnknownKind = errors.New("no handler registered for this kind")
 )
 
 // TransitionError reports a state change the state machine forbids.
@@ -44,10 +46,16 @@ func (e *TransitionError) Error() string {
 type FieldError struct {
 	Field  string
 	Reason string
+	// Err, if set, is a sentinel the condition also matches with
+	// errors.Is (ErrUnknownKind, say).
+	Err error
 }
 
 // Error implements error.
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
 
 // Invalid returns a *FieldError for field.
 func Invalid(field, format string, args ...any) error {

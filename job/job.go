@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperq/hopper/backoff"
 )
@@ -42,18 +43,23 @@ type Job struct {
 	Priority int       `json:"priority"` // lower runs first; any int, default 0
 	RunAt    time.Time `json:"run_at"`   // the earliest time the next attempt may start
 
-	MaxAttempts int           `json:"max_attempts"`
-	Attempt     int           `json:"attempt"` // attempts started so far
-	Timeout     time.Duration `json:"timeout,omitempty"`
-	UniqueKey   string        `json:"unique_key,omitempty"`
+	MaxAttempts int `json:"max_attempts"`
+	Attempt     int `json:"attempt"` // attempts started so far
+	// Timeout of each attempt, if the job sets one; zero uses the kind's or
+	// the client's (resolved by the process that runs it).
+	Timeout   time.Duration `json:"timeout,omitempty"`
+	UniqueKey string        `json:"unique_key,omitempty"`
 	// Retry overrides the retry policy for this job; nil uses the kind's or
-	// the client's.
+	// the client's (resolved by the process that runs it).
 	Retry *backoff.Policy `json:"retry,omitempty"`
 
-	State     State           `json:"state"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	LastError string          `json:"last_error,omitempty"`
-	Attempts  []Attempt       `json:"attempts,omitempty"` // history, oldest first
+	State State `json:"state"`
+	// Result is the JSON result of the attempt that completed the job.
+	Result json.RawMessage `json:"result,omitempty"`
+	// LastError is the error of the latest failed attempt while the job
+	// is waiting to retry, cancelled or dead; a completed job has none.
+	LastError string    `json:"last_error,omitempty"`
+	Attempts  []Attempt `json:"attempts,omitempty"` // history, oldest first
 
 	CreatedAt  time.Time `json:"created_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`  // start of the latest attempt
@@ -76,62 +82,117 @@ type Job struct {
 	FireTime time.Time `json:"fire_time,omitzero"`
 }
 
-// Attempt records one attempt of a job.
-type Attempt struct {
-	Attempt   int           `json:"attempt"` // 1-based
-	StartedAt time.Time     `json:"started_at"`
-	Duration  time.Duration `json:"duration"`
-	Worker    string        `json:"worker,omitempty"`
-	// Outcome is the state the attempt led to, or "interrupted" when the
-	// worker died or was shut down.
-	Outcome string `json:"outcome"`
-	Error   string `json:"error,omitempty"`
-	// Backoff is the delay chosen before the next attempt, if any.
-	Backoff time.Duration `json:"backoff,omitempty"`
+// Limits on what a job may carry. Enqueue refuses larger input with a
+// *FieldError; a handler result over MaxResultSize fails the attempt
+// permanently; attempt errors are cut to MaxErrorSize.
+const (
+	MaxArgsSize   = 1 << 20  // bytes of JSON args
+	MaxResultSize = 1 << 20  // bytes of JSON result
+	MaxErrorSize  = 16 << 10 // bytes of an attempt's error text
+	MaxNameSize   = 255      // bytes of a kind, queue or schedule name
+	MaxKeySize    = 1024     // bytes of a unique key
+)
+
+// The range of times a store keeps: run-at times, schedules' ticks and
+// every time a caller passes in must lie within it. Stores encode times as
+// Unix nanoseconds, which end in 2262.
+var (
+	MinTime = time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC)
+	MaxTime = time.Date(2200, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+// CheckTime returns a *FieldError for field unless t is zero or within
+// [MinTime, MaxTime].
+func CheckTime(field string, t time.Time) error {
+	if t.IsZero() || !t.Before(MinTime) && !t.After(MaxTime) {
+		return nil
+	}
+	return Invalid(field, "%s is outside the supported range %s to %s",
+		t.Format(time.RFC3339), MinTime.Format(time.DateOnly), MaxTime.Format(time.DateOnly))
 }
 
-// Outcome names for attempts that did not end in a state change of their own.
-const (
-	OutcomeInterrupted = "interrupted" // worker died (lease expired)
-	OutcomeReleased    = "released"    // shutdown gave the job back; the attempt does not count
-)
+// CheckName returns a *FieldError for field unless s is a non-blank,
+// valid UTF-8 name of at most MaxNameSize bytes.
+func CheckName(field, s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return Invalid(field, "must not be empty")
+	case len(s) > MaxNameSize:
+		return Invalid(field, "longer than %d bytes", MaxNameSize)
+	case !utf8.ValidString(s):
+		return Invalid(field, "not valid UTF-8")
+	}
+	return nil
+}
+
+// CheckArgs returns a *FieldError for field unless b is empty or valid
+// JSON in valid UTF-8 of at most MaxArgsSize bytes. Bytes are kept
+// exactly: invalid UTF-8 is refused rather than replaced.
+func CheckArgs(field string, b []byte) error {
+	switch {
+	case len(b) == 0:
+		return nil
+	case len(b) > MaxArgsSize:
+		return Invalid(field, "%d bytes, more than the limit of %d", len(b), MaxArgsSize)
+	case !utf8.Valid(b):
+		return Invalid(field, "not valid UTF-8")
+	case !json.Valid(b):
+		return Invalid(field, "not valid JSON")
+	}
+	return nil
+}
 
 // Clone returns a deep copy of j that shares nothing mutable with it.
 func (j *Job) Clone() *Job {
 	c := *j
-	c.Attempts = append([]Attempt(nil), j.Attempts...)
-	if j.Retry != nil {
-		r := *j.Retry
-		r.Delays = append([]time.Duration(nil), j.Retry.Delays...)
-		c.Retry = &r
-	}
+	c.Args = cloneBytes(j.Args)
+	c.Result = cloneBytes(j.Result)
+	c.Attempts = cloneAttempts(j.Attempts)
+	c.Retry = j.Retry.Clone()
 	return &c
 }
 
-// Validate checks a job about to be enqueued and fills its defaults
-// (queue, max attempts, state from run-at). It names the first bad field.
-func (j *Job) Validate(now time.Time, defaultMaxAttempts int) error {
+func cloneBytes(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+func cloneAttempts(as []Attempt) []Attempt {
+	if as == nil {
+		return nil
+	}
+	c := append([]Attempt(nil), as...)
+	for i := range c {
+		c[i].Result = cloneBytes(c[i].Result)
+	}
+	return c
+}
+
+// Validate checks a job about to be enqueued at now, naming the first bad
+// field, and sets what enqueueing decides: RunAt (now if zero), State
+// (scheduled or available by RunAt) and CreatedAt. Queue and MaxAttempts
+// must be set: the client resolves them from the job's, the kind's and
+// its own options before.
+func (j *Job) Validate(now time.Time) error {
 	if j.Func == nil {
-		if strings.TrimSpace(j.Kind) == "" {
-			return Invalid("kind", "must not be empty")
+		if err := CheckName("kind", j.Kind); err != nil {
+			return err
 		}
-		if len(j.Args) > 0 && !json.Valid(j.Args) {
-			return Invalid("args", "not valid JSON")
+		if err := CheckArgs("args", j.Args); err != nil {
+			return err
 		}
-	} else if j.Kind == "" {
-		j.Kind = "func"
+	} else {
+		if j.Kind == "" {
+			j.Kind = FuncKind
+		}
+		if len(j.Args) > 0 {
+			return Invalid("args", "a Func job takes no args")
+		}
 	}
-	if len(j.Kind) > 255 {
-		return Invalid("kind", "longer than 255 bytes")
-	}
-	if j.Queue == "" {
-		j.Queue = DefaultQueue
-	}
-	if len(j.Queue) > 255 {
-		return Invalid("queue", "longer than 255 bytes")
-	}
-	if j.MaxAttempts == 0 {
-		j.MaxAttempts = defaultMaxAttempts
+	if err := CheckName("queue", j.Queue); err != nil {
+		return err
 	}
 	if j.MaxAttempts < 1 {
 		return Invalid("max_attempts", "must be at least 1, got %d", j.MaxAttempts)
@@ -139,18 +200,24 @@ func (j *Job) Validate(now time.Time, defaultMaxAttempts int) error {
 	if j.Timeout < 0 {
 		return Invalid("timeout", "must not be negative, got %s", j.Timeout)
 	}
+	if len(j.UniqueKey) > MaxKeySize || !utf8.ValidString(j.UniqueKey) {
+		return Invalid("unique_key", "must be valid UTF-8 of at most %d bytes", MaxKeySize)
+	}
 	if j.Retry != nil {
 		if err := j.Retry.Validate(); err != nil {
 			return Invalid("retry", "%v", err)
 		}
 	}
+	if err := CheckTime("run_at", j.RunAt); err != nil {
+		return err
+	}
 	if j.RunAt.IsZero() {
 		j.RunAt = now
-	}
-	if y := j.RunAt.Year(); y < 1970 || y > 2200 {
-		return Invalid("run_at", "year %d is outside 1970-2200", y)
 	}
 	j.CreatedAt = now
 	j.State = WaitingState(j.RunAt, now)
 	return nil
 }
+
+// FuncKind is the kind of jobs given as a Func. It cannot be registered.
+const FuncKind = "func"

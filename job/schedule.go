@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
@@ -12,8 +13,12 @@ import (
 type Overlap uint8
 
 const (
-	// OverlapSkip skips the tick (the default): at most one job of the
-	// schedule is waiting or running at a time.
+	// OverlapSkip (the default): at most one job of the schedule is
+	// waiting or running at a time. A tick that comes while the previous
+	// job runs or is about to run (available) is skipped; a previous job
+	// still waiting to retry is superseded: it goes to the dead-letter
+	// queue and the tick fires, so a failing job never blocks its
+	// schedule.
 	OverlapSkip Overlap = iota
 	// OverlapAllow fires anyway.
 	OverlapAllow
@@ -25,6 +30,22 @@ func (o Overlap) String() string {
 		return "allow"
 	}
 	return "skip"
+}
+
+// MarshalText implements encoding.TextMarshaler: "skip" or "allow".
+func (o Overlap) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (o *Overlap) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "skip":
+		*o = OverlapSkip
+	case "allow":
+		*o = OverlapAllow
+	default:
+		return fmt.Errorf("overlap %q: want skip or allow", b)
+	}
+	return nil
 }
 
 // Schedule is a recurring schedule: a rule that says when to fire and a
@@ -41,7 +62,9 @@ type Schedule struct {
 	Overlap    Overlap `json:"overlap"`
 	Paused     bool    `json:"paused,omitempty"`
 
-	// Template for the jobs it fires.
+	// Template for the jobs it fires. Zero Queue, MaxAttempts, Timeout and
+	// Retry inherit from the kind's and the client's options when a tick
+	// fires.
 	Kind        string          `json:"kind"`
 	Args        json.RawMessage `json:"args,omitempty"`
 	Queue       string          `json:"queue,omitempty"`
@@ -55,30 +78,32 @@ type Schedule struct {
 	NextRunAt  time.Time `json:"next_run_at,omitzero"`
 	LastFireAt time.Time `json:"last_fire_at,omitzero"`
 	LastJobID  ID        `json:"last_job_id,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	// SkippedTicks counts the ticks skipped since the schedule last fired
+	// (the previous job was still running), LastSkipAt the latest of them.
+	SkippedTicks int       `json:"skipped_ticks,omitempty"`
+	LastSkipAt   time.Time `json:"last_skip_at,omitzero"`
+	CreatedAt    time.Time `json:"created_at"`
 }
 
 // Clone returns a deep copy of s.
 func (s *Schedule) Clone() *Schedule {
 	c := *s
-	c.Args = append(json.RawMessage(nil), s.Args...)
-	if s.Retry != nil {
-		r := *s.Retry
-		c.Retry = &r
-	}
+	c.Args = cloneBytes(s.Args)
+	c.Retry = s.Retry.Clone()
 	return &c
 }
 
-// NewJob returns the job that the tick at fireTime enqueues.
+// NewJob returns the job that the tick at fireTime enqueues, before its
+// options are resolved and it is validated.
 func (s *Schedule) NewJob(fireTime time.Time) *Job {
 	return &Job{
 		Kind:        s.Kind,
-		Args:        s.Args,
+		Args:        cloneBytes(s.Args),
 		Queue:       s.Queue,
 		Priority:    s.Priority,
 		MaxAttempts: s.MaxAttempts,
 		Timeout:     s.Timeout,
-		Retry:       s.Retry,
+		Retry:       s.Retry.Clone(),
 		Schedule:    s.Name,
 		FireTime:    fireTime,
 	}

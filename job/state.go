@@ -9,6 +9,10 @@ import (
 // State is where a job is in its life. Every job Enqueue accepted is in exactly
 // one state at any moment; see docs/state-machine.md for the diagram.
 //
+// The numeric values are fixed (a test pins them) but never persisted: stores
+// keep a state by its name (String), so inserting a state can never misread a
+// stored job.
+//
 // The waiting states (Scheduled, Available, Retrying) hold jobs that have not
 // started their next attempt; Running holds jobs a worker owns under a lease;
 // Completed, Cancelled and Dead are final, except that an operator may retry a
@@ -20,30 +24,33 @@ const (
 	// StateScheduled: in from Enqueue or Reschedule with a run-at in the
 	// future; out to Available when its time comes (promotion, done by the
 	// store at claim time) or to Cancelled.
-	StateScheduled State = iota + 1
+	StateScheduled State = 1
 	// StateAvailable: in from Enqueue (run-at reached), promotion, a released
 	// or rescued attempt, or a DLQ retry; out to Running when a worker claims
 	// it, or to Cancelled.
-	StateAvailable
+	StateAvailable State = 2
 	// StateRunning: in from a claim; out to Completed, Retrying, Dead or
 	// Cancelled when the attempt ends, or back to Available when the attempt
 	// is released by shutdown or rescued after its lease expired.
-	StateRunning
+	StateRunning State = 3
 	// StateRetrying: in from a failed attempt with attempts left, waiting for
-	// its backoff; out to Available when the backoff has passed, or to
-	// Cancelled.
-	StateRetrying
+	// its backoff; out to Available when the backoff has passed, to
+	// Cancelled, or to Dead when a newer tick of its recurring schedule
+	// supersedes it.
+	StateRetrying State = 4
 	// StateCompleted: in from a successful attempt. Final; removed by
 	// retention.
-	StateCompleted
-	// StateCancelled: in from Cancel (of a waiting job, or of a running job
-	// whose handler then fails). Final; removed by retention.
-	StateCancelled
+	StateCompleted State = 5
+	// StateCancelled: in from Cancel of a waiting job, or of a running job
+	// whose attempt then fails, is given back by shutdown or whose worker
+	// dies (a requested cancel is never lost). Final; removed by retention.
+	StateCancelled State = 6
 	// StateDead: the dead-letter queue. In from a permanent failure, from
-	// running out of attempts, or from a worker crashing under the job too
-	// many times in a row; out to Available by a DLQ retry, or removed by
+	// running out of attempts, from a worker crashing under the job too
+	// many times in a row, or from a retrying job superseded by the next
+	// tick of its schedule; out to Available by a DLQ retry, or removed by
 	// purge or retention.
-	StateDead
+	StateDead State = 7
 )
 
 // States lists every state in lifecycle order.
@@ -67,8 +74,8 @@ func (s State) String() string {
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
-// ParseState parses a state name as returned by String. It also accepts
-// "waiting" for nothing: callers wanting all waiting states use WaitingStates.
+// ParseState parses a state name as returned by String. Groups such as
+// "waiting" are not states: callers wanting them use WaitingStates.
 func ParseState(name string) (State, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	for _, s := range States {
@@ -115,9 +122,12 @@ func CanTransition(from, to State) bool {
 	switch from {
 	case 0: // enqueue
 		return to == StateScheduled || to == StateAvailable
-	case StateScheduled, StateRetrying:
+	case StateScheduled:
 		// promotion, cancel, reschedule
 		return to == StateAvailable || to == StateCancelled || to == StateScheduled
+	case StateRetrying:
+		// promotion, cancel, reschedule; superseded by its schedule's next tick
+		return to == StateAvailable || to == StateCancelled || to == StateScheduled || to == StateDead
 	case StateAvailable:
 		// claim, cancel, reschedule into the future or in place
 		return to == StateRunning || to == StateCancelled || to == StateScheduled || to == StateAvailable

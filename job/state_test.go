@@ -1,7 +1,10 @@
 package job
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,7 +28,7 @@ func TestCanTransition(t *testing.T) {
 		sch:  {sch, ava, can},
 		ava:  {sch, ava, run, can},
 		run:  {ava, ret, com, can, dea},
-		ret:  {sch, ava, can},
+		ret:  {sch, ava, can, dea},
 		com:  {},
 		can:  {},
 		dea:  {ava},
@@ -44,6 +47,29 @@ func TestCanTransition(t *testing.T) {
 			if want != (err == nil) || (!want && !errors.As(err, &te)) {
 				t.Errorf("CheckTransition(%s, %s) = %v", from, to, err)
 			}
+		}
+	}
+}
+
+// TestStateValues pins the states' values and names: a stored or printed
+// state must never change meaning.
+func TestStateValues(t *testing.T) {
+	t.Parallel()
+	want := []struct {
+		s    State
+		v    uint8
+		name string
+	}{
+		{StateScheduled, 1, "scheduled"}, {StateAvailable, 2, "available"}, {StateRunning, 3, "running"},
+		{StateRetrying, 4, "retrying"}, {StateCompleted, 5, "completed"}, {StateCancelled, 6, "cancelled"},
+		{StateDead, 7, "dead"},
+	}
+	if len(States) != len(want) {
+		t.Fatalf("States has %d states, want %d", len(States), len(want))
+	}
+	for i, w := range want {
+		if uint8(w.s) != w.v || w.s.String() != w.name || States[i] != w.s {
+			t.Errorf("state %d: value %d name %q, want %d %q", i, uint8(w.s), w.s.String(), w.v, w.name)
 		}
 	}
 }
@@ -93,16 +119,22 @@ func TestValidate(t *testing.T) {
 		j     Job
 		field string // "" means valid
 	}{
-		{"ok", Job{Kind: "k"}, ""},
-		{"empty kind", Job{}, "kind"},
-		{"blank kind", Job{Kind: "  "}, "kind"},
-		{"bad args", Job{Kind: "k", Args: []byte("{")}, "args"},
-		{"negative attempts", Job{Kind: "k", MaxAttempts: -1}, "max_attempts"},
-		{"negative timeout", Job{Kind: "k", Timeout: -time.Second}, "timeout"},
-		{"far future", Job{Kind: "k", RunAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
-		{"long queue", Job{Kind: "k", Queue: string(make([]byte, 300))}, "queue"},
+		{"ok", Job{Kind: "k", Queue: "q", MaxAttempts: 1}, ""},
+		{"empty kind", Job{Queue: "q", MaxAttempts: 1}, "kind"},
+		{"blank kind", Job{Kind: "  ", Queue: "q", MaxAttempts: 1}, "kind"},
+		{"bad args", Job{Kind: "k", Queue: "q", MaxAttempts: 1, Args: []byte("{")}, "args"},
+		{"args not UTF-8", Job{Kind: "k", Queue: "q", MaxAttempts: 1, Args: []byte("\"\xff\"")}, "args"},
+		{"args too large", Job{Kind: "k", Queue: "q", MaxAttempts: 1, Args: []byte(`"` + strings.Repeat("a", MaxArgsSize) + `"`)}, "args"},
+		{"no queue", Job{Kind: "k", MaxAttempts: 1}, "queue"},
+		{"no attempts", Job{Kind: "k", Queue: "q"}, "max_attempts"},
+		{"negative attempts", Job{Kind: "k", Queue: "q", MaxAttempts: -1}, "max_attempts"},
+		{"negative timeout", Job{Kind: "k", Queue: "q", MaxAttempts: 1, Timeout: -time.Second}, "timeout"},
+		{"far future", Job{Kind: "k", Queue: "q", MaxAttempts: 1, RunAt: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
+		{"before 1970", Job{Kind: "k", Queue: "q", MaxAttempts: 1, RunAt: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
+		{"long queue", Job{Kind: "k", Queue: string(make([]byte, 300)), MaxAttempts: 1}, "queue"},
+		{"func with args", Job{Func: func(context.Context) (any, error) { return nil, nil }, Queue: "q", MaxAttempts: 1, Args: []byte("1")}, "args"},
 	} {
-		err := tc.j.Validate(now, 25)
+		err := tc.j.Validate(now)
 		var fe *FieldError
 		switch {
 		case tc.field == "" && err != nil:
@@ -111,11 +143,54 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: got %v, want a FieldError on %q", tc.name, err, tc.field)
 		}
 	}
-	j := Job{Kind: "k", RunAt: now.Add(time.Minute)}
-	if err := j.Validate(now, 25); err != nil {
+	j := Job{Kind: "k", Queue: "q", MaxAttempts: 3, RunAt: now.Add(time.Minute)}
+	if err := j.Validate(now); err != nil {
 		t.Fatal(err)
 	}
-	if j.Queue != DefaultQueue || j.MaxAttempts != 25 || j.State != StateScheduled || !j.CreatedAt.Equal(now) {
-		t.Errorf("defaults: got queue %q attempts %d state %s created %v", j.Queue, j.MaxAttempts, j.State, j.CreatedAt)
+	if j.State != StateScheduled || !j.CreatedAt.Equal(now) {
+		t.Errorf("got state %s created %v", j.State, j.CreatedAt)
+	}
+	j = Job{Kind: "k", Queue: "q", MaxAttempts: 3}
+	if err := j.Validate(now); err != nil || j.State != StateAvailable || !j.RunAt.Equal(now) {
+		t.Errorf("no run-at: got %v state %s run-at %v", err, j.State, j.RunAt)
+	}
+}
+
+// TestJSON checks the public JSON form: durations as strings, states and
+// overlap policies by name, and a round trip.
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	j := Job{ID: 3, Kind: "k", Queue: "q", Timeout: 90 * time.Second, State: StateRetrying,
+		Attempts: []Attempt{{Attempt: 1, Duration: 1500 * time.Millisecond, Backoff: time.Minute, Outcome: "retrying"}}}
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"timeout":"1m30s"`, `"state":"retrying"`, `"duration":"1.5s"`, `"backoff":"1m0s"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back Job
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Timeout != j.Timeout || back.State != j.State || len(back.Attempts) != 1 || back.Attempts[0].Duration != j.Attempts[0].Duration {
+		t.Errorf("round trip: got %+v", back)
+	}
+	sc := Schedule{Name: "s", Overlap: OverlapAllow, Timeout: time.Hour}
+	b, _ = json.Marshal(sc)
+	if !strings.Contains(string(b), `"overlap":"allow"`) || !strings.Contains(string(b), `"timeout":"1h0m0s"`) {
+		t.Errorf("schedule JSON %s", b)
+	}
+}
+
+func TestCloneSharesNothing(t *testing.T) {
+	t.Parallel()
+	j := &Job{Args: []byte(`{"a":1}`), Result: []byte(`2`), Attempts: []Attempt{{Result: []byte(`3`)}}}
+	c := j.Clone()
+	c.Args[0], c.Result[0], c.Attempts[0].Result[0] = 'x', 'x', 'x'
+	if string(j.Args) != `{"a":1}` || string(j.Result) != `2` || string(j.Attempts[0].Result) != `3` {
+		t.Errorf("Clone shares bytes: %s %s %s", j.Args, j.Result, j.Attempts[0].Result)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hopperq/hopper"
 )
 
@@ -24,8 +26,17 @@ const KindExec = "exec"
 // HTTP response body (the first ones) a result keeps.
 const TailSize = 4 << 10
 
-// errTailSize is how much of stderr an exec error message carries.
-const errTailSize = 1 << 10
+// Limits on an exec job's args, checked by ExecArgs.Validate. Linux refuses
+// an argument or environment variable longer than 128 KiB (MAX_ARG_STRLEN,
+// counting its final NUL) and a path longer than 4 KiB (PATH_MAX); the core
+// refuses args whose JSON is over 1 MiB (hopper's job.MaxArgsSize), which
+// bounds their total size.
+const (
+	MaxExecArgs     = 4096        // entries in ExecArgs.Args
+	MaxExecEnv      = 1024        // entries in ExecArgs.Env
+	MaxExecArgSize  = 128<<10 - 1 // bytes of each entry of ExecArgs.Args and ExecArgs.Env
+	MaxExecPathSize = 4<<10 - 1   // bytes of ExecArgs.Command and ExecArgs.Dir
+)
 
 // ExecArgs are the args of an exec job: a command run directly (no shell).
 //
@@ -33,9 +44,16 @@ const errTailSize = 1 << 10
 // done (its timeout, ExecArgs.Timeout, a cancellation or a forced shutdown)
 // the whole group is killed with SIGKILL, so children the command started
 // die with it; processes the command left behind in its group when it exits
-// are killed too.
+// are killed too. If the process running Exec dies, even by SIGKILL, the
+// group is killed as well, provided the program called Supervise (see
+// there).
+//
+// Every string must be valid UTF-8 without NUL bytes: args are JSON text,
+// which cannot carry other bytes exactly, and a command line cannot hold a
+// NUL. See also the Max* limits.
 type ExecArgs struct {
-	// Command is the program: a path, or a name looked up in PATH.
+	// Command is the program: a path, or a name looked up in the PATH of
+	// the process running Exec. A relative path is taken from Dir.
 	Command string `json:"command"`
 	// Args are the program's arguments (without the program name).
 	Args []string `json:"args,omitempty"`
@@ -46,32 +64,88 @@ type ExecArgs struct {
 	// Timeout kills the command after this long (0: only the job's own
 	// timeout applies). A timeout fails the attempt; it is retried.
 	Timeout Duration `json:"timeout,omitempty"`
-	// PermanentExitCodes are exit codes that fail the job permanently: it
-	// goes to the dead-letter queue without further attempts. Any other
-	// non-zero exit code fails the attempt and is retried.
+	// PermanentExitCodes are exit codes, from 1 to 255, that fail the job
+	// permanently: it goes to the dead-letter queue without further
+	// attempts. Any other non-zero exit code fails the attempt and is
+	// retried.
 	PermanentExitCodes []int `json:"permanent_exit_codes,omitempty"`
 }
 
-// ExecResult is the result of a successful exec job.
+// ExecResult is what an exec job's attempt produced once its command ran:
+// the job's result when the attempt completed it, and the result kept with
+// a failed attempt (hopper's Attempt.Result) when the command exited with
+// another code than 0, was killed by a signal, or was killed on timeout or
+// cancellation.
+//
+// The tails are text: each run of bytes that are not UTF-8 in the output is
+// replaced by one U+FFFD, and a character cut by the start of the tail is
+// dropped.
 type ExecResult struct {
-	ExitCode   int      `json:"exit_code"`
-	Duration   Duration `json:"duration"`
-	StdoutTail string   `json:"stdout_tail"` // the last TailSize bytes
-	StderrTail string   `json:"stderr_tail"` // the last TailSize bytes
+	// ExitCode is the command's exit code, or -1 if a signal ended it.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the command, such as "SIGKILL"
+	// (the signal of timeouts and cancellations), if one did.
+	Signal string `json:"signal,omitempty"`
+	// Duration is how long the command ran.
+	Duration Duration `json:"duration"`
+	// StdoutTail and StderrTail are the last TailSize bytes of the
+	// command's standard output and standard error.
+	StdoutTail string `json:"stdout_tail"`
+	StderrTail string `json:"stderr_tail"`
 }
 
-// Validate reports what is wrong with a, if anything.
+// Validate reports what is wrong with a, if anything, naming the field.
 func (a *ExecArgs) Validate() error {
 	if strings.TrimSpace(a.Command) == "" {
 		return errors.New("exec: command must not be empty")
 	}
-	for _, e := range a.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return fmt.Errorf("exec: env %q: want KEY=VALUE", e)
+	if err := checkExecString("command", a.Command, MaxExecPathSize); err != nil {
+		return err
+	}
+	if len(a.Args) > MaxExecArgs {
+		return fmt.Errorf("exec: %d args, more than the limit of %d", len(a.Args), MaxExecArgs)
+	}
+	for i, s := range a.Args {
+		if err := checkExecString(fmt.Sprintf("args[%d]", i), s, MaxExecArgSize); err != nil {
+			return err
 		}
+	}
+	if len(a.Env) > MaxExecEnv {
+		return fmt.Errorf("exec: %d env variables, more than the limit of %d", len(a.Env), MaxExecEnv)
+	}
+	for i, e := range a.Env {
+		if err := checkExecString(fmt.Sprintf("env[%d]", i), e, MaxExecArgSize); err != nil {
+			return err
+		}
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("exec: env[%d] %q: want KEY=VALUE", i, e)
+		}
+	}
+	if err := checkExecString("dir", a.Dir, MaxExecPathSize); err != nil {
+		return err
 	}
 	if a.Timeout < 0 {
 		return fmt.Errorf("exec: timeout must not be negative, got %s", a.Timeout)
+	}
+	for _, c := range a.PermanentExitCodes {
+		if c < 1 || c > 255 {
+			return fmt.Errorf("exec: permanent_exit_codes: %d is not the exit code of a failure (want 1 to 255)", c)
+		}
+	}
+	return nil
+}
+
+// checkExecString refuses a string that cannot be passed to a command
+// exactly: one that is not UTF-8, holds a NUL or is longer than max bytes.
+func checkExecString(field, s string, max int) error {
+	if err := checkText(KindExec, field, s); err != nil {
+		return err
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("exec: %s holds a NUL byte (at byte %d), which a command line cannot carry", field, i)
+	}
+	if len(s) > max {
+		return fmt.Errorf("exec: %s is %d bytes, more than the limit of %d", field, len(s), max)
 	}
 	return nil
 }
@@ -80,19 +154,63 @@ func (a *ExecArgs) Validate() error {
 var errExecTimeout = errors.New("exec timeout")
 
 // Exec runs a command as described by a. It is the handler of KindExec.
+//
+// Exit code 0 returns the result and a nil error. Once the command ran, a
+// failure returns the result too, with an error that fails the attempt:
+// another exit code (permanent if listed in a.PermanentExitCodes), a
+// signal, or a kill on timeout or cancellation. The error message is short
+// (the exit code or signal, and the end of the last line of stderr); the
+// output is in the result. Invalid args, and a command that cannot be
+// started because it is missing, not executable or too big, or because
+// Dir is not a directory, fail permanently with no result.
+//
+// If the program called Supervise, the command runs under a supervisor
+// process that kills its process group when this process dies; otherwise
+// it is started directly and only it gets SIGKILL if this process dies.
 func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
+	return runExec(ctx, a, supervisorAvailable.Load())
+}
+
+// runExec is Exec, with or without a supervisor.
+func runExec(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, error) {
 	if err := a.Validate(); err != nil {
 		return nil, hopper.Permanent(err)
+	}
+	// A bad Dir is reported here: starting would blame the program.
+	if a.Dir != "" {
+		if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
+			if err == nil {
+				err = fmt.Errorf("%s: %w", a.Dir, syscall.ENOTDIR)
+			}
+			return nil, hopper.Permanent(fmt.Errorf("exec %s: cannot start: dir: %w", a.Command, err))
+		}
 	}
 	if a.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.Timeout.D(), errExecTimeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, a.Command, a.Args...)
-	cmd.Env = append(os.Environ(), a.Env...)
-	cmd.Dir = a.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// target is the command as exec.Command resolves it (in PATH), with
+	// its environment and directory.
+	target := exec.Command(a.Command, a.Args...)
+	if target.Err != nil {
+		return nil, startError(a.Command, target.Err)
+	}
+	target.Env = append(os.Environ(), a.Env...)
+	target.Dir = a.Dir
+
+	var cmd *exec.Cmd
+	var sv *supervisorLink
+	if supervised {
+		var err error
+		if cmd, sv, err = supervisorCommand(ctx, target); err != nil {
+			return nil, fmt.Errorf("exec %s: %w", a.Command, err)
+		}
+	} else {
+		cmd = exec.CommandContext(ctx, target.Path)
+		cmd.Args, cmd.Env, cmd.Dir = target.Args, target.Env, target.Dir
+		cmd.SysProcAttr = directProcAttr()
+	}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = 2 * time.Second
 
@@ -102,10 +220,12 @@ func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
 	var stdout, stderr tailBuffer
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		sv.close()
 		return nil, fmt.Errorf("exec: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
+		sv.close()
 		outR.Close()
 		outW.Close()
 		return nil, fmt.Errorf("exec: %w", err)
@@ -115,7 +235,9 @@ func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	sv.started()
 	if err != nil {
+		sv.close()
 		outR.Close()
 		errR.Close()
 		return nil, startError(a.Command, err)
@@ -123,6 +245,12 @@ func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { io.Copy(&stdout, outR) })
 	wg.Go(func() { io.Copy(&stderr, errR) })
+	// startErr is why the supervisor could not start the command, if it
+	// could not.
+	var startErr error
+	if sv != nil {
+		startErr = sv.handshake(a.Command)
+	}
 	waitErr := cmd.Wait()
 	dur := time.Since(start)
 	// Kill whatever the command left running in its group; the pipes
@@ -141,29 +269,48 @@ func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
 	errR.Close()
 
 	res := &ExecResult{Duration: Duration(dur), StdoutTail: stdout.String(), StderrTail: stderr.String()}
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = unix.SignalName(ws.Signal())
+		}
+	}
+	if startErr != nil && ctx.Err() == nil {
+		if errors.Is(startErr, errNoHandshake) {
+			return nil, fmt.Errorf("exec %s: supervisor failed before starting the command (%v)%s", a.Command, waitErr, errExcerpt(res.StderrTail))
+		}
+		return nil, startErr
+	}
+	if err := runError(ctx, a, res, waitErr); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// runError is the error of a command that ran, with result res and
+// cmd.Wait's error waitErr; nil if it succeeded.
+func runError(ctx context.Context, a ExecArgs, res *ExecResult, waitErr error) error {
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if errors.Is(cause, errExecTimeout) {
-			return nil, fmt.Errorf("exec %s: timed out after %s: process group killed%s", a.Command, a.Timeout, errTail(res.StderrTail))
+			return fmt.Errorf("exec %s: timed out after %s: process group killed%s", a.Command, a.Timeout, errExcerpt(res.StderrTail))
 		}
-		return nil, fmt.Errorf("exec %s: killed (%v)%s", a.Command, cause, errTail(res.StderrTail))
+		return fmt.Errorf("exec %s: killed (%v)%s", a.Command, cause, errExcerpt(res.StderrTail))
 	}
-	if waitErr != nil {
-		var ee *exec.ExitError
-		if !errors.As(waitErr, &ee) {
-			return nil, fmt.Errorf("exec %s: %w", a.Command, waitErr)
-		}
-		res.ExitCode = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return nil, fmt.Errorf("exec %s: killed by signal %s%s", a.Command, ws.Signal(), errTail(res.StderrTail))
-		}
-		err := fmt.Errorf("exec %s: exit code %d%s", a.Command, res.ExitCode, errTail(res.StderrTail))
-		if slices.Contains(a.PermanentExitCodes, res.ExitCode) {
-			return nil, hopper.Permanent(err)
-		}
-		return nil, err
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+		return nil
+	case !errors.As(waitErr, &ee):
+		return fmt.Errorf("exec %s: %w", a.Command, waitErr)
+	case res.Signal != "":
+		return fmt.Errorf("exec %s: killed by signal %s%s", a.Command, res.Signal, errExcerpt(res.StderrTail))
 	}
-	return res, nil
+	err := fmt.Errorf("exec %s: exit code %d%s", a.Command, res.ExitCode, errExcerpt(res.StderrTail))
+	if slices.Contains(a.PermanentExitCodes, res.ExitCode) {
+		return hopper.Permanent(err)
+	}
+	return err
 }
 
 // killGroup sends SIGKILL to process group pgid; a group already gone is
@@ -180,26 +327,29 @@ func killGroup(pgid int) error {
 }
 
 // startError classifies a failure to start the command: one that running
-// again cannot fix (not found, not executable, bad directory) is permanent.
+// again cannot fix (not found, not executable, bad directory, too long) is
+// permanent.
 func startError(command string, err error) error {
 	err = fmt.Errorf("exec %s: cannot start: %w", command, err)
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, exec.ErrDot) {
+	if isPermanentStartError(err) {
 		return hopper.Permanent(err)
 	}
 	return err
 }
 
-// errTail formats the end of stderr for an error message.
-func errTail(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
+func isPermanentStartError(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, exec.ErrDot) ||
+		errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP)
+}
+
+// errExcerpt formats the end of the last line of stderr for an error
+// message.
+func errExcerpt(stderr string) string {
+	if s := lastLine(stderr); s != "" {
+		return ": " + s
 	}
-	if len(s) > errTailSize {
-		s = "…" + strings.ToValidUTF8(s[len(s)-errTailSize:], "")
-	}
-	return ": " + s
+	return ""
 }
 
 // tailBuffer keeps the last TailSize bytes written to it.
@@ -222,6 +372,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// String returns the tail as valid UTF-8 (a character cut at the start is
-// dropped).
-func (t *tailBuffer) String() string { return strings.ToValidUTF8(string(t.buf), "") }
+// String returns the tail as text (see outputText).
+func (t *tailBuffer) String() string {
+	return outputText(t.buf, t.total > int64(len(t.buf)), false)
+}

@@ -26,6 +26,10 @@ const DefaultHTTPTimeout = time.Minute
 // the job permanently (the request itself is wrong), except 408 Request
 // Timeout and 429 Too Many Requests, which are retried; RetryOn4xx retries
 // every 4xx.
+//
+// The URL, the header values and the body must be valid UTF-8: args are
+// JSON text, which cannot carry other bytes exactly (a binary body cannot
+// be sent).
 type HTTPArgs struct {
 	Method     string            `json:"method,omitempty"` // default GET
 	URL        string            `json:"url"`              // http or https
@@ -35,17 +39,30 @@ type HTTPArgs struct {
 	RetryOn4xx bool              `json:"retry_on_4xx,omitempty"`
 }
 
-// HTTPResult is the result of a successful http job.
+// HTTPResult is what an http job's attempt got once a response came: the
+// job's result when the attempt completed it, and the result kept with a
+// failed attempt (hopper's Attempt.Result) on a 4xx or 5xx status or a body
+// that broke off. An attempt that got no response (a connection error, a
+// timeout) has no result.
 type HTTPResult struct {
-	Status      int      `json:"status"`
-	Duration    Duration `json:"duration"`
-	BodyExcerpt string   `json:"body_excerpt"` // the first TailSize bytes
+	// Status is the response's status code.
+	Status int `json:"status"`
+	// Duration is the time from sending the request to reading the
+	// excerpt.
+	Duration Duration `json:"duration"`
+	// BodyExcerpt is the first TailSize bytes of the body, as text: each
+	// run of bytes that are not UTF-8 is replaced by one U+FFFD, and a
+	// character cut by the end of the excerpt is dropped.
+	BodyExcerpt string `json:"body_excerpt"`
 }
 
-// Validate reports what is wrong with a, if anything.
+// Validate reports what is wrong with a, if anything, naming the field.
 func (a *HTTPArgs) Validate() error {
 	if a.URL == "" {
 		return errors.New("http: url must not be empty")
+	}
+	if err := checkText(KindHTTP, "url", a.URL); err != nil {
+		return err
 	}
 	u, err := url.Parse(a.URL)
 	if err != nil {
@@ -64,9 +81,15 @@ func (a *HTTPArgs) Validate() error {
 		if !isToken(k) {
 			return fmt.Errorf("http: bad header name %q", k)
 		}
+		if err := checkText(KindHTTP, "headers."+k, v); err != nil {
+			return err
+		}
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return fmt.Errorf("http: header %s: value must not contain CR, LF or NUL", k)
 		}
+	}
+	if err := checkText(KindHTTP, "body", a.Body); err != nil {
+		return err
 	}
 	if a.Timeout < 0 {
 		return fmt.Errorf("http: timeout must not be negative, got %s", a.Timeout)
@@ -93,6 +116,12 @@ var httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport)
 var errHTTPTimeout = errors.New("http timeout")
 
 // HTTP makes the request described by a. It is the handler of KindHTTP.
+//
+// A 2xx or 3xx response returns the result and a nil error. A 4xx or 5xx
+// response, or a body that broke off, returns the result too, with an
+// error that fails the attempt (permanent for a 4xx, as HTTPArgs says);
+// the error message is short (the status and the start of the body's first
+// line). No response (a timeout, a connection error) returns no result.
 func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	if err := a.Validate(); err != nil {
 		return nil, hopper.Permanent(err)
@@ -131,36 +160,41 @@ func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 		return nil, fmt.Errorf("http %s %s: %w", method, a.URL, err)
 	}
 	defer resp.Body.Close()
-	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize))
+	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize+1))
 	dur := time.Since(start)
+	cut := len(excerpt) > TailSize
+	if cut {
+		excerpt = excerpt[:TailSize]
+	}
+	res := &HTTPResult{Status: resp.StatusCode, Duration: Duration(dur), BodyExcerpt: outputText(excerpt, false, cut || err != nil)}
 	if err != nil && resp.StatusCode < 400 {
 		// The status says success but the body broke off: the request
 		// may not have been handled fully; try again.
-		return nil, fmt.Errorf("http %s %s: %d, reading body: %w", method, a.URL, resp.StatusCode, err)
+		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
+			err = fmt.Errorf("timed out after %s", timeout)
+		}
+		return res, fmt.Errorf("http %s %s: %s, reading body: %w", method, a.URL, resp.Status, err)
 	}
 	// Drain a little more so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	res := &HTTPResult{Status: resp.StatusCode, Duration: Duration(dur), BodyExcerpt: strings.ToValidUTF8(string(excerpt), "")}
 	switch code := resp.StatusCode; {
 	case code < 400:
 		return res, nil
 	case code < 500:
 		err := statusError(method, a.URL, resp, res.BodyExcerpt)
 		if a.RetryOn4xx || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests {
-			return nil, err
+			return res, err
 		}
-		return nil, hopper.Permanent(err)
+		return res, hopper.Permanent(err)
 	default:
-		return nil, statusError(method, a.URL, resp, res.BodyExcerpt)
+		return res, statusError(method, a.URL, resp, res.BodyExcerpt)
 	}
 }
 
+// statusError is the error of a 4xx or 5xx response: the status and the
+// start of the body's first line.
 func statusError(method, url string, resp *http.Response, body string) error {
-	body = strings.TrimSpace(body)
-	if len(body) > errTailSize {
-		body = strings.ToValidUTF8(body[:errTailSize], "") + "…"
-	}
-	if body != "" {
+	if body = firstLine(body); body != "" {
 		body = ": " + body
 	}
 	return fmt.Errorf("http %s %s: %s%s", method, url, resp.Status, body)

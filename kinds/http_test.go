@@ -96,6 +96,57 @@ func TestHTTPStatusClassification(t *testing.T) {
 	}
 }
 
+// TestHTTPFailureKeepsResult checks that a failed request returns its
+// result (status, duration, body excerpt) with a short error.
+func TestHTTPFailureKeepsResult(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("0123456789", 100)
+	url := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/long" {
+			http.Error(w, long, http.StatusBadGateway)
+			return
+		}
+		http.Error(w, "boom\nsecond line", http.StatusInternalServerError)
+	})
+	res, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	if err == nil || hopper.IsPermanent(err) || err.Error() != "http GET "+url+": 500 Internal Server Error: boom" {
+		t.Fatalf("error %v", err)
+	}
+	if res == nil || res.Status != 500 || res.BodyExcerpt != "boom\nsecond line\n" || res.Duration <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	res, err = HTTP(context.Background(), HTTPArgs{URL: url + "/long"})
+	if err == nil || len(err.Error()) > 300 || !strings.HasSuffix(err.Error(), "0123456789…") {
+		t.Fatalf("error of %d bytes: %v", len(err.Error()), err)
+	}
+	if res == nil || res.Status != 502 || res.BodyExcerpt != long+"\n" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestHTTPBodyExcerptText checks how a body that is not UTF-8 is kept: a
+// character cut by the excerpt's end is dropped, other bad bytes replaced.
+func TestHTTPBodyExcerptText(t *testing.T) {
+	t.Parallel()
+	url := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bin" {
+			w.Write([]byte("\x89PNG\r\n"))
+			return
+		}
+		w.Write([]byte("x" + strings.Repeat("é", 3000)))
+	})
+	res, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "x" + strings.Repeat("é", (TailSize-2)/2); res.BodyExcerpt != want {
+		t.Errorf("excerpt of %d bytes ends %q, want %d bytes", len(res.BodyExcerpt), res.BodyExcerpt[len(res.BodyExcerpt)-4:], len(want))
+	}
+	if res, err = HTTP(context.Background(), HTTPArgs{URL: url + "/bin"}); err != nil || res.BodyExcerpt != "\uFFFDPNG\r\n" {
+		t.Errorf("binary body: %v, %q", err, res.BodyExcerpt)
+	}
+}
+
 func TestHTTPTimeoutIsRetried(t *testing.T) {
 	t.Parallel()
 	url := server(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
@@ -127,10 +178,22 @@ func TestHTTPBadInputIsPermanent(t *testing.T) {
 		{URL: "http://localhost", Method: "GE T"},
 		{URL: "http://localhost", Headers: map[string]string{"Bad Name": "x"}},
 		{URL: "http://localhost", Headers: map[string]string{"X": "a\r\nb"}},
+		{URL: "http://localhost/caf\xe9"},
+		{URL: "http://localhost", Headers: map[string]string{"X": "caf\xe9"}},
+		{URL: "http://localhost", Body: "\x89PNG"},
 	} {
 		_, err := HTTP(context.Background(), a)
 		if !hopper.IsPermanent(err) || !strings.HasPrefix(err.Error(), "permanent: http: ") {
 			t.Errorf("%+v: want a permanent, clear error, got %v", a, err)
+		}
+	}
+	for field, a := range map[string]HTTPArgs{
+		"url":       {URL: "http://localhost/caf\xe9"},
+		"headers.X": {URL: "http://localhost", Headers: map[string]string{"X": "caf\xe9"}},
+		"body":      {URL: "http://localhost", Body: "\x89PNG"},
+	} {
+		if err := a.Validate(); err == nil || !strings.Contains(err.Error(), "http: "+field+" is not valid UTF-8") {
+			t.Errorf("%s: error %v", field, err)
 		}
 	}
 }
@@ -138,7 +201,13 @@ func TestHTTPBadInputIsPermanent(t *testing.T) {
 // TestRegisteredKinds runs both kinds through a client.
 func TestRegisteredKinds(t *testing.T) {
 	t.Parallel()
-	url := server(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("pong")) })
+	url := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("pong"))
+	})
 	ws := hopper.NewWorkers()
 	Register(ws)
 	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 2})
@@ -177,5 +246,23 @@ func TestRegisteredKinds(t *testing.T) {
 	j = run(KindExec, json.RawMessage(`{"cmd":"echo"}`))
 	if j.State != hopper.StateDead || !strings.Contains(j.LastError, `unknown field "cmd"`) {
 		t.Fatalf("bad args: %s %q", j.State, j.LastError)
+	}
+
+	// A failed attempt keeps its result in the attempt's history.
+	j = run(KindExec, ExecArgs{Command: "sh", Args: []string{"-c", "echo out; echo err >&2; exit 3"}})
+	er = ExecResult{}
+	if j.State != hopper.StateDead || len(j.Attempts) != 1 || json.Unmarshal(j.Attempts[0].Result, &er) != nil ||
+		er.ExitCode != 3 || er.StdoutTail != "out\n" || er.StderrTail != "err\n" {
+		t.Fatalf("failed exec: %s, attempts %+v", j.State, j.Attempts)
+	}
+	j = run(KindHTTP, HTTPArgs{URL: url + "/missing", Method: "DELETE"})
+	hr = HTTPResult{}
+	if j.State != hopper.StateDead || len(j.Attempts) != 1 || json.Unmarshal(j.Attempts[0].Result, &hr) != nil || hr.Status != 404 {
+		t.Fatalf("failed http: %s, attempts %+v", j.State, j.Attempts)
+	}
+	// A command that never ran has no result (not a JSON null).
+	j = run(KindExec, ExecArgs{Command: "hopper-no-such-command"})
+	if j.State != hopper.StateDead || len(j.Attempts) != 1 || j.Attempts[0].Result != nil {
+		t.Fatalf("exec not found: %s, result %q", j.State, j.Attempts[0].Result)
 	}
 }

@@ -27,26 +27,34 @@ type Store interface {
 	Enqueue(ctx context.Context, p EnqueueParams) ([]EnqueueResult, error)
 
 	// Claim promotes waiting jobs whose run-at has come to available, then
-	// moves up to p.Limit available jobs to running — lowest priority number
-	// first, then earliest run-at, then lowest ID — giving each a lease until
-	// p.LeaseUntil, and returns them with Attempt incremented. A job is never
-	// returned by two concurrent claims. The result also carries the earliest
-	// run-at among jobs still waiting in the claimed queues, so the caller
-	// knows when to ask again.
+	// moves up to p.Limit available jobs of p.Queues and p.Kinds to running
+	// (ApplyClaim) — lowest priority number first, then earliest run-at,
+	// then lowest ID — giving each a lease until p.LeaseUntil, and returns
+	// them. A job is never returned by two concurrent claims. The result
+	// also carries the earliest run-at among jobs still waiting in the
+	// claimed queues, so the caller knows when to ask again.
 	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 
-	// Finish applies the outcomes of attempts. Each outcome applies only if
-	// the job is still running the same attempt (otherwise it is skipped and
-	// reported false: the lease was lost). Returns one bool per outcome.
-	Finish(ctx context.Context, p FinishParams) ([]bool, error)
+	// Finish applies the outcomes of attempts, each as ApplyFinish says:
+	// only to a job still running the same attempt. It returns, per
+	// outcome, the state the job reached (FinishState: a cancel requested
+	// meanwhile wins over a failure), or zero if the outcome was skipped:
+	// the lease was lost. An outcome whose target state is not a running
+	// job's next state fails the call with a *job.TransitionError, changing
+	// nothing.
+	Finish(ctx context.Context, p FinishParams) ([]job.State, error)
 
-	// Heartbeat extends the leases of running jobs the worker still owns and
-	// returns the IDs among them whose cancellation was requested.
-	Heartbeat(ctx context.Context, p HeartbeatParams) ([]job.ID, error)
+	// Heartbeat extends the leases of the attempts the worker still owns
+	// and reports those whose cancellation was requested, and those it no
+	// longer owns (finished, rescued or deleted meanwhile).
+	Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatResult, error)
 
-	// Rescue moves running jobs whose lease expired before p.Now back to
-	// available, recording an interrupted attempt, or to dead once their
-	// consecutive crashes reach p.MaxCrashes. It returns the jobs it moved.
+	// Rescue applies ApplyRescue to the running jobs whose lease expired
+	// before p.Now (or whose worker the store knows to be dead): back to
+	// available with an interrupted attempt recorded, to cancelled if their
+	// cancellation was requested, or to dead once their consecutive crashes
+	// reach p.MaxCrashes or their attempts are used up. It returns the jobs
+	// as it left them.
 	Rescue(ctx context.Context, p RescueParams) ([]*job.Job, error)
 
 	// Get returns a copy of a job, or job.ErrNotFound.
@@ -54,23 +62,29 @@ type Store interface {
 	// List returns jobs matching p, ordered by ID (ascending, or descending
 	// with p.Desc).
 	List(ctx context.Context, p ListParams) ([]*job.Job, error)
-	// Count counts the jobs matching p's filters (States, Queue, Kind;
-	// its paging fields are ignored).
+	// Count counts the jobs matching p's States, Queue and Kind (the
+	// paging fields and the creation range are List's only).
 	Count(ctx context.Context, p ListParams) (int, error)
 	// Stats counts jobs by state and queue.
 	Stats(ctx context.Context, p StatsParams) (Stats, error)
 
-	// Cancel cancels a waiting job (returned in state cancelled), or, for a
-	// running job, sets CancelRequested and returns it still running. A
+	// Cancel applies ApplyCancel: a waiting job is returned cancelled; a
+	// running job is returned still running with CancelRequested set. A
 	// finished job is returned unchanged with job.ErrNotWaiting.
 	Cancel(ctx context.Context, p CancelParams) (*job.Job, error)
-	// Reschedule moves a waiting job to a new run-at and/or priority;
-	// job.ErrNotWaiting otherwise.
+	// Reschedule applies ApplyReschedule to a waiting job and returns it;
+	// a job in another state is returned unchanged with job.ErrNotWaiting.
 	Reschedule(ctx context.Context, p RescheduleParams) (*job.Job, error)
-	// RetryDead moves dead jobs back to available with their attempt count
-	// reset, and returns how many moved.
+	// RetryDead applies ApplyRetryDead to the dead jobs p selects and
+	// returns how many moved. A dead job whose unique key another
+	// unfinished job holds stays dead. Invalid p (see its Validate) is a
+	// *job.FieldError.
 	RetryDead(ctx context.Context, p RetryDeadParams) (int, error)
-	// Purge deletes finished jobs matching p and returns how many it deleted.
+	// Purge deletes the finished jobs p selects and returns how many it
+	// deleted. Invalid p (see its Validate) is a *job.FieldError. A store
+	// may delete a large selection in several transactions (bounded
+	// batches keep locks short); finished jobs change no more, so each
+	// batch is still exactly the selection's jobs.
 	Purge(ctx context.Context, p PurgeParams) (int, error)
 
 	// AddSchedule inserts a recurring schedule, or job.ErrDuplicate if the
@@ -85,11 +99,12 @@ type Store interface {
 	UpdateSchedule(ctx context.Context, p UpdateScheduleParams) (*job.Schedule, error)
 	// RemoveSchedule deletes a schedule (its jobs stay), or job.ErrNotFound.
 	RemoveSchedule(ctx context.Context, name string) error
-	// FireSchedule enqueues the job of one tick and advances the schedule,
-	// atomically, only if the schedule's NextRunAt still equals p.FireTime
-	// (compare-and-set) and no job exists for (schedule, fire time). It
-	// reports whether it fired; a tick is thus fired at most once, even by
-	// several processes racing.
+	// FireSchedule handles one tick atomically, only if the schedule's
+	// NextRunAt still equals p.FireTime (compare-and-set): it enqueues the
+	// tick's job unless one exists for (schedule, fire time) or p.SkipIfBusy
+	// finds the previous job busy, and advances the schedule. A tick is thus
+	// fired at most once, even by several processes racing. See
+	// FireScheduleParams and FireResult.
 	FireSchedule(ctx context.Context, p FireScheduleParams) (FireResult, error)
 
 	// Close releases the store's resources. Operations after Close return
@@ -103,6 +118,71 @@ type Store interface {
 // claims again whenever the channel receives.
 type Waker interface {
 	Wake() <-chan struct{}
+}
+
+// Identity is implemented by stores that name the process in leases
+// themselves (the SQLite store ties the name to its lock file). A client
+// on such a store uses WorkerID as its ClaimParams.Worker.
+type Identity interface {
+	WorkerID() string
+}
+
+// Clock is implemented by stores that processes on several hosts share. Now
+// returns the store's idea of the current time — the database server's
+// clock, as this process best knows it — and a client on such a store
+// stamps every operation with it, so that leases and run-at times mean the
+// same on every host whatever each host's own clock says.
+type Clock interface {
+	Now() time.Time
+}
+
+// Leader is implemented by stores that several processes share. Of the
+// processes asking to lead under one name, one at a time holds a lease and
+// runs the maintenance services (rescue, retention, schedules); it renews
+// the lease while it runs, and another takes over once it expires. Each
+// take-over starts a new term. A holder whose lease expired — a frozen
+// process that woke up — learns it at its next Lead and must stop.
+type Leader interface {
+	// Lead acquires, renews or reports the lease of p.Name: if it is free,
+	// expired or p.Holder's, p.Holder holds it until p.Now+p.TTL (a new
+	// term unless p.Holder held it unexpired); otherwise the result names
+	// the current holder.
+	Lead(ctx context.Context, p LeadParams) (LeadResult, error)
+	// Resign gives the lease up if p.Holder holds it in term p.Term.
+	Resign(ctx context.Context, p LeadParams) error
+}
+
+// LeadParams are the arguments of Leader.Lead and Leader.Resign.
+type LeadParams struct {
+	Now    time.Time
+	Name   string // what is led, e.g. "maintenance"
+	Holder string // the process asking (its worker ID)
+	TTL    time.Duration
+	Term   int64 // for Resign: the term being given up
+}
+
+// LeadResult is the outcome of Leader.Lead.
+type LeadResult struct {
+	Leader bool      // p.Holder holds the lease
+	Holder string    // the holder
+	Term   int64     // its term; grows by one at each take-over
+	Until  time.Time // when the lease expires unless renewed
+}
+
+// Pinger is implemented by stores that can be unreachable or out of date:
+// Ping returns nil when the store answers and its schema is the one this
+// binary knows (for a readiness check), or an error saying what is wrong:
+// ErrNoSchema, ErrSchemaTooOld or ErrSchemaTooNew among others.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// TxEnqueuer is implemented by stores that can enqueue inside a transaction
+// of the application's own — a pgx.Tx for PostgreSQL, a *sql.Tx for SQLite —
+// so that the jobs exist if and only if that transaction commits. tx of
+// another type is an error.
+type TxEnqueuer interface {
+	EnqueueTx(ctx context.Context, tx any, p EnqueueParams) ([]EnqueueResult, error)
 }
 
 // EnqueueParams are the arguments of Store.Enqueue.
@@ -126,6 +206,9 @@ type ClaimParams struct {
 	LeaseUntil time.Time // lease deadline given to each claimed job
 	// Queues, if not empty, restricts the claim to these queues.
 	Queues []string
+	// Kinds, if not empty, restricts the claim to jobs of these kinds: a
+	// worker claims only what it can run.
+	Kinds []string
 	// QueueLimits caps how many jobs of a queue this claim may take
 	// (absent: no cap beyond Limit; 0: none from that queue).
 	QueueLimits map[string]int
@@ -163,8 +246,24 @@ type Outcome struct {
 type HeartbeatParams struct {
 	Now        time.Time
 	Worker     string
-	IDs        []job.ID
+	Jobs       []Lease // the attempts the worker runs
 	LeaseUntil time.Time
+}
+
+// Lease names one attempt a worker holds: a job and its attempt number.
+type Lease struct {
+	ID      job.ID
+	Attempt int
+}
+
+// HeartbeatResult is the outcome of Store.Heartbeat.
+type HeartbeatResult struct {
+	// Cancel lists the renewed jobs whose cancellation was requested.
+	Cancel []job.ID
+	// Lost lists the attempts the worker no longer owns: the job is no
+	// longer running that attempt under this worker. Their handlers must
+	// stop; their outcomes will not apply.
+	Lost []Lease
 }
 
 // RescueParams are the arguments of Store.Rescue.
@@ -175,7 +274,8 @@ type RescueParams struct {
 	MaxCrashes int
 }
 
-// ListParams filters Store.List. Zero fields do not filter.
+// ListParams filters Store.List and Store.Count. Zero fields do not
+// filter: they only read.
 type ListParams struct {
 	States  []job.State
 	Queue   string
@@ -183,6 +283,10 @@ type ListParams struct {
 	AfterID job.ID // with Desc, IDs below it
 	Limit   int    // default 100
 	Desc    bool
+	// CreatedAfter and CreatedBefore, if set, keep jobs created at or
+	// after, and before, these times.
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
 }
 
 // StatsParams are the arguments of Store.Stats.
@@ -190,6 +294,9 @@ type StatsParams struct {
 	Now time.Time
 	// FinishedSince, if set, also counts jobs finished at or after it.
 	FinishedSince time.Time
+	// Step, if set with FinishedSince, also counts those jobs by step of
+	// this length from FinishedSince (Stats.Series).
+	Step time.Duration
 }
 
 // Stats are job counts.
@@ -199,6 +306,27 @@ type Stats struct {
 	// Finished counts jobs finished since StatsParams.FinishedSince, by
 	// final state.
 	Finished map[job.State]int
+	// FirstFinished is the earliest FinishedAt among the jobs Finished
+	// counts (zero if none).
+	FirstFinished time.Time
+	// OldestAvailable maps each queue with available jobs to the earliest
+	// RunAt among them: how long its most overdue job has waited for a
+	// worker.
+	OldestAvailable map[string]time.Time
+	// Series counts, by final state, the jobs finished in each step of
+	// StatsParams.Step from FinishedSince: Series[s][i] those finished in
+	// [FinishedSince + i×Step, FinishedSince + (i+1)×Step), for the steps
+	// up to Now. Nil without a Step.
+	Series map[job.State][]int
+}
+
+// Steps returns how many steps of step fit from since up to now, the last
+// one partial: the length of each of Stats.Series's slices.
+func Steps(since, now time.Time, step time.Duration) int {
+	if step <= 0 || now.Before(since) {
+		return 0
+	}
+	return int(now.Sub(since)/step) + 1
 }
 
 // CancelParams are the arguments of Store.Cancel.
@@ -215,21 +343,60 @@ type RescheduleParams struct {
 	Priority *int      // nil keeps the current priority
 }
 
-// RetryDeadParams are the arguments of Store.RetryDead.
+// RetryDeadParams are the arguments of Store.RetryDead: the given IDs, or
+// every dead job with All. An empty selection never means all.
 type RetryDeadParams struct {
 	Now time.Time
-	IDs []job.ID // empty means every dead job
+	IDs []job.ID
+	All bool
 }
 
-// PurgeParams select finished jobs to delete. States must name only
-// finished states (completed, cancelled, dead).
+// Validate returns a *job.FieldError unless p selects jobs explicitly: IDs
+// or All, not both.
+func (p RetryDeadParams) Validate() error {
+	switch {
+	case len(p.IDs) == 0 && !p.All:
+		return job.Invalid("ids", "give job IDs, or All to retry every dead job")
+	case len(p.IDs) > 0 && p.All:
+		return job.Invalid("ids", "give job IDs or All, not both")
+	}
+	return nil
+}
+
+// PurgeParams select finished jobs to delete: of States (finished states
+// only), those matching every filter given. At least one of IDs, Before,
+// KeepNewest or All must be given: an empty selection never means all.
 type PurgeParams struct {
 	States []job.State
-	IDs    []job.ID  // if set, only these
-	Before time.Time // if set, only jobs finished before it
+	IDs    []job.ID  // only these
+	Before time.Time // only jobs finished before it
 	// KeepNewest, if positive, spares the newest N matching jobs (by finish
-	// time) per state.
+	// time, then ID) per state.
 	KeepNewest int
+	// All selects every job of States; it excludes the other filters.
+	All bool
+}
+
+// Validate returns a *job.FieldError unless p is a selection Purge takes.
+func (p PurgeParams) Validate() error {
+	if len(p.States) == 0 {
+		return job.Invalid("states", "give the finished states to purge")
+	}
+	for _, st := range p.States {
+		if !st.Finished() {
+			return job.Invalid("states", "can only purge completed, cancelled or dead jobs, not %s", st)
+		}
+	}
+	filtered := len(p.IDs) > 0 || !p.Before.IsZero() || p.KeepNewest > 0
+	switch {
+	case !filtered && !p.All:
+		return job.Invalid("ids", "give job IDs, a finish time, a number to keep, or All to purge every job of the states")
+	case filtered && p.All:
+		return job.Invalid("ids", "All excludes the other filters")
+	case p.KeepNewest < 0:
+		return job.Invalid("keep_newest", "must not be negative")
+	}
+	return nil
 }
 
 // AddScheduleParams are the arguments of Store.AddSchedule.
@@ -257,10 +424,21 @@ type FireScheduleParams struct {
 	FireTime time.Time // must equal the schedule's NextRunAt
 	Next     time.Time // the schedule's NextRunAt afterwards (zero: wait for completion)
 	Job      *job.Job  // validated job to enqueue, with Schedule and FireTime set
+	// SkipIfBusy applies the skip overlap policy to the schedule's last job
+	// (LastJobID): if it is available or running, the tick is skipped
+	// (SkippedTicks+1, LastSkipAt=FireTime); if it is retrying it is
+	// superseded (ApplySupersede) and the tick fires; if it is gone or in
+	// another state the tick fires.
+	SkipIfBusy bool
 }
 
-// FireResult is the outcome of Store.FireSchedule.
+// FireResult is the outcome of Store.FireSchedule. When NextRunAt no longer
+// equalled FireTime (another process handled the tick) all fields are zero.
 type FireResult struct {
 	Fired bool
 	ID    job.ID // the job enqueued, when Fired
+	// Skipped is set when SkipIfBusy skipped the tick.
+	Skipped bool
+	// Superseded is the retrying job SkipIfBusy sent to dead, if any.
+	Superseded job.ID
 }

@@ -22,19 +22,35 @@ import (
 	"github.com/hopperq/hopper/kinds"
 )
 
-// hopperBin builds the hopper command into dir.
-func hopperBin(t *testing.T, dir string) string {
+// bin is the hopper command, built once for the tests of the package
+// (TestMain removes it).
+var bin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// hopperBin builds the hopper command, once, and returns its path.
+func hopperBin(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go") // go test puts its own toolchain first on PATH
-	if err != nil {
-		t.Fatalf("no go tool on PATH: %v", err)
+	bin.once.Do(func() {
+		goTool, err := exec.LookPath("go") // go test puts its own toolchain first on PATH
+		if err != nil {
+			bin.err = fmt.Errorf("no go tool on PATH: %v", err)
+			return
+		}
+		if bin.dir, bin.err = os.MkdirTemp("", "hopper-test-bin-"); bin.err != nil {
+			return
+		}
+		bin.path = filepath.Join(bin.dir, "hopper")
+		if out, err := exec.Command(goTool, "build", "-o", bin.path, ".").CombinedOutput(); err != nil {
+			bin.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if bin.err != nil {
+		t.Fatal(bin.err)
 	}
-	bin := filepath.Join(dir, "hopper")
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return bin.path
 }
 
 // hop runs the hopper binary on one database.
@@ -120,15 +136,16 @@ func (c *hop) stop(s *server) {
 	}
 }
 
-// watcher is the stderr of a server: it copies the log to a file and counts
-// the transitions it reports, waking those who wait for them. Tests block on
-// these log lines rather than polling the database.
+// watcher is the stderr of a server: it copies the log to a file, keeps its
+// lines and counts the transitions it reports, waking those who wait for
+// them. Tests block on these log lines rather than polling the database.
 type watcher struct {
 	mu              sync.Mutex
 	out             io.Writer
 	partial         []byte
+	lines           []string
 	completed, dead int
-	changed         chan struct{} // closed and replaced at every counted line
+	changed         chan struct{} // closed and replaced at every line
 }
 
 func newWatcher(out io.Writer) *watcher {
@@ -148,13 +165,12 @@ func (w *watcher) Write(p []byte) (int, error) {
 		}
 		line := string(w.partial[:i])
 		w.partial = w.partial[i+1:]
+		w.lines = append(w.lines, line)
 		switch {
 		case strings.Contains(line, `msg="job completed"`):
 			w.completed++
 		case strings.Contains(line, `msg="job dead"`):
 			w.dead++
-		default:
-			continue
 		}
 		close(w.changed)
 		w.changed = make(chan struct{})
@@ -163,7 +179,7 @@ func (w *watcher) Write(p []byte) (int, error) {
 }
 
 // until blocks until cond holds for the counts of transitions seen so far,
-// re-checking at each counted log line; d only bounds a failing test.
+// re-checking at each log line; d only bounds a failing test.
 func (w *watcher) until(t *testing.T, d time.Duration, what string, cond func(completed, dead int) bool) {
 	t.Helper()
 	timer := time.NewTimer(d)
@@ -181,6 +197,49 @@ func (w *watcher) until(t *testing.T, d time.Duration, what string, cond func(co
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 	}
+}
+
+// waitLine blocks until the log has a line containing every part, and
+// returns it; d only bounds a failing test.
+func (w *watcher) waitLine(t *testing.T, d time.Duration, parts ...string) string {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		line, changed := w.find(parts...)
+		if line != "" {
+			return line
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("timed out after %s waiting for a log line with %q", d, parts)
+		}
+	}
+}
+
+// all returns the lines seen so far.
+func (w *watcher) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines...)
+}
+
+// find returns the first line seen so far containing every part ("" if
+// none), and a channel closed at the next line.
+func (w *watcher) find(parts ...string) (string, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+next:
+	for _, l := range w.lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l, w.changed
+	}
+	return "", w.changed
 }
 
 // lines counts the lines of file (0 if it does not exist yet).
@@ -202,8 +261,9 @@ func TestCrashSafety(t *testing.T) {
 		workers = 8
 		kills   = 5
 	)
+	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t, dir), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
+	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
 	os.Mkdir(c.logs, 0o755)
 	outFile := filepath.Join(dir, "out.txt")
 

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsondur"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
 	"github.com/hopperq/hopper/store/sqlitestore"
@@ -31,25 +33,26 @@ type benchConfig struct {
 
 // benchResult is what bench measured, and under which conditions.
 type benchResult struct {
-	Store       string  `json:"store"`
-	File        string  `json:"file,omitempty"`
-	Durability  string  `json:"durability,omitempty"`
-	Jobs        int     `json:"jobs"`
-	Batch       int     `json:"batch"`
-	Workers     int     `json:"workers"`
-	GOMAXPROCS  int     `json:"gomaxprocs"`
-	NumCPU      int     `json:"num_cpu"`
-	GoVersion   string  `json:"go_version"`
-	Platform    string  `json:"platform"`
-	InsertSecs  float64 `json:"insert_seconds"`
-	InsertRate  float64 `json:"inserted_per_second"`
-	WorkSecs    float64 `json:"work_seconds"`
-	WorkRate    float64 `json:"worked_per_second"`
-	LatencyJobs int     `json:"latency_jobs"`
-	P50         float64 `json:"latency_p50_ms"`
-	P90         float64 `json:"latency_p90_ms"`
-	P99         float64 `json:"latency_p99_ms"`
-	Max         float64 `json:"latency_max_ms"`
+	Store      string `json:"store"`
+	File       string `json:"file,omitempty"`
+	Durability string `json:"durability,omitempty"`
+	Jobs       int    `json:"jobs"`
+	Batch      int    `json:"batch"`
+	Workers    int    `json:"workers"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"num_cpu"`
+	GoVersion  string `json:"go_version"`
+	Platform   string `json:"platform"`
+	// Durations are strings, as everywhere in the CLI's JSON ("1.5s").
+	InsertTime  jsondur.Duration `json:"insert_time"`
+	InsertRate  float64          `json:"inserted_per_second"`
+	WorkTime    jsondur.Duration `json:"work_time"`
+	WorkRate    float64          `json:"worked_per_second"`
+	LatencyJobs int              `json:"latency_jobs"`
+	P50         jsondur.Duration `json:"latency_p50"`
+	P90         jsondur.Duration `json:"latency_p90"`
+	P99         jsondur.Duration `json:"latency_p99"`
+	Max         jsondur.Duration `json:"latency_max"`
 }
 
 func (a *app) benchCmd() *cobra.Command {
@@ -77,8 +80,10 @@ terminal.`,
 				return usagef("bad --store %q: want memory or sqlite", cfg.store)
 			case cfg.durability != "full" && cfg.durability != "normal":
 				return usagef("bad --durability %q: want full or normal", cfg.durability)
-			case cfg.jobs < 1 || cfg.workers < 1 || cfg.batch < 1 || cfg.latency < 0:
-				return usagef("--jobs, --workers and --batch must be at least 1, --latency-jobs at least 0")
+			case cfg.jobs < 1 || cfg.batch < 1 || cfg.latency < 0:
+				return usagef("--jobs and --batch must be at least 1, --latency-jobs at least 0")
+			case cfg.workers < 1 || cfg.workers > hopper.MaxConcurrency:
+				return usagef("bad --workers %d: must be between 1 and %d", cfg.workers, hopper.MaxConcurrency)
 			}
 			return a.bench(cmd.Context(), cfg)
 		},
@@ -111,16 +116,14 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 		if !cfg.keep {
 			defer os.RemoveAll(dir)
 		}
-		dur := sqlitestore.DurabilityFull
-		if cfg.durability == "normal" {
-			dur = sqlitestore.DurabilityNormal
-		}
 		r.File, r.Durability = filepath.Join(dir, "bench.db"), cfg.durability
-		sq, err := sqlitestore.Open(ctx, r.File, sqlitestore.Options{Durability: dur})
+		if strings.Contains(r.File, "?") {
+			return fmt.Errorf("temporary directory %s: a path with \"?\" cannot be a sqlite: URL", dir)
+		}
+		st, err = store.Open(ctx, sqlitestore.Scheme+":"+r.File+"?durability="+cfg.durability, store.OpenOptions{})
 		if err != nil {
 			return fmt.Errorf("open database: %w", err)
 		}
-		st = sq
 	}
 	defer st.Close()
 	a.printConditions(&r)
@@ -136,11 +139,7 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 		started <- time.Now()
 		return nil, nil
 	}, nil)
-	hcfg := hopper.Config{Store: st, Workers: ws, Concurrency: cfg.workers, Logger: slog.New(slog.DiscardHandler)}
-	if sq, ok := st.(*sqlitestore.Store); ok {
-		hcfg.WorkerID = sq.WorkerID()
-	}
-	c, err := hopper.NewClient(hcfg)
+	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, Concurrency: cfg.workers, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -185,8 +184,8 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 	}
 	workDur := time.Since(t0)
 	progress.stop()
-	r.InsertSecs, r.InsertRate = insertDur.Seconds(), float64(cfg.jobs)/insertDur.Seconds()
-	r.WorkSecs, r.WorkRate = workDur.Seconds(), float64(cfg.jobs)/workDur.Seconds()
+	r.InsertTime, r.InsertRate = jsondur.Duration(insertDur), float64(cfg.jobs)/insertDur.Seconds()
+	r.WorkTime, r.WorkRate = jsondur.Duration(workDur), float64(cfg.jobs)/workDur.Seconds()
 
 	// Latency: one job at a time on the idle pool.
 	lat := make([]time.Duration, 0, cfg.latency)
@@ -211,10 +210,10 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 	progress.stop()
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		pct := func(p float64) float64 {
-			return ms(lat[min(len(lat)-1, int(p*float64(len(lat))))])
+		pct := func(p float64) jsondur.Duration {
+			return jsondur.Duration(lat[min(len(lat)-1, int(p*float64(len(lat))))])
 		}
-		r.P50, r.P90, r.P99, r.Max = pct(0.50), pct(0.90), pct(0.99), ms(lat[len(lat)-1])
+		r.P50, r.P90, r.P99, r.Max = pct(0.50), pct(0.90), pct(0.99), jsondur.Duration(lat[len(lat)-1])
 	}
 	if err := c.Stop(ctx); err != nil {
 		return err
@@ -224,12 +223,13 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 	}
 	fmt.Fprintf(a.Out, "\nthroughput (%d no-op jobs, batches of %d, %d workers)\n", r.Jobs, r.Batch, r.Workers)
 	t := newTable(a.Out)
-	t.row("  inserted", fmt.Sprintf("%.0f jobs/s", r.InsertRate), fmt.Sprintf("(%d jobs in %.2fs)", r.Jobs, r.InsertSecs))
-	t.row("  worked", fmt.Sprintf("%.0f jobs/s", r.WorkRate), fmt.Sprintf("(first enqueue to last completion recorded: %.2fs)", r.WorkSecs))
+	t.row("  inserted", fmt.Sprintf("%.0f jobs/s", r.InsertRate), fmt.Sprintf("(%d jobs in %.2fs)", r.Jobs, time.Duration(r.InsertTime).Seconds()))
+	t.row("  worked", fmt.Sprintf("%.0f jobs/s", r.WorkRate), fmt.Sprintf("(first enqueue to last completion recorded: %.2fs)", time.Duration(r.WorkTime).Seconds()))
 	t.flush()
 	if r.LatencyJobs > 0 {
 		fmt.Fprintf(a.Out, "\nlatency, enqueue → handler start (%d jobs one at a time, idle pool)\n", r.LatencyJobs)
-		fmt.Fprintf(a.Out, "  p50 %.3fms  p90 %.3fms  p99 %.3fms  max %.3fms\n", r.P50, r.P90, r.P99, r.Max)
+		fmt.Fprintf(a.Out, "  p50 %.3fms  p90 %.3fms  p99 %.3fms  max %.3fms\n",
+			ms(time.Duration(r.P50)), ms(time.Duration(r.P90)), ms(time.Duration(r.P99)), ms(time.Duration(r.Max)))
 	}
 	if cfg.keep && r.File != "" {
 		fmt.Fprintf(a.Out, "\ndatabase kept at %s\n", r.File)
@@ -257,7 +257,7 @@ func (a *app) printConditions(r *benchResult) {
 
 func countState(s hopper.Stats, state hopper.State) int {
 	n := 0
-	for _, m := range s.ByQueue {
+	for _, m := range s.Queues {
 		n += m[state]
 	}
 	return n

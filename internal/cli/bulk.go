@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/kinds"
@@ -19,49 +21,90 @@ import (
 // bulkBatch is how many jobs one EnqueueMany call of --bulk carries.
 const bulkBatch = 1000
 
-// bulkLine is one line of enqueue --bulk.
+// bulkLine is one line of enqueue --bulk. Pointers tell a field given as
+// zero or empty, which is refused, from a field left out.
 type bulkLine struct {
 	Kind         string          `json:"kind"`
 	Args         json.RawMessage `json:"args"`
-	Queue        string          `json:"queue"`
+	Queue        *string         `json:"queue"`
 	Priority     int             `json:"priority"`
-	Delay        kinds.Duration  `json:"delay"`
+	Delay        *kinds.Duration `json:"delay"`
 	RunAt        time.Time       `json:"run_at"`
-	MaxAttempts  int             `json:"max_attempts"`
-	Timeout      kinds.Duration  `json:"timeout"`
+	MaxAttempts  *int            `json:"max_attempts"`
+	Timeout      *kinds.Duration `json:"timeout"`
 	UniqueKey    string          `json:"unique_key"`
 	RetryBackoff string          `json:"retry_backoff"`
 }
 
-func (l *bulkLine) request() (hopper.EnqueueRequest, error) {
-	if strings.TrimSpace(l.Kind) == "" {
-		return hopper.EnqueueRequest{}, errors.New(`"kind" is missing`)
+// request checks l and makes its request; external lists the kinds other
+// than exec and http that may be enqueued.
+func (l *bulkLine) request(external []string) (hopper.EnqueueRequest, error) {
+	fail := func(format string, args ...any) (hopper.EnqueueRequest, error) {
+		return hopper.EnqueueRequest{}, fmt.Errorf(format, args...)
 	}
-	if err := kinds.ValidateArgs(l.Kind, l.Args); err != nil {
-		return hopper.EnqueueRequest{}, err
+	switch {
+	case strings.TrimSpace(l.Kind) == "":
+		return fail(`"kind" is missing`)
+	case l.Kind == kinds.KindExec || l.Kind == kinds.KindHTTP:
+		if err := kinds.ValidateArgs(l.Kind, l.Args); err != nil {
+			return hopper.EnqueueRequest{}, err
+		}
+	case !slices.Contains(external, l.Kind):
+		return fail(`kind %q: hopper serve runs exec and http only; if other processes run %q, pass --external-kinds %s`, l.Kind, l.Kind, l.Kind)
+	}
+	o := &hopper.EnqueueOptions{Priority: l.Priority, UniqueKey: l.UniqueKey}
+	switch {
+	case l.Queue != nil && strings.TrimSpace(*l.Queue) == "":
+		return fail(`"queue": must not be empty (leave it out for the queue "default")`)
+	case l.MaxAttempts != nil && *l.MaxAttempts < 1:
+		return fail(`"max_attempts": must be at least 1, got %d (leave it out for the default, %d)`, *l.MaxAttempts, hopper.DefaultMaxAttempts)
+	case l.Timeout != nil && *l.Timeout <= 0:
+		return fail(`"timeout": must be positive, got %s (leave it out for no timeout)`, *l.Timeout)
+	case l.Delay != nil && !l.RunAt.IsZero():
+		return fail(`give "delay" or "run_at", not both`)
+	}
+	if l.Queue != nil {
+		o.Queue = *l.Queue
+	}
+	if l.MaxAttempts != nil {
+		o.MaxAttempts = *l.MaxAttempts
+	}
+	if l.Timeout != nil {
+		o.Timeout = l.Timeout.D()
+	}
+	if l.Delay != nil {
+		t, err := delayTime(`"delay"`, l.Delay.D())
+		if err != nil {
+			return hopper.EnqueueRequest{}, errors.Unwrap(err)
+		}
+		if *l.Delay > 0 {
+			o.RunAt = t
+		}
+	}
+	if !l.RunAt.IsZero() {
+		if err := checkRunAt(`"run_at"`, l.RunAt.Format(time.RFC3339), l.RunAt); err != nil {
+			return hopper.EnqueueRequest{}, errors.Unwrap(err)
+		}
+		o.RunAt = l.RunAt
 	}
 	retry, err := parseBackoff(l.RetryBackoff)
 	if err != nil {
-		return hopper.EnqueueRequest{}, fmt.Errorf("retry_backoff: %v", strings.TrimPrefix(err.Error(), "bad --retry-backoff "))
+		return fail(`"retry_backoff": %v`, strings.TrimPrefix(err.Error(), "bad --retry-backoff "))
 	}
-	if l.Delay != 0 && !l.RunAt.IsZero() {
-		return hopper.EnqueueRequest{}, errors.New(`give "delay" or "run_at", not both`)
-	}
+	o.Retry = retry
 	var args any
 	if len(l.Args) > 0 {
-		args = l.Args
+		args = l.Args // kept byte for byte
 	}
-	return hopper.EnqueueRequest{Kind: l.Kind, Args: args, Options: &hopper.EnqueueOptions{
-		Queue: l.Queue, Priority: l.Priority, Delay: l.Delay.D(), RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, Timeout: l.Timeout.D(), UniqueKey: l.UniqueKey, Retry: retry,
-	}}, nil
+	return hopper.EnqueueRequest{Kind: l.Kind, Args: args, Options: o}, nil
 }
 
 var indexPrefix = regexp.MustCompile(`^\[(\d+)\]\.`)
 
 // bulkEnqueue reads JSON lines from stdin and enqueues them in batches.
-func (a *app) bulkEnqueue(ctx context.Context) error {
-	return a.withSession(ctx, openOpts{create: true}, func(s *session) error {
+func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
+	o := openOpts{access: create, config: func(c *hopper.Config) { c.ExternalKinds = external }}
+	return a.withSession(ctx, o, func(s *session) error {
 		sc := bufio.NewScanner(a.In)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		progress := isTerminal(a.Err)
@@ -82,7 +125,7 @@ func (a *app) bulkEnqueue(ctx context.Context) error {
 					if m := indexPrefix.FindStringSubmatch(fe.Field); m != nil {
 						i, _ := strconv.Atoi(m[1])
 						at = lines[min(i, len(lines)-1)]
-						fe = &hopper.FieldError{Field: fe.Field[len(m[0]):], Reason: fe.Reason}
+						fe = &hopper.FieldError{Field: fe.Field[len(m[0]):], Reason: fe.Reason, Err: fe.Err}
 					}
 					err = usagef("line %d: invalid job: %v", at, fe)
 				}
@@ -107,13 +150,18 @@ func (a *app) bulkEnqueue(ctx context.Context) error {
 			if len(b) == 0 {
 				continue
 			}
+			if !utf8.Valid(b) {
+				// JSON decoding would replace the bad bytes: refuse
+				// rather than enqueue something else than was written.
+				return usagef("line %d: not valid UTF-8 (%d jobs enqueued before it)", ln, enqueued)
+			}
 			var l bulkLine
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&l); err != nil {
 				return usagef("line %d: %v (%d jobs enqueued before it)", ln, err, enqueued)
 			}
-			r, err := l.request()
+			r, err := l.request(external)
 			if err != nil {
 				return usagef("line %d: %v (%d jobs enqueued before it)", ln, err, enqueued)
 			}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hopperq/hopper"
@@ -46,17 +43,16 @@ when the demo ends.`,
 }
 
 func (a *app) demo(ctx context.Context, duration time.Duration) error {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs, stop := a.signals()
+	defer stop()
 
-	s, err := a.open(ctx, openOpts{create: true, config: func(c *hopper.Config) { c.Concurrency = 1 }})
+	s, err := a.open(ctx, openOpts{access: create, config: func(c *hopper.Config) { c.Concurrency = 1 }})
 	if err != nil {
 		return err
 	}
 	defer s.closeQuick()
 	out := a.Out
-	fmt.Fprintf(out, "Hopper demo on %s: one worker, built-in kinds exec and http, for %s.\n\n", s.store.Path(), duration)
+	fmt.Fprintf(out, "Hopper demo on %s: one worker, built-in kinds exec and http, for %s.\n\n", s.db.name(), duration)
 
 	sub := s.Subscribe()
 	echo := func(words ...string) kinds.ExecArgs { return kinds.ExecArgs{Command: "echo", Args: words} }
@@ -82,7 +78,8 @@ func (a *app) demo(ctx context.Context, duration time.Duration) error {
 		ids = append(ids, res.ID)
 	}
 	sc, err := s.AddSchedule(ctx, demoSchedule, hopper.ScheduleOptions{
-		Every: 2 * time.Second, Replace: true, Kind: kinds.KindExec, Args: echo("tick"), MaxAttempts: 1,
+		Every: 2 * time.Second, Replace: true, Kind: kinds.KindExec, Args: echo("tick"),
+		Options: &hopper.EnqueueOptions{MaxAttempts: 1},
 	})
 	if err != nil {
 		return err

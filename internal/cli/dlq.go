@@ -23,19 +23,25 @@ func (a *app) dlqListCmd() *cobra.Command {
 	var limit int
 	var after int64
 	c := &cobra.Command{
-		Use:   "list [--limit N]",
+		Use:   "list [--limit N] [--after ID]",
 		Short: "List dead jobs, oldest first",
-		Args:  noArgs,
+		Long: `List the dead jobs, oldest first, with their last error. When more are dead
+than --limit shows, a note on stderr gives the --after ID of the next page.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 {
 				return usagef("bad --limit %d: must be at least 1", limit)
 			}
+			if after < 0 {
+				return usagef("bad --after %d: must be a job ID (positive)", after)
+			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
-				jobs, err := listAll(ctx, s, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, AfterID: hopper.ID(after)}, limit)
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
+				jobs, more, err := listPage(ctx, s, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, AfterID: hopper.ID(after)}, limit)
 				if err != nil {
 					return err
 				}
+				a.moreNote(jobs, more)
 				if done, err := a.printJobsOr(jobs, "the dead-letter queue is empty"); done {
 					return err
 				}
@@ -59,41 +65,32 @@ func (a *app) dlqRetryCmd() *cobra.Command {
 		Use:   "retry (ID... | --all)",
 		Short: "Move dead jobs back to waiting, with their attempts reset",
 		Long: `Move dead jobs back to waiting with their attempt count reset, so that they
-run again (their history is kept). A dead job whose unique key is now held
-by another waiting or running job stays dead.`,
+run again (their history is kept): the jobs given, or every dead job with
+--all. Giving neither is a usage error: no IDs never means "all".
+
+A dead job whose unique key is now held by another waiting or running job
+stays dead. Exit code: 0 if every job went back to waiting; 1 if a job was
+not found, is not dead, or stayed dead (each is reported).`,
 		Example: "  hopper dlq retry 17 18\n  hopper dlq retry --all",
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return usagef("give job IDs or --all")
+				return usagef("give job IDs or --all (not both): dlq retry ID... | dlq retry --all")
 			}
 			ids, err := parseIDs(args)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
-				n, err := s.RetryDead(ctx, ids...)
-				if err != nil {
-					return err
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				if all {
+					return a.retryAllDead(ctx, s)
 				}
-				var notes []string
+				var ts []target
 				for _, id := range ids {
-					if note := stillDead(ctx, s, id); note != "" {
-						notes = append(notes, note)
-					}
+					ts = append(ts, retryDead(ctx, s, id))
 				}
-				if a.json {
-					if notes == nil {
-						notes = []string{}
-					}
-					return printJSON(a.Out, map[string]any{"retried": n, "not_retried": notes})
-				}
-				fmt.Fprintf(a.Out, "%d %s back to waiting\n", n, plural(n, "job", "jobs"))
-				for _, note := range notes {
-					fmt.Fprintln(a.Err, "hopper: "+note)
-				}
-				return nil
+				return a.report(ts, "jobs not retried")
 			})
 		},
 	}
@@ -101,60 +98,146 @@ by another waiting or running job stays dead.`,
 	return c
 }
 
-// stillDead explains why job id was not retried, or returns "".
-func stillDead(ctx context.Context, s *session, id hopper.ID) string {
+// retryDead retries one dead job and says how that went.
+func retryDead(ctx context.Context, s *session, id hopper.ID) target {
 	j, err := s.Get(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	if j.State != hopper.StateDead {
+		return target{ID: id, State: j.State.String(), Error: fmt.Sprintf("is not dead: it is %s", j.State)}
+	}
+	n, err := s.RetryDead(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	if j, err = s.Get(ctx, id); err != nil {
+		return failed(id, err)
+	}
 	switch {
-	case err != nil:
-		return fmt.Sprintf("job %d not found", id)
+	case n == 1:
+		return target{ID: id, OK: true, State: j.State.String(), Result: "back to waiting (" + j.State.String() + ")"}
 	case j.State == hopper.StateDead:
-		return fmt.Sprintf("job %d stays dead: its unique key %q is held by another job", id, j.UniqueKey)
-	case j.State.Waiting() || j.State == hopper.StateRunning:
-		return ""
+		return target{ID: id, State: j.State.String(), Error: stillDead(j)}
 	default:
-		return fmt.Sprintf("job %d is not dead: it is %s", id, j.State)
+		return target{ID: id, State: j.State.String(), Error: fmt.Sprintf("is not dead: it is %s", j.State)}
 	}
 }
 
+func stillDead(j *hopper.Job) string {
+	return fmt.Sprintf("stays dead: its unique key %q is held by another waiting or running job", j.UniqueKey)
+}
+
+// retryAllDead retries every dead job, and reports those that stayed dead
+// (their unique key is held) as failures.
+func (a *app) retryAllDead(ctx context.Context, s *session) error {
+	start := time.Now()
+	n, err := s.RetryAllDead(ctx)
+	if err != nil {
+		return err
+	}
+	var stayed []target
+	for after := hopper.ID(0); ; {
+		page, err := s.List(ctx, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, AfterID: after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, j := range page {
+			if j.FinishedAt.Before(start) { // not one that died since
+				stayed = append(stayed, target{ID: j.ID, State: j.State.String(), Error: stillDead(j)})
+			}
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	return a.reportAs(targets{Done: n, Jobs: stayed}, "dead jobs stayed dead", func() {
+		fmt.Fprintf(a.Out, "%d %s back to waiting\n", n, plural(n, "job", "jobs"))
+	})
+}
+
 func (a *app) dlqPurgeCmd() *cobra.Command {
-	var olderThan time.Duration
+	var (
+		olderThan time.Duration
+		all       bool
+	)
 	c := &cobra.Command{
-		Use:   "purge [--older-than D] [ID...]",
+		Use:   "purge (ID... | --older-than D | --all)",
 		Short: "Delete dead jobs for good",
-		Long: `Delete dead jobs for good: the given IDs, or else every dead job that died
-more than --older-than ago, or else (no IDs, no --older-than) every dead job.`,
-		Example: "  hopper dlq purge 17\n  hopper dlq purge --older-than 72h\n  hopper dlq purge",
+		Long: `Delete dead jobs for good: the jobs given, or every job dead for more than
+--older-than, or every dead job with --all. Give exactly one of them: no
+IDs never means "all".
+
+Exit code: 0 if every job given was dead and is deleted (--older-than and
+--all succeed even when there is nothing to delete); 1 if a job given was
+not found or is not dead (each is reported; the others are deleted).`,
+		Example: "  hopper dlq purge 17 18\n  hopper dlq purge --older-than 72h\n  hopper dlq purge --all",
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args)
 			if err != nil {
 				return err
 			}
-			if olderThan < 0 {
-				return usagef("bad --older-than %s: must not be negative", olderThan)
+			modes := 0
+			for _, given := range []bool{len(ids) > 0, cmd.Flags().Changed("older-than"), all} {
+				if given {
+					modes++
+				}
 			}
-			if len(ids) > 0 && olderThan > 0 {
-				return usagef("give IDs or --older-than, not both")
+			if modes != 1 {
+				return usagef("give job IDs, --older-than D or --all (exactly one): dlq purge (ID... | --older-than D | --all)")
+			}
+			if cmd.Flags().Changed("older-than") && olderThan <= 0 {
+				return usagef("bad --older-than %s: must be positive (--all purges every dead job)", olderThan)
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
-				n, err := s.PurgeDead(ctx, olderThan, ids...)
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				if len(ids) > 0 {
+					var ts []target
+					for _, id := range ids {
+						ts = append(ts, purgeDead(ctx, s, id))
+					}
+					return a.report(ts, "jobs not purged")
+				}
+				var n int
+				var err error
+				if all {
+					n, err = s.PurgeAllDead(ctx)
+				} else {
+					n, err = s.PurgeDeadOlderThan(ctx, olderThan)
+				}
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return printJSON(a.Out, map[string]int{"purged": n})
-				}
-				fmt.Fprintf(a.Out, "%d dead %s purged\n", n, plural(n, "job", "jobs"))
-				if len(ids) > n {
-					fmt.Fprintf(a.Err, "hopper: %d of the given jobs were not dead or not found\n", len(ids)-n)
-				}
-				return nil
+				return a.reportAs(targets{Done: n}, "", func() {
+					fmt.Fprintf(a.Out, "%d dead %s purged\n", n, plural(n, "job", "jobs"))
+				})
 			})
 		},
 	}
-	c.Flags().DurationVar(&olderThan, "older-than", 0, "only jobs that died more than this long ago, e.g. 72h")
+	c.Flags().DurationVar(&olderThan, "older-than", 0, "purge the jobs that died more than this long ago, e.g. 72h")
+	c.Flags().BoolVar(&all, "all", false, "purge every dead job")
 	return c
+}
+
+// purgeDead deletes one dead job and says how that went.
+func purgeDead(ctx context.Context, s *session, id hopper.ID) target {
+	j, err := s.Get(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	if j.State != hopper.StateDead {
+		return target{ID: id, State: j.State.String(), Error: fmt.Sprintf("is not dead: it is %s (only dead jobs are purged)", j.State)}
+	}
+	n, err := s.PurgeDead(ctx, id)
+	switch {
+	case err != nil:
+		return failed(id, err)
+	case n == 0:
+		return target{ID: id, Error: "not purged: it is no longer dead"}
+	}
+	return target{ID: id, OK: true, Result: "purged"}
 }
 
 func plural(n int, one, many string) string {

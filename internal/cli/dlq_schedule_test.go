@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -28,15 +27,12 @@ func TestDLQ(t *testing.T) {
 	hop(t, db, "jobs", "get", idArg(a)).ok(t).has(t, "dead", "Attempts:", "retrying", "Last error:", "broken")
 
 	// Retry one: back to waiting, attempts reset, history kept.
-	hop(t, db, "dlq", "retry", idArg(a)).ok(t).has(t, "1 job back to waiting")
+	hop(t, db, "dlq", "retry", idArg(a)).ok(t).has(t, "job "+idArg(a)+" back to waiting (available)")
 	j := getJobJSON(t, db, a)
 	if j.State != hopper.StateAvailable || j.Attempt != 0 || len(j.Attempts) != 2 {
 		t.Fatalf("retried job: %s attempt %d history %d", j.State, j.Attempt, len(j.Attempts))
 	}
-	r := hop(t, db, "dlq", "retry", idArg(c), "77").ok(t)
-	if !strings.Contains(r.out, "0 jobs") || !strings.Contains(r.err, "job "+idArg(c)+" is not dead: it is completed") || !strings.Contains(r.err, "job 77 not found") {
-		t.Fatalf("retry of non-dead: %+v", r)
-	}
+	hop(t, db, "dlq", "retry", idArg(c), "77").fails(t, 1, "job "+idArg(c)+" is not dead: it is completed", "job 77 not found", "2 of 2 jobs not retried")
 	if j := work(t, db, a)[0]; j.State != hopper.StateDead || len(j.Attempts) != 4 {
 		t.Fatalf("job %d after retry: %s, %d attempts", a, j.State, len(j.Attempts))
 	}
@@ -46,12 +42,19 @@ func TestDLQ(t *testing.T) {
 
 	// Purge.
 	hop(t, db, "dlq", "purge", "--older-than", "1h").ok(t).has(t, "0 dead jobs purged")
-	hop(t, db, "dlq", "purge", idArg(b)).ok(t).has(t, "1 dead job purged")
+	hop(t, db, "dlq", "purge", idArg(b)).ok(t).has(t, "job "+idArg(b)+" purged")
 	hop(t, db, "jobs", "get", idArg(b)).fails(t, 1, "not found")
-	hop(t, db, "dlq", "purge", "--older-than", "1h", "3").fails(t, 2, "not both")
+	hop(t, db, "dlq", "purge", "--older-than", "1h", "3").fails(t, 2, "exactly one")
 	hop(t, db, "dlq", "retry", "--all").ok(t).has(t, "1 job back to waiting")
 	work(t, db, a)
-	hop(t, db, "dlq", "purge").ok(t).has(t, "1 dead job purged")
+	// No IDs never means everything: a usage error, and nothing is purged.
+	hop(t, db, "dlq", "purge").fails(t, 2, "give job IDs, --older-than D or --all")
+	hop(t, db, "dlq", "purge", "--older-than", "0s").fails(t, 2, "--older-than", "must be positive")
+	hop(t, db, "dlq", "list", "--json").ok(t).decode(&dead)
+	if len(dead) != 1 {
+		t.Fatalf("a purge without IDs changed the dead-letter queue: %d dead jobs, want 1", len(dead))
+	}
+	hop(t, db, "dlq", "purge", "--all").ok(t).has(t, "1 dead job purged")
 	hop(t, db, "dlq", "list", "--json").ok(t).decode(&dead)
 	if len(dead) != 0 {
 		t.Fatalf("after purge: %+v", dead)
@@ -69,7 +72,7 @@ func TestSchedules(t *testing.T) {
 		"--retry-backoff", "fixed:1m", "--overlap", "allow", "http", "--url", "https://example.com/backup", "--method", "POST").ok(t)
 	hop(t, db, "--json", "schedule", "add", "slow", "--every", "1m", "--fixed-delay", "exec", "--env", "A=1", "--", "sleep", "1").ok(t)
 
-	hop(t, db, "schedule", "list").ok(t).has(t, "NAME", "NEXT RUN", "tick", "every 5s", "echo tock", "nightly", "0 3 * * * (Europe/Paris)",
+	hop(t, db, "schedule", "list").ok(t).has(t, "NAME", "NEXT RUN", "OVERLAP", "allow", "skip", "tick", "every 5s", "echo tock", "nightly", "0 3 * * * (Europe/Paris)",
 		"POST https://example.com/backup", "slow", "every 1m0s after each run", "active")
 	var scheds []*hopper.Schedule
 	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
@@ -88,12 +91,14 @@ func TestSchedules(t *testing.T) {
 	}
 
 	hop(t, db, "schedule", "pause", "tick").ok(t).has(t, "schedule tick paused")
+	hop(t, db, "schedule", "pause", "tick").ok(t).has(t, "schedule tick already paused")
 	hop(t, db, "schedule", "list").ok(t).has(t, "paused")
 	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
 	if !scheds[2].Paused {
 		t.Fatal("tick not paused")
 	}
 	hop(t, db, "schedule", "resume", "tick").ok(t).has(t, "schedule tick resumed")
+	hop(t, db, "schedule", "resume", "tick").ok(t).has(t, "schedule tick already active")
 	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
 	if scheds[2].Paused {
 		t.Fatal("tick still paused")
@@ -109,6 +114,9 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--cron", "61 * * * *", "exec", "--", "true").fails(t, 2, "invalid")
 	hop(t, db, "schedule", "add", "x", "--cron", "* * * * *", "--tz", "Mars/Olympus", "exec", "--", "true").fails(t, 2)
 	hop(t, db, "schedule", "add", "x", "--every", "100ms", "exec", "--", "true").fails(t, 2, "at least 1s")
+	hop(t, db, "schedule", "add", "x", "--every", "0s", "exec", "--", "true").fails(t, 2, "--every", "at least 1s")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--timeout", "0s", "exec", "--", "true").fails(t, 2, "--timeout", "must be positive", "period")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--max-attempts", "0", "exec", "--", "true").fails(t, 2, "--max-attempts", "at least 1")
 	hop(t, db, "schedule", "add", "x", "--every", "1m").fails(t, 2, "needs a NAME and a job kind")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "ftp").fails(t, 2, `unknown job kind "ftp"`)
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/spf13/cobra"
 )
@@ -27,13 +28,16 @@ With --bulk it reads jobs as JSON lines from stdin, one per line:
    "delay":"5s","run_at":"2030-01-02T15:04:05Z","max_attempts":3,"timeout":"30s",
    "unique_key":"k","retry_backoff":"fixed:5s"}
 
-Only kind is required. They are enqueued in batches of 1,000, each batch at
-once or not at all; it prints how many were enqueued. A bad line stops it,
-naming the line (the batches before it stay enqueued).`
+Only kind is required. Kinds other than exec and http are refused (a typo
+would wait forever) unless listed in --external-kinds: kinds that programs
+of yours, using the library, run. They are enqueued in batches of 1,000,
+each batch at once or not at all; it prints how many were enqueued. A bad
+line stops it, naming the line (the batches before it stay enqueued).`
 
 func (a *app) enqueueCmd() *cobra.Command {
 	var jf jobFlags
 	var bulk bool
+	var external []string
 	c := &cobra.Command{
 		Use:   "enqueue [job flags] (exec [flags] -- COMMAND [ARGS...] | http --url URL [flags] | --bulk)",
 		Short: "Enqueue a job (exec or http), or many from JSON lines with --bulk",
@@ -42,31 +46,44 @@ func (a *app) enqueueCmd() *cobra.Command {
   hopper enqueue --queue reports --priority -1 --max-attempts 3 exec --env TZ=UTC -- ./report.sh daily
   hopper enqueue --delay 10m --retry-backoff list:5s,30s,300s http --url https://example.com/hook --data '{"a":1}' --header 'Content-Type: application/json'
   hopper enqueue --at 2030-01-02T15:04:05Z --unique nightly-backup exec -- backup.sh
-  hopper enqueue --bulk < jobs.jsonl`,
+  hopper enqueue --bulk < jobs.jsonl
+  hopper enqueue --bulk --external-kinds send_email,resize_image < jobs.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !bulk {
+				if cmd.Flags().Changed("external-kinds") {
+					return usagef("--external-kinds applies to --bulk only")
+				}
 				return usagef("say what to enqueue: enqueue exec -- COMMAND, enqueue http --url URL, or enqueue --bulk < FILE")
 			}
-			if anyJobFlag(cmd) {
-				return usagef("--bulk takes the job options from each line, not from flags")
+			if f := jobFlagGiven(cmd); f != "" {
+				return usagef("--bulk takes the job options from each line, not from flags (got --%s)", f)
 			}
-			return a.bulkEnqueue(cmd.Context())
+			for _, k := range external {
+				if err := job.CheckName("kind", k); err != nil {
+					return usagef("bad --external-kinds %q: %v", k, err)
+				}
+			}
+			return a.bulkEnqueue(cmd.Context(), external)
 		},
 	}
 	jf.register(c.PersistentFlags(), false)
 	c.Flags().BoolVar(&bulk, "bulk", false, "read jobs as JSON lines from stdin")
+	c.Flags().StringSliceVar(&external, "external-kinds", nil, "with --bulk: kinds besides exec and http that other processes run, e.g. send_email,resize")
 	for _, kind := range []string{kinds.KindExec, kinds.KindHTTP} {
 		c.AddCommand(a.enqueueKindCmd(kind, &jf))
 	}
 	return c
 }
 
-func anyJobFlag(cmd *cobra.Command) bool {
-	found := false
+// jobFlagGiven returns the name of a job flag given to enqueue --bulk, or "".
+func jobFlagGiven(cmd *cobra.Command) string {
+	found := ""
 	cmd.Flags().Visit(func(f *pflagFlag) {
-		if f.Name != "bulk" && f.Name != "db" && f.Name != "json" {
-			found = true
+		switch f.Name {
+		case "bulk", "db", "json", "external-kinds":
+		default:
+			found = f.Name
 		}
 	})
 	return found
@@ -81,7 +98,7 @@ func (a *app) enqueueKindCmd(kind string, jf *jobFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts, err := jf.options()
+			opts, err := jf.options(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -118,7 +135,7 @@ holds the status, the duration and the first 4 KiB of the body.`
 
 // enqueueOne enqueues one job and prints its ID (or the job, with --json).
 func (a *app) enqueueOne(ctx context.Context, kind string, args any, opts *hopper.EnqueueOptions) error {
-	return a.withSession(ctx, openOpts{create: true}, func(s *session) error {
+	return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 		res, err := s.Enqueue(ctx, kind, args, opts)
 		if err != nil {
 			return enqueueError(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/kinds"
-	"github.com/hopperq/hopper/store/sqlitestore"
+	_ "github.com/hopperq/hopper/store/sqlitestore" // sqlite:
 )
 
 // result is what one in-process run of the hopper command did.
@@ -108,16 +108,24 @@ func getJobJSON(t *testing.T, db string, id hopper.ID) *hopper.Job {
 // each is finished, and returns them.
 func work(t *testing.T, db string, ids ...hopper.ID) []*hopper.Job {
 	t.Helper()
+	return workQueues(t, db, nil, ids...)
+}
+
+// workQueues is work with a client working only queues (nil: all).
+func workQueues(t *testing.T, db string, queues []string, ids ...hopper.ID) []*hopper.Job {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := sqlitestore.Open(ctx, db, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	ws := hopper.NewWorkers()
 	kinds.Register(ws)
-	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws, WorkerID: st.WorkerID(), Logger: slog.New(slog.DiscardHandler)})
+	cfg := hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)}
+	for _, q := range queues {
+		if cfg.Queues == nil {
+			cfg.Queues = map[string]hopper.QueueConfig{}
+		}
+		cfg.Queues[q] = hopper.QueueConfig{}
+	}
+	c, err := hopper.Open(ctx, "sqlite:"+db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (a *app) jobsCountCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
 				n, err := s.Count(ctx, hopper.ListOptions{States: st, Queue: queue, Kind: kind})
 				if err != nil {
 					return err
@@ -58,15 +58,19 @@ func (a *app) jobsListCmd() *cobra.Command {
 		desc                bool
 	)
 	c := &cobra.Command{
-		Use:   "list [--state S[,S...]] [--queue Q] [--kind K] [--limit N]",
+		Use:   "list [--state S[,S...]] [--queue Q] [--kind K] [--limit N] [--desc] [--after ID]",
 		Short: "List jobs, oldest first",
 		Long: `List jobs, oldest first (newest first with --desc), at most --limit.
 --state takes one or more of scheduled, available, running, retrying,
 completed, cancelled, dead, and the groups waiting (scheduled, available,
-retrying) and finished (completed, cancelled, dead).`,
+retrying) and finished (completed, cancelled, dead).
+
+When more jobs match than --limit shows, a note on stderr says so and gives
+the --after ID of the next page.`,
 		Example: `  hopper jobs list
   hopper jobs list --state waiting --queue emails
-  hopper jobs list --state dead,cancelled --desc --limit 20 --json`,
+  hopper jobs list --state dead,cancelled --desc --limit 20 --json
+  hopper jobs list --limit 100 --after 4711   # the next page`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := parseStates(states)
@@ -76,12 +80,16 @@ retrying) and finished (completed, cancelled, dead).`,
 			if limit < 1 {
 				return usagef("bad --limit %d: must be at least 1", limit)
 			}
+			if after < 0 {
+				return usagef("bad --after %d: must be a job ID (positive)", after)
+			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
-				jobs, err := listAll(ctx, s, hopper.ListOptions{States: st, Queue: queue, Kind: kind, AfterID: hopper.ID(after), Desc: desc}, limit)
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
+				jobs, more, err := listPage(ctx, s, hopper.ListOptions{States: st, Queue: queue, Kind: kind, AfterID: hopper.ID(after), Desc: desc}, limit)
 				if err != nil {
 					return err
 				}
+				a.moreNote(jobs, more)
 				if done, err := a.printJobsOr(jobs, "no jobs"); done {
 					return err
 				}
@@ -102,14 +110,16 @@ retrying) and finished (completed, cancelled, dead).`,
 	return c
 }
 
-// listAll lists up to limit jobs, paging through the store.
-func listAll(ctx context.Context, s *session, o hopper.ListOptions, limit int) ([]*hopper.Job, error) {
+// listPage lists up to limit jobs, paging through the store, and reports
+// whether more match.
+func listPage(ctx context.Context, s *session, o hopper.ListOptions, limit int) ([]*hopper.Job, bool, error) {
 	var out []*hopper.Job
-	for len(out) < limit {
-		o.Limit = min(limit-len(out), 1000)
+	want := limit + 1 // one more tells whether there is a next page
+	for len(out) < want {
+		o.Limit = min(want-len(out), 1000)
 		page, err := s.List(ctx, o)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, page...)
 		if len(page) < o.Limit {
@@ -117,13 +127,29 @@ func listAll(ctx context.Context, s *session, o hopper.ListOptions, limit int) (
 		}
 		o.AfterID = page[len(page)-1].ID
 	}
-	return out, nil
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// moreNote says on stderr that more jobs match than were listed, and how
+// to see the next page.
+func (a *app) moreNote(jobs []*hopper.Job, more bool) {
+	if more && len(jobs) > 0 {
+		fmt.Fprintf(a.Err, "hopper: %d jobs listed and more match; for the next page add --after %d (or raise --limit)\n",
+			len(jobs), jobs[len(jobs)-1].ID)
+	}
 }
 
 func (a *app) jobsGetCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "get ID",
-		Short:   "Show a job: all its fields, attempt history, result and last error",
+		Use:   "get ID",
+		Short: "Show a job: all its fields, attempt history with output, result and last error",
+		Long: `Show a job: all its fields, its args, the history of its attempts (for exec
+jobs with the exit code and the last lines of stdout and stderr of each),
+its result and its last error. --json prints the job with everything,
+including each attempt's full result.`,
 		Example: "  hopper jobs get 42\n  hopper jobs get 42 --json | jq .result",
 		Args:    exactArgs(1, "a job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -132,7 +158,7 @@ func (a *app) jobsGetCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
 				j, err := getJob(ctx, s, id)
 				if err != nil {
 					return err
@@ -157,47 +183,71 @@ func getJob(ctx context.Context, s *session, id hopper.ID) (*hopper.Job, error) 
 
 func (a *app) jobsCancelCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a job",
-		Long: `Cancel a job. A waiting job is cancelled at once. A running job is asked to
+		Use:   "cancel ID...",
+		Short: "Cancel jobs",
+		Long: `Cancel jobs. A waiting job is cancelled at once. A running job is asked to
 stop: its server cancels it at its next lease renewal (within 10s), killing
 an exec job's processes; if it then fails it ends cancelled, if it completes
-anyway it ends completed. A finished job cannot be cancelled; that is said,
-and the exit code is still 0.`,
-		Args: exactArgs(1, "a job ID"),
+anyway it ends completed. A job already cancelled is reported as such.
+
+Exit code: 0 if every job is cancelled or its cancellation requested
+(including jobs already cancelled); 1 if a job was not found or has
+already completed or died (it cannot be cancelled); every job given is
+acted on and reported either way.`,
+		Example: "  hopper jobs cancel 42\n  hopper jobs cancel 42 43 44 --json",
+		Args:    minArgs(1, "one or more job IDs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			ids, err := parseIDs(args)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
-				if _, err := getJob(ctx, s, id); err != nil {
-					return err
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				var rs []target
+				for _, id := range ids {
+					rs = append(rs, cancelJob(ctx, s, id))
 				}
-				ok, err := s.Cancel(ctx, id)
-				if err != nil {
-					return err
-				}
-				j, err := getJob(ctx, s, id)
-				if err != nil {
-					return err
-				}
-				if a.json {
-					return printJSON(a.Out, map[string]any{"id": id, "cancelled": ok, "state": j.State, "cancel_requested": j.CancelRequested})
-				}
-				switch {
-				case ok && j.State == hopper.StateRunning:
-					fmt.Fprintf(a.Out, "job %d is running: cancellation requested; its server stops it shortly\n", id)
-				case ok:
-					fmt.Fprintf(a.Out, "job %d cancelled\n", id)
-				default:
-					fmt.Fprintf(a.Out, "job %d not cancelled: it is already %s\n", id, j.State)
-				}
-				return nil
+				return a.report(rs, "jobs not cancelled")
 			})
 		},
 	}
+}
+
+// cancelJob cancels one job and says how that went.
+func cancelJob(ctx context.Context, s *session, id hopper.ID) target {
+	before, err := s.Get(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	if before.State == hopper.StateCancelled {
+		return target{ID: id, OK: true, State: before.State.String(), Result: "already cancelled"}
+	}
+	ok, err := s.Cancel(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	j, err := s.Get(ctx, id)
+	if err != nil {
+		return failed(id, err)
+	}
+	t := target{ID: id, State: j.State.String()}
+	switch {
+	case ok && j.State == hopper.StateRunning:
+		t.OK, t.Result = true, "running: cancellation requested; its server stops it within 10s"
+	case ok || j.State == hopper.StateCancelled:
+		t.OK, t.Result = true, "cancelled"
+	default:
+		t.Error = fmt.Sprintf("not cancelled: it already %s", finishedVerb(j.State))
+	}
+	return t
+}
+
+// finishedVerb says how a job finished: "completed", "died".
+func finishedVerb(s hopper.State) string {
+	if s == hopper.StateDead {
+		return "died (it is in the dead-letter queue)"
+	}
+	return s.String()
 }
 
 func (a *app) jobsRescheduleCmd() *cobra.Command {
@@ -209,6 +259,9 @@ func (a *app) jobsRescheduleCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "reschedule ID (--at TIME | --delay D) [--priority N]",
 		Short: "Move a waiting job to another time and/or priority",
+		Long: `Move a waiting job (scheduled, available or retrying) to another run time
+and/or priority. A job that is running or finished cannot be moved: the
+command fails (exit 1) and says so.`,
 		Example: `  hopper jobs reschedule 42 --delay 1h
   hopper jobs reschedule 42 --at 2030-01-02T15:04:05Z --priority -5
   hopper jobs reschedule 42 --delay 0 --priority -10   # run now, first`,
@@ -229,10 +282,9 @@ func (a *app) jobsRescheduleCmd() *cobra.Command {
 					return err
 				}
 			case delaySet:
-				if delay < 0 {
-					return usagef("bad --delay %s: must not be negative", delay)
+				if runAt, err = delayTime("--delay", delay); err != nil {
+					return err
 				}
-				runAt = time.Now().Add(delay)
 			}
 			if cmd.Flags().Changed("priority") {
 				pri = &priority
@@ -241,18 +293,17 @@ func (a *app) jobsRescheduleCmd() *cobra.Command {
 				return usagef("give --at, --delay or --priority")
 			}
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
 				if _, err := getJob(ctx, s, id); err != nil {
 					return err
 				}
 				j, err := s.Reschedule(ctx, id, runAt, pri)
 				if errors.Is(err, hopper.ErrNotWaiting) {
-					cur, _ := s.Get(ctx, id)
 					state := "no longer waiting"
-					if cur != nil {
-						state = "already " + cur.State.String()
+					if cur, _ := s.Get(ctx, id); cur != nil {
+						state = cur.State.String()
 					}
-					return fmt.Errorf("job %d cannot be rescheduled: it is %s", id, state)
+					return fmt.Errorf("job %d cannot be rescheduled: it is %s (only waiting jobs can)", id, state)
 				}
 				if err != nil {
 					return enqueueError(err)

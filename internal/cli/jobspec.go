@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/spf13/pflag"
 )
@@ -29,9 +28,13 @@ type jobFlags struct {
 func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	fs.StringVar(&f.queue, "queue", "", `queue of the job (default "default")`)
 	fs.IntVar(&f.priority, "priority", 0, "priority: lower runs first, any integer")
-	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts before the job goes to the dead-letter queue (default 25)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
-	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: exponential[:BASE[,MAX]] (default exponential:1s,1h with jitter), fixed:5s or list:5s,30s,300s")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job goes to the dead-letter queue, at least 1 (default %d)", hopper.DefaultMaxAttempts))
+	if forSchedule {
+		fs.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("timeout of each attempt, e.g. 30s (default: the schedule's period, the time to the next tick, at least %s)", roughDuration(hopper.MinScheduledTimeout)))
+	} else {
+		fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
+	}
+	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: "+backoffForms)
 	if !forSchedule {
 		fs.DurationVar(&f.delay, "delay", 0, "run no earlier than this long from now, e.g. 10m")
 		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
@@ -39,35 +42,50 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	}
 }
 
-func (f *jobFlags) retry() (*backoff.Policy, error) { return parseBackoff(f.backoff) }
-
-// options returns the EnqueueOptions the flags describe.
-func (f *jobFlags) options() (*hopper.EnqueueOptions, error) {
+// options returns the EnqueueOptions the flags in fs describe. A value the
+// library reads as "unset" (0, "") given explicitly is refused rather than
+// silently replaced by a default.
+func (f *jobFlags) options(fs *pflag.FlagSet) (*hopper.EnqueueOptions, error) {
+	set := fs.Changed
 	o := &hopper.EnqueueOptions{
 		Queue: f.queue, Priority: f.priority, MaxAttempts: f.maxAttempts,
-		Timeout: f.timeout, UniqueKey: f.unique, Delay: f.delay,
+		Timeout: f.timeout, UniqueKey: f.unique,
 	}
-	if f.delay < 0 {
-		return nil, usagef("bad --delay %s: must not be negative", f.delay)
-	}
-	if f.at != "" {
-		if f.delay != 0 {
-			return nil, usagef("give --delay or --at, not both")
+	switch {
+	case set("queue") && strings.TrimSpace(f.queue) == "":
+		return nil, usagef(`bad --queue %q: must not be empty (leave it out for the queue "default")`, f.queue)
+	case set("max-attempts") && f.maxAttempts < 1:
+		return nil, usagef("bad --max-attempts %d: must be at least 1 (leave it out for the default, %d)", f.maxAttempts, hopper.DefaultMaxAttempts)
+	case set("timeout") && f.timeout <= 0:
+		if fs.Lookup("unique") == nil { // schedule add
+			return nil, usagef("bad --timeout %s: must be positive (leave it out and each job times out after the schedule's period, at least %s)", f.timeout, roughDuration(hopper.MinScheduledTimeout))
 		}
+		return nil, usagef("bad --timeout %s: must be positive (leave it out for no timeout)", f.timeout)
+	case set("unique") && f.unique == "":
+		return nil, usagef("bad --unique: the key must not be empty")
+	case set("retry-backoff") && f.backoff == "":
+		return nil, usagef("bad --retry-backoff: empty; want %s", backoffForms)
+	case set("delay") && set("at"):
+		return nil, usagef("give --delay or --at, not both")
+	}
+	if set("delay") {
+		t, err := delayTime("--delay", f.delay)
+		if err != nil {
+			return nil, err
+		}
+		if f.delay > 0 {
+			o.RunAt = t
+		}
+	}
+	if set("at") {
 		t, err := parseAt("--at", f.at)
 		if err != nil {
 			return nil, err
 		}
 		o.RunAt = t
 	}
-	if f.maxAttempts < 0 {
-		return nil, usagef("bad --max-attempts %d: must be at least 1", f.maxAttempts)
-	}
-	if f.timeout < 0 {
-		return nil, usagef("bad --timeout %s: must not be negative", f.timeout)
-	}
 	var err error
-	if o.Retry, err = f.retry(); err != nil {
+	if o.Retry, err = parseBackoff(f.backoff); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -96,6 +114,11 @@ func (f *execFlags) register(fs *pflag.FlagSet) {
 func (f *execFlags) args(pos []string) (any, error) {
 	if len(pos) == 0 {
 		return nil, usagef("exec needs a command: exec [flags] -- COMMAND [ARGS...]")
+	}
+	for _, c := range f.permCodes {
+		if c < 1 || c > 255 {
+			return nil, usagef("bad --permanent-exit-codes: %d is not an exit code of a failure (1 to 255)", c)
+		}
 	}
 	a := kinds.ExecArgs{Command: pos[0], Args: pos[1:], Env: f.env, Dir: f.dir, PermanentExitCodes: f.permCodes}
 	if err := a.Validate(); err != nil {

@@ -58,16 +58,7 @@ func printJob(w io.Writer, j *hopper.Job) error {
 		fmt.Fprintf(w, "\nArgs:\n%s\n", indentJSON(j.Args))
 	}
 	if len(j.Attempts) > 0 {
-		fmt.Fprintln(w, "\nAttempts:")
-		at := newTable(w, "  #", "STARTED", "DURATION", "WORKER", "OUTCOME", "BACKOFF", "ERROR")
-		for _, a := range j.Attempts {
-			backoff := "-"
-			if a.Backoff > 0 {
-				backoff = a.Backoff.Round(time.Millisecond).String()
-			}
-			at.row(fmt.Sprintf("  %d", a.Attempt), clock(a.StartedAt), a.Duration.Round(time.Microsecond), orDash(a.Worker), a.Outcome, backoff, orDash(truncate(a.Error, 80)))
-		}
-		if err := at.flush(); err != nil {
+		if err := printAttempts(w, j); err != nil {
 			return err
 		}
 	}
@@ -89,19 +80,116 @@ func stateLine(j *hopper.Job) string {
 	return s
 }
 
+// outputLines is how many lines of an exec attempt's stdout and stderr
+// jobs get shows; --json has the last 4 KiB.
+const outputLines = 10
+
+// attemptResult is the result an attempt recorded: its own (a failed
+// attempt's partial result), or the job's for the attempt that completed it.
+func attemptResult(j *hopper.Job, i int) json.RawMessage {
+	a := j.Attempts[i]
+	if len(a.Result) > 0 {
+		return a.Result
+	}
+	if a.Outcome == hopper.StateCompleted.String() { // only one attempt completes a job
+		return j.Result
+	}
+	return nil
+}
+
+// execResult decodes an exec job's result, if b is one.
+func execResult(b json.RawMessage) (*kinds.ExecResult, bool) {
+	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' { // "null": no result
+		return nil, false
+	}
+	var r kinds.ExecResult
+	if json.Unmarshal(b, &r) != nil {
+		return nil, false
+	}
+	return &r, true
+}
+
+// printAttempts writes the attempt history: a table, then for exec jobs
+// each attempt's exit code and the last lines of its stdout and stderr.
+func printAttempts(w io.Writer, j *hopper.Job) error {
+	isExec := j.Kind == kinds.KindExec
+	fmt.Fprintln(w, "\nAttempts:")
+	header := []string{"  #", "STARTED", "DURATION", "WORKER", "OUTCOME", "BACKOFF"}
+	if isExec {
+		header = append(header, "EXIT")
+	}
+	at := newTable(w, append(header, "ERROR")...)
+	for i, a := range j.Attempts {
+		backoff := "-"
+		if a.Backoff > 0 {
+			backoff = a.Backoff.Round(time.Millisecond).String()
+		}
+		cells := []any{fmt.Sprintf("  %d", a.Attempt), clock(a.StartedAt), a.Duration.Round(time.Microsecond), orDash(a.Worker), a.Outcome, backoff}
+		if isExec {
+			exit := "-"
+			if r, ok := execResult(attemptResult(j, i)); ok {
+				exit = exitText(r)
+			}
+			cells = append(cells, exit)
+		}
+		at.row(append(cells, orDash(truncate(a.Error, 80)))...)
+	}
+	if err := at.flush(); err != nil {
+		return err
+	}
+	if !isExec {
+		return nil
+	}
+	for i, a := range j.Attempts {
+		r, ok := execResult(attemptResult(j, i))
+		if !ok {
+			continue
+		}
+		how := "exit code " + exitText(r)
+		if r.Signal != "" {
+			how = "killed by " + r.Signal
+		}
+		fmt.Fprintf(w, "\n  attempt %d: %s after %s\n", a.Attempt, how, r.Duration.D().Round(time.Microsecond))
+		printTail(w, "stdout", r.StdoutTail)
+		printTail(w, "stderr", r.StderrTail)
+	}
+	return nil
+}
+
+// exitText is the EXIT column: the exit code, or the signal that ended the
+// command.
+func exitText(r *kinds.ExecResult) string {
+	if r.Signal != "" {
+		return r.Signal
+	}
+	return fmt.Sprint(r.ExitCode)
+}
+
+// printTail writes the last outputLines lines of an output tail.
+func printTail(w io.Writer, name, tail string) {
+	tail = strings.TrimRight(tail, "\n")
+	if tail == "" {
+		fmt.Fprintf(w, "    %s: (empty)\n", name)
+		return
+	}
+	lines := strings.Split(tail, "\n")
+	head := fmt.Sprintf("%s:", name)
+	if len(lines) > outputLines {
+		head = fmt.Sprintf("%s (last %d of %d lines kept; the last 4 KiB with --json):", name, outputLines, len(lines))
+		lines = lines[len(lines)-outputLines:]
+	}
+	fmt.Fprintf(w, "    %s\n", head)
+	for _, l := range lines {
+		fmt.Fprintf(w, "      %s\n", l)
+	}
+}
+
 // printResult shows an exec or http result readably, others as JSON.
 func printResult(w io.Writer, j *hopper.Job) {
 	switch j.Kind {
 	case kinds.KindExec:
-		var r kinds.ExecResult
-		if json.Unmarshal(j.Result, &r) == nil {
-			fmt.Fprintf(w, "  exit code %d after %s\n", r.ExitCode, r.Duration.D().Round(time.Microsecond))
-			if r.StdoutTail != "" {
-				fmt.Fprintf(w, "  stdout (last 4 KiB):\n%s\n", indent(strings.TrimRight(r.StdoutTail, "\n")))
-			}
-			if r.StderrTail != "" {
-				fmt.Fprintf(w, "  stderr (last 4 KiB):\n%s\n", indent(strings.TrimRight(r.StderrTail, "\n")))
-			}
+		if r, ok := execResult(j.Result); ok {
+			fmt.Fprintf(w, "  exit code %d after %s (its output is under Attempts)\n", r.ExitCode, r.Duration.D().Round(time.Microsecond))
 			return
 		}
 	case kinds.KindHTTP:

@@ -35,7 +35,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"jobs", "get", "abc"}, 2, []string{`bad job ID "abc"`}},
 		{[]string{"jobs", "get", "-5"}, 2, []string{"unknown shorthand flag"}},
 		{[]string{"jobs", "get", "999"}, 1, []string{"job 999 not found"}},
-		{[]string{"jobs", "cancel"}, 2, []string{"needs a job ID"}},
+		{[]string{"jobs", "cancel"}, 2, []string{"needs one or more job IDs"}},
 		{[]string{"jobs", "frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
 		{[]string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
 		{[]string{"stats", "extra"}, 2, []string{"takes no arguments"}},
@@ -63,6 +63,8 @@ func TestBadDatabasePaths(t *testing.T) {
 	}
 	before, _ := os.Stat(garbage)
 	hop(t, garbage, "jobs", "list").fails(t, 1, garbage, "not a Hopper/SQLite database")
+	hop(t, garbage, "jobs", "cancel", "1").fails(t, 1, garbage, "not a Hopper/SQLite database")
+	hop(t, garbage, "migrate").fails(t, 1, garbage, "not a Hopper/SQLite database")
 	hop(t, garbage, "enqueue", "exec", "true").fails(t, 1, "not a Hopper/SQLite database")
 	after, err := os.Stat(garbage)
 	if got, _ := os.ReadFile(garbage); err != nil || !bytes.Equal(got, content) || !after.ModTime().Equal(before.ModTime()) {
@@ -168,7 +170,7 @@ func waitFinished(t *testing.T, db string, ids ...hopper.ID) []*hopper.Job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := hopper.OpenSQLite(ctx, db, hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	c, err := hopper.Open(ctx, "sqlite:"+db, hopper.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,15 @@ func TestBench(t *testing.T) {
 	r := hop(t, "unused.db", "bench", "--store", "memory", "--jobs", "3000", "--batch", "500", "--latency-jobs", "50").ok(t)
 	r.has(t, "store    memory", "GOMAXPROCS", "go1.", "inserted", "worked", "jobs/s", "p50", "p99", "max")
 	var res benchResult
-	hop(t, "unused.db", "bench", "--json", "--store", "sqlite", "--durability", "normal", "--jobs", "300", "--workers", "4", "--latency-jobs", "20").ok(t).decode(&res)
+	r = hop(t, "unused.db", "bench", "--json", "--store", "sqlite", "--durability", "normal", "--jobs", "300", "--workers", "4", "--latency-jobs", "20").ok(t)
+	r.decode(&res)
+	var raw map[string]any
+	r.decode(&raw)
+	for _, k := range []string{"insert_time", "work_time", "latency_p50", "latency_max"} {
+		if s, ok := raw[k].(string); !ok || !strings.HasSuffix(s, "s") {
+			t.Errorf("bench --json: %s is %v, want a duration string", k, raw[k])
+		}
+	}
 	if res.Store != "sqlite" || res.Jobs != 300 || res.InsertRate <= 0 || res.WorkRate <= 0 || res.Max < res.P50 || res.P50 <= 0 ||
 		res.Durability != "normal" || !strings.HasPrefix(filepath.Base(filepath.Dir(res.File)), "hopper-bench-") {
 		b, _ := json.Marshal(res)

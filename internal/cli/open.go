@@ -8,35 +8,82 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/kinds"
-	"github.com/hopperq/hopper/store/sqlitestore"
+	"github.com/hopperq/hopper/store"
+	_ "github.com/hopperq/hopper/store/pgstore"   // registers postgres:
+	"github.com/hopperq/hopper/store/sqlitestore" // registers sqlite:
 )
 
-// session is an open database and a client on it.
-type session struct {
-	*hopper.Client
-	store *sqlitestore.Store
+// database is what --db names.
+type database struct {
+	// url is the store URL given, or "sqlite:PATH" for a bare path.
+	url string
+	// path is the SQLite file as given, or "" for a store of another kind.
+	path string
 }
 
-// openOpts say how to open the database.
-type openOpts struct {
-	// create makes the file if it does not exist; commands that only read
-	// or change existing jobs leave it false and fail on a missing file.
-	create     bool
-	durability sqlitestore.Durability
-	// config, if set, adjusts the client's configuration.
-	config func(*hopper.Config)
-}
-
-// checkDBPath gives a clear error for a --db that cannot work, before the
-// store tries.
-func checkDBPath(path string, create bool) error {
-	if path == "" {
-		return usagef("--db must not be empty")
+// name is the database for messages: the SQLite file's absolute path, or
+// the URL.
+func (d database) name() string {
+	if d.path == "" {
+		return d.url
 	}
+	if abs, err := filepath.Abs(d.path); err == nil {
+		return abs
+	}
+	return d.path
+}
+
+// parseDB reads --db: a store URL (sqlite:PATH, later postgres://…) or a
+// bare path, which means a SQLite file. A value is a URL when it starts
+// with a registered scheme and ":" (sqlite:x.db), or with any scheme and
+// "://"; anything else is a path.
+func parseDB(s string) (database, error) {
+	if strings.TrimSpace(s) == "" {
+		return database{}, usagef("--db must not be empty")
+	}
+	if scheme, rest, ok := strings.Cut(s, ":"); ok && isScheme(scheme) &&
+		(slices.Contains(store.Schemes(), strings.ToLower(scheme)) || strings.HasPrefix(rest, "//")) {
+		if !strings.EqualFold(scheme, sqlitestore.Scheme) {
+			return database{url: s}, nil
+		}
+		path, _, err := sqlitestore.ParseURL(s)
+		if err != nil {
+			return database{}, usagef("bad --db: %v", err)
+		}
+		return database{url: s, path: path}, nil
+	}
+	if strings.Contains(s, "?") {
+		return database{}, usagef(`bad --db %q: a file path must not contain "?", which a sqlite: URL reads as the start of its options`, s)
+	}
+	return database{url: sqlitestore.Scheme + ":" + filepath.Clean(s), path: s}, nil
+}
+
+// isScheme reports whether s is a URL scheme of at least two characters
+// (one letter would be a Windows drive).
+func isScheme(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkDBPath gives a clear error for a SQLite file that cannot work,
+// before the store tries.
+func checkDBPath(path string, create bool) error {
 	dir := filepath.Dir(path)
 	switch fi, err := os.Stat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -49,7 +96,7 @@ func checkDBPath(path string, create bool) error {
 	switch fi, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
 		if !create {
-			return fmt.Errorf("no database at %s (it is created by hopper enqueue, schedule add, serve or demo; pass --db or set HOPPER_DB to use another)", path)
+			return fmt.Errorf("no database at %s (it is created by hopper migrate, enqueue, schedule add, serve or demo; pass --db or set HOPPER_DB to use another)", path)
 		}
 	case err != nil:
 		return fmt.Errorf("database %s: %w", path, err)
@@ -59,23 +106,57 @@ func checkDBPath(path string, create bool) error {
 	return nil
 }
 
-// open opens the --db file and a client on it (not started). Close it with
-// session.close.
+// session is an open store and a client on it.
+type session struct {
+	*hopper.Client
+	store store.Store
+	db    database
+}
+
+// access says what a command does to the database.
+type access uint8
+
+const (
+	// readOnly commands only read: the store is opened read-only, which
+	// never migrates, creates or writes anything (not even SQLite's -wal
+	// and -shm files or Hopper's lock directory).
+	readOnly access = iota
+	// readWrite commands change an existing database (migrating its
+	// schema if it is older).
+	readWrite
+	// create commands also create the database if it does not exist.
+	create
+)
+
+// openOpts say how to open the database.
+type openOpts struct {
+	access access
+	// config, if set, adjusts the client's configuration.
+	config func(*hopper.Config)
+}
+
+// open opens the --db store and a client on it (not started), with the
+// built-in kinds registered. Close it with session.close.
 func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
-	if err := checkDBPath(a.db, o.create); err != nil {
+	db, err := parseDB(a.db)
+	if err != nil {
 		return nil, err
 	}
-	st, err := sqlitestore.Open(ctx, a.db, sqlitestore.Options{Durability: o.durability})
+	if db.path != "" {
+		if err := checkDBPath(db.path, o.access == create); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.Open(ctx, db.url, store.OpenOptions{ReadOnly: o.access == readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	ws := hopper.NewWorkers()
 	kinds.Register(ws)
 	cfg := hopper.Config{
-		Store:    st,
-		Workers:  ws,
-		Logger:   slog.New(slog.DiscardHandler),
-		WorkerID: st.WorkerID(), // the store detects dead workers by its own ID
+		Store:   st,
+		Workers: ws,
+		Logger:  slog.New(slog.DiscardHandler),
 	}
 	if o.config != nil {
 		o.config(&cfg)
@@ -85,7 +166,7 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 		st.Close()
 		return nil, err
 	}
-	return &session{Client: c, store: st}, nil
+	return &session{Client: c, store: st, db: db}, nil
 }
 
 // close stops the client (gracefully until ctx is done) and closes the
@@ -95,7 +176,7 @@ func (s *session) close(ctx context.Context) error {
 	return errors.Join(err, s.store.Close())
 }
 
-// closeNow stops and closes without waiting for running jobs.
+// closeQuick stops and closes, waiting at most 10s for running jobs.
 func (s *session) closeQuick() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

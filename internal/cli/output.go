@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,17 +9,31 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/kinds"
 )
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, always valid UTF-8: Go's encoder
+// replaces invalid bytes in strings, but copies json.RawMessage values
+// (args, results) as they are, and a store may hold bytes written by an
+// older or another program. JSON's syntax is ASCII, so invalid bytes can
+// only be inside strings, where U+FFFD keeps the document valid.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b := buf.Bytes()
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	_, err := w.Write(b)
+	return err
 }
 
 // table writes aligned columns; call flush at the end.
@@ -65,6 +80,20 @@ func clock(t time.Time) string {
 		return t.Format("15:04:05")
 	}
 	return t.Format("2006-01-02 15:04:05")
+}
+
+// zclock formats t in loc for tables, always with the zone: the time, with
+// the date if it is not today in loc.
+func zclock(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return "-"
+	}
+	t = t.In(loc)
+	now := time.Now().In(loc)
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05 MST")
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
 }
 
 // fullTime formats t with its date, zone and how far it is from now.

@@ -1,6 +1,7 @@
 // Package cli is the hopper command: a durable job scheduler's server,
-// client and benchmark on one SQLite file. Run builds the command tree with
-// cobra and runs it; cmd/hopper is a thin main around it.
+// client and benchmark on one store (by default a SQLite file). Run builds
+// the command tree with cobra and runs it; cmd/hopper is a thin main around
+// it.
 package cli
 
 import (
@@ -9,19 +10,27 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
-// Exit codes.
+// Exit codes, the same rule for every command (docs/cli.md, "Exit codes").
 const (
-	ExitOK    = 0
-	ExitError = 1 // the command failed
-	ExitUsage = 2 // the command line was wrong
+	// ExitOK: every target ended in the state the command asks for,
+	// including targets that already were in it.
+	ExitOK = 0
+	// ExitError: the command failed for at least one target (not found,
+	// or in a state where the action does not apply), or an operational
+	// error (database, I/O).
+	ExitError = 1
+	// ExitUsage: the command line or the input was wrong; nothing changed.
+	ExitUsage = 2
 )
 
-// DefaultDB is the database file used when neither --db nor HOPPER_DB is set.
+// DefaultDB is the database used when neither --db nor HOPPER_DB is set.
 const DefaultDB = "./hopper.db"
 
 // IO is where a run reads and writes.
@@ -35,15 +44,25 @@ type app struct {
 	IO
 	db   string
 	json bool
+	// signals returns the channel on which SIGINT and SIGTERM arrive and a
+	// function that stops delivering them. Tests replace it.
+	signals func() (<-chan os.Signal, func())
 }
 
-// usageError is an error in the command line: it exits with ExitUsage.
+// usageError is an error in the command line or the input: it exits with
+// ExitUsage, and nothing was changed.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// reportedError is the failure of a command that already reported each
+// failed target on stderr: it exits with ExitError, printing msg if set.
+type reportedError struct{ msg string }
+
+func (e reportedError) Error() string { return e.msg }
 
 // Main runs the hopper command on the process's arguments and streams and
 // returns its exit code.
@@ -55,24 +74,42 @@ func Main() int {
 // returns its exit code. Errors go to io.Err as "hopper: ...". Long-running
 // commands (serve, demo) also stop when ctx is done.
 func Run(ctx context.Context, args []string, stdio IO) int {
-	a := &app{IO: stdio}
+	return (&app{IO: stdio, signals: notifySignals}).run(ctx, args)
+}
+
+// notifySignals delivers SIGINT and SIGTERM on a channel instead of letting
+// them end the process.
+func notifySignals() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
 	root := a.root()
 	root.SetArgs(append([]string{}, args...))
-	root.SetIn(stdio.In)
-	root.SetOut(stdio.Out)
-	root.SetErr(stdio.Err)
+	root.SetIn(a.In)
+	root.SetOut(a.Out)
+	root.SetErr(a.Err)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	var re reportedError
+	if errors.As(err, &re) {
+		if re.msg != "" {
+			fmt.Fprintf(a.Err, "hopper: %s\n", re.msg)
+		}
+		return ExitError
 	}
 	code := ExitError
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		code = ExitUsage
 	}
-	fmt.Fprintf(stdio.Err, "hopper: %v\n", err)
+	fmt.Fprintf(a.Err, "hopper: %v\n", err)
 	if code == ExitUsage && cmd != nil {
-		fmt.Fprintf(stdio.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		fmt.Fprintf(a.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code
 }
@@ -80,28 +117,36 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hopper",
-		Short: "Hopper: a durable job scheduler on one SQLite file",
+		Short: "Hopper: a durable job scheduler",
 		Long: `Hopper is a durable job scheduler. Jobs, their attempts and recurring
-schedules live in one SQLite file (--db, default ./hopper.db, or $HOPPER_DB).
+schedules live in one store: by default the SQLite file ./hopper.db; --db
+(or $HOPPER_DB) takes another file or a store URL such as sqlite:/var/lib/hopper.db.
 "hopper serve" works them; the other commands enqueue and inspect them, and
 may run while a server is running.
 
+Exit codes: 0 every target ended as asked (or already was); 1 the command
+failed for at least one target, or an operational error; 2 a usage error,
+nothing changed.
+
 New here? Run "hopper demo".`,
+		Version:           versionText(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		Args:              cobra.ArbitraryArgs,
 		RunE:              groupRun,
 	}
+	root.SetVersionTemplate("hopper {{.Version}}\n")
 	db := DefaultDB
 	if v, ok := os.LookupEnv("HOPPER_DB"); ok && v != "" {
 		db = v
 	}
-	root.PersistentFlags().StringVar(&a.db, "db", db, "database file (env HOPPER_DB)")
+	root.PersistentFlags().StringVar(&a.db, "db", db, "database: a SQLite file path, or a store URL such as sqlite:PATH (env HOPPER_DB)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of tables, for scripts")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		a.serveCmd(),
+		a.migrateCmd(),
 		a.enqueueCmd(),
 		a.jobsCmd(),
 		a.dlqCmd(),
@@ -148,6 +193,15 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			return usagef("%s needs %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
 			return usagef("%s needs %s", cmd.CommandPath(), what)
 		}
 		return nil

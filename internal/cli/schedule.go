@@ -68,7 +68,7 @@ of the job kind (see "hopper enqueue exec --help" and "hopper enqueue http
 			if err != nil {
 				return err
 			}
-			return a.scheduleAdd(cmd.Context(), name, kind, jobArgs, &f)
+			return a.scheduleAdd(cmd.Context(), cmd.Flags(), name, kind, jobArgs, &f)
 		},
 	}
 	f.register(c.Flags())
@@ -130,20 +130,26 @@ func parseScheduleAdd(cmd *cobra.Command, f *scheduleFlags, args []string) (name
 	return name, kind, jobArgs, nil, err
 }
 
-func (a *app) scheduleAdd(ctx context.Context, name, kind string, jobArgs any, f *scheduleFlags) error {
+func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind string, jobArgs any, f *scheduleFlags) error {
 	o := hopper.ScheduleOptions{
 		Cron: f.cron, TimeZone: f.tz, Every: f.every, FixedDelay: f.fixedDelay, Replace: f.replace,
-		Kind: kind, Args: jobArgs, Queue: f.job.queue, Priority: f.job.priority,
-		MaxAttempts: f.job.maxAttempts, Timeout: f.job.timeout,
+		Kind: kind, Args: jobArgs,
 	}
+	everySet := fs.Changed("every")
 	switch {
-	case f.cron == "" && f.every == 0:
+	case fs.Changed("cron") && strings.TrimSpace(f.cron) == "":
+		return usagef("bad --cron: empty; want a cron expression such as '0 3 * * *'")
+	case f.cron == "" && !everySet:
 		return usagef("give --cron EXPR or --every D")
-	case f.cron != "" && f.every != 0:
+	case f.cron != "" && everySet:
 		return usagef("give --cron or --every, not both")
-	case f.tz != "" && f.cron == "":
+	case everySet && f.every < time.Second:
+		return usagef("bad --every %s: must be at least 1s", f.every)
+	case fs.Changed("tz") && f.cron == "":
 		return usagef("--tz applies to --cron only")
-	case f.fixedDelay && f.every == 0:
+	case fs.Changed("tz") && f.tz == "":
+		return usagef("bad --tz: empty; want an IANA zone such as Europe/Paris (leave it out for UTC)")
+	case f.fixedDelay && !everySet:
 		return usagef("--fixed-delay applies to --every only")
 	}
 	switch f.overlap {
@@ -154,14 +160,12 @@ func (a *app) scheduleAdd(ctx context.Context, name, kind string, jobArgs any, f
 	default:
 		return usagef("bad --overlap %q: want skip or allow", f.overlap)
 	}
-	if f.job.maxAttempts < 0 || f.job.timeout < 0 {
-		return usagef("--max-attempts and --timeout must not be negative")
-	}
-	var err error
-	if o.Retry, err = f.job.retry(); err != nil {
+	opts, err := f.job.options(fs)
+	if err != nil {
 		return err
 	}
-	return a.withSession(ctx, openOpts{create: true}, func(s *session) error {
+	o.Options = opts
+	return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 		sc, err := s.AddSchedule(ctx, name, o)
 		switch {
 		case errors.Is(err, hopper.ErrDuplicate):
@@ -169,14 +173,17 @@ func (a *app) scheduleAdd(ctx context.Context, name, kind string, jobArgs any, f
 		case err != nil:
 			return enqueueError(err)
 		}
+		v := newScheduleView(sc)
 		if a.json {
-			return printJSON(a.Out, sc)
+			return printJSON(a.Out, v)
 		}
 		verb := "added"
 		if f.replace {
 			verb = "saved"
 		}
-		fmt.Fprintf(a.Out, "schedule %s %s: %s; next run %s\n", name, verb, describeSpec(sc), fullTime(sc.NextRunAt))
+		fmt.Fprintf(a.Out, "schedule %s %s: %s, overlap %s; next run %s (%s)\n", name, verb, describeSpec(sc), sc.Overlap,
+			sc.NextRunAt.In(v.loc).Format("2006-01-02 15:04:05 MST"), relative(sc.NextRunAt))
+		fmt.Fprintf(a.Out, "%s\n", describeTimeout(sc))
 		return nil
 	})
 }
@@ -199,28 +206,44 @@ func describeSpec(sc *hopper.Schedule) string {
 func (a *app) scheduleListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the schedules with their next fire times",
-		Args:  noArgs,
+		Short: "List the schedules with their next fire times and last jobs",
+		Long: `List the schedules: name, rule, overlap policy, status, next and last fire
+time (in the schedule's time zone: a cron schedule's --tz, else UTC; local
+time for --every), the ticks skipped since it last fired (with overlap
+skip, a tick is skipped while the previous job runs) and when the last was
+skipped, and the last job with its outcome (its state, and a short error
+when it failed or died).
+
+--json prints the schedules with their times in their zone, and adds
+last_job_state, last_job_error and job_timeout (what the next job it fires
+gets when the schedule sets no --timeout: the period, at least 1m).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
 				scheds, err := s.Schedules(ctx)
 				if err != nil {
 					return err
 				}
-				if a.json {
-					if scheds == nil {
-						scheds = []*hopper.Schedule{}
+				views := make([]*scheduleView, 0, len(scheds))
+				for _, sc := range scheds {
+					v := newScheduleView(sc)
+					if err := v.addLastJob(ctx, s); err != nil {
+						return err
 					}
-					return printJSON(a.Out, scheds)
+					views = append(views, v)
 				}
-				if len(scheds) == 0 {
+				if a.json {
+					return printJSON(a.Out, views)
+				}
+				if len(views) == 0 {
 					fmt.Fprintln(a.Err, "no schedules")
 					return nil
 				}
-				t := newTable(a.Out, "NAME", "WHEN", "STATUS", "NEXT RUN", "LAST FIRED", "LAST JOB", "JOB")
-				for _, sc := range scheds {
-					status, next := "active", clock(sc.NextRunAt)
+				t := newTable(a.Out, "NAME", "WHEN", "OVERLAP", "STATUS", "NEXT RUN", "LAST FIRED", "SKIPPED", "LAST JOB", "JOB")
+				for _, v := range views {
+					sc := v.sc
+					status, next := "active", zclock(sc.NextRunAt, v.loc)
 					switch {
 					case sc.Paused:
 						status, next = "paused", "-"
@@ -229,11 +252,12 @@ func (a *app) scheduleListCmd() *cobra.Command {
 					default:
 						next += " (" + relative(sc.NextRunAt) + ")"
 					}
-					last := "-"
-					if sc.LastJobID != 0 {
-						last = fmt.Sprint(sc.LastJobID)
+					skipped := "-"
+					if sc.SkippedTicks > 0 {
+						skipped = fmt.Sprintf("%d (last %s)", sc.SkippedTicks, zclock(sc.LastSkipAt, v.loc))
 					}
-					t.row(sc.Name, describeSpec(sc), status, next, clock(sc.LastFireAt), last, sc.Kind+": "+summary(sc.Kind, sc.Args, 40))
+					t.row(sc.Name, describeSpec(sc), sc.Overlap, status, next, zclock(sc.LastFireAt, v.loc), skipped,
+						v.lastJobText(), sc.Kind+": "+summary(sc.Kind, sc.Args, 40))
 				}
 				return t.flush()
 			})
@@ -246,29 +270,46 @@ func (a *app) scheduleSetCmd(verb, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:   verb + " NAME",
 		Short: short,
-		Args:  exactArgs(1, "a schedule NAME"),
+		Long: short + `.
+
+Exit code: 0 if the schedule is ` + map[string]string{"pause": "paused (or already was)", "resume": "active (or already was)", "rm": "removed"}[verb] + `; 1 if there is no schedule NAME.`,
+		Args: exactArgs(1, "a schedule NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				done := map[string]string{"pause": "paused", "resume": "resumed", "rm": "removed"}[verb]
+				changed := true
 				var err error
 				switch verb {
-				case "pause":
-					err = s.PauseSchedule(ctx, name)
-				case "resume":
-					err = s.ResumeSchedule(ctx, name)
+				case "pause", "resume":
+					var sc *hopper.Schedule
+					if sc, err = s.GetSchedule(ctx, name); err != nil {
+						break
+					}
+					switch {
+					case verb == "pause" && sc.Paused:
+						changed = false
+					case verb == "resume" && !sc.Paused:
+						changed, done = false, "active"
+					case verb == "pause":
+						err = s.PauseSchedule(ctx, name)
+					default:
+						err = s.ResumeSchedule(ctx, name)
+					}
 				default:
 					err = s.RemoveSchedule(ctx, name)
 				}
 				if errors.Is(err, hopper.ErrNotFound) {
-					names := scheduleNames(ctx, s)
-					return fmt.Errorf("schedule %q not found%s", name, names)
+					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
 				}
 				if err != nil {
 					return err
 				}
-				done := map[string]string{"pause": "paused", "resume": "resumed", "rm": "removed"}[verb]
 				if a.json {
-					return printJSON(a.Out, map[string]string{"schedule": name, "status": done})
+					return printJSON(a.Out, map[string]any{"schedule": name, "status": done, "changed": changed})
+				}
+				if !changed {
+					done = "already " + done
 				}
 				fmt.Fprintf(a.Out, "schedule %s %s\n", name, done)
 				return nil

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -28,26 +30,49 @@ func (a *app) serveCmd() *cobra.Command {
 	var (
 		workers         int
 		queues, level   string
+		external        string
 		shutdownTimeout time.Duration
+		hf              serverFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D]",
-		Short: "Run jobs until interrupted",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
+		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
-finished jobs, until SIGINT or SIGTERM.
+finished jobs, until SIGINT or SIGTERM. It creates the database if needed
+and brings its schema up to date (as hopper migrate does).
 
 Every transition is logged to stderr: started and completed at debug,
 failed attempts at warn, dead jobs at error.
 
-On the first signal it stops taking jobs and waits up to --shutdown-timeout
-for running jobs; those still running then are cancelled and go back to
-waiting without losing an attempt. A second signal stops at once. Several
-servers may share one database.`,
+With --http ADDR it also serves, on ADDR, the JSON API under /api/v1/
+(docs/api.md), the dashboard at /, Prometheus metrics at /metrics
+(docs/metrics.md), /healthz (the process is alive) and /readyz (the
+database answers and its schema is current). ADDR is HOST:PORT, or :PORT or
+PORT for 127.0.0.1; --http alone listens on ` + DefaultHTTPAddr + `. Requests
+need a bearer token when tokens are given (--token, --tokens-file or
+$` + TokensEnv + `, each SCOPE:SECRET with scope read, write or admin); without
+tokens every request may do everything, so serve refuses to listen beyond
+loopback unless told --insecure-listen. --read-only refuses every change.
+--workers 0 runs no jobs at all — no schedules, no rescues, no cleanup:
+a process serving only the API and the dashboard beside other servers.
+
+On the first signal it stops taking jobs and HTTP requests and waits up to
+--shutdown-timeout for running jobs; those still running then are cancelled
+and go back to waiting without losing an attempt. A second signal stops at
+once. A signal that comes while it starts (opening the database) stops it
+before it takes any job. Several servers may share one database.`,
 		Example: `  hopper serve
-  hopper serve --workers 32 --queues default,emails:4 --log-level info`,
-		Args: noArgs,
+  hopper serve --workers 32 --queues default,emails:4 --log-level info
+  hopper serve --http :8080
+  HOPPER_TOKENS=admin:$(cat /etc/hopper/admin.token) hopper serve --http 0.0.0.0:8080
+  hopper serve --workers 0 --http :8080 --read-only --external-kinds send_email`,
+		Args: cobra.ArbitraryArgs, // the ADDR of "--http ADDR"; see serverFlags.resolve
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Signals first: from here on SIGINT and SIGTERM stop the
+			// server in order, wherever it is.
+			sigs, stop := a.signals()
+			defer stop()
 			lvl, err := parseLevel(level)
 			if err != nil {
 				return err
@@ -56,61 +81,149 @@ servers may share one database.`,
 			if err != nil {
 				return err
 			}
-			if workers < 1 {
-				return usagef("bad --workers %d: must be at least 1", workers)
+			addr, err := hf.resolve(cmd.Flags(), args)
+			if err != nil {
+				return err
+			}
+			switch {
+			case workers < 0 || workers > hopper.MaxConcurrency:
+				return usagef("bad --workers %d: must be between 1 and %d (or 0 with --http: no workers)", workers, hopper.MaxConcurrency)
+			case workers == 0 && addr == "":
+				return usagef("--workers 0 runs no jobs: give --http to serve only the API and the dashboard")
+			case workers == 0 && qs != nil:
+				return usagef("--queues applies to workers, and --workers 0 runs none")
 			}
 			if shutdownTimeout < 0 {
 				return usagef("bad --shutdown-timeout %s: must not be negative", shutdownTimeout)
 			}
+			ext, err := parseExternalKinds(external)
+			if err != nil {
+				return err
+			}
+			o := serveOpts{workers: workers, queues: qs, external: ext, shutdownTimeout: shutdownTimeout}
+			if addr != "" {
+				if o.auth, err = hf.auth(os.Getenv(TokensEnv)); err != nil {
+					return err
+				}
+				if o.ln, err = listenHTTP(addr, o.auth, hf.insecure); err != nil {
+					return err
+				}
+				o.insecure = hf.insecure
+			}
 			log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: lvl}))
-			return a.serve(cmd.Context(), log, workers, qs, shutdownTimeout)
+			return a.serve(cmd.Context(), sigs, log, o)
 		},
 	}
-	c.Flags().IntVar(&workers, "workers", 10, "jobs run at once")
+	c.Flags().IntVar(&workers, "workers", 10, fmt.Sprintf("jobs run at once (1 to %d; 0 with --http: none, only the API and dashboard)", hopper.MaxConcurrency))
 	c.Flags().StringVar(&queues, "queues", "", "work only these queues, each with an optional limit of jobs at once (default: every queue)")
 	c.Flags().StringVar(&level, "log-level", "debug", "debug (every transition), info, warn (failures) or error (dead jobs)")
 	c.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running jobs may finish")
+	c.Flags().StringVar(&external, "external-kinds", "", "kinds other programs run on this database, which the API may enqueue and schedule (comma-separated)")
+	hf.register(c.Flags())
 	return c
 }
 
-func (a *app) serve(ctx context.Context, log *slog.Logger, workers int, qs map[string]hopper.QueueConfig, shutdownTimeout time.Duration) error {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+// serveOpts are what serve runs.
+type serveOpts struct {
+	workers         int // 0: none, the client is not started
+	queues          map[string]hopper.QueueConfig
+	external        []string
+	shutdownTimeout time.Duration
+	// ln, if set, is where the HTTP server listens, with auth.
+	ln       net.Listener
+	auth     *httpauth.Auth
+	insecure bool
+}
 
-	s, err := a.open(ctx, openOpts{create: true, config: func(c *hopper.Config) {
-		c.Concurrency, c.Queues, c.Logger = workers, qs, log
+// parseExternalKinds reads --external-kinds.
+func parseExternalKinds(s string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if err := job.CheckName("kind", k); err != nil {
+			return nil, usagef("bad --external-kinds: %v", err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger, o serveOpts) error {
+	if o.ln != nil {
+		defer o.ln.Close() // closed by the server once it serves; here if it never does
+	}
+	var m *metrics.Metrics
+	if o.ln != nil {
+		m = metrics.New(metrics.Options{NoPool: o.workers == 0})
+	}
+	// Starting: a signal cancels the opening of the store, and the server
+	// then stops without taking a job.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	var early os.Signal
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case early = <-sigs:
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	s, err := a.open(startCtx, openOpts{access: create, config: func(c *hopper.Config) {
+		c.Concurrency, c.Queues, c.Logger, c.ExternalKinds = max(o.workers, 1), o.queues, log, o.external
+		if m != nil {
+			c.OnEvent, c.OnStoreCall = m.OnEvent, m.OnStoreCall
+		}
 	}})
+	cancelStart()
+	<-watched
+	if early == nil {
+		// A signal that came while the store opened, if the watcher saw
+		// the end of the opening first.
+		select {
+		case early = <-sigs:
+		default:
+		}
+	}
+	if early != nil {
+		if s != nil {
+			s.closeQuick()
+		}
+		log.Info("interrupted while starting: stopped before taking any job", "signal", early.String())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if err := s.Start(); err != nil {
-		s.closeQuick()
-		return err
-	}
-	var qnames []string
-	for q, c := range qs {
-		if c.MaxWorkers > 0 {
-			q = fmt.Sprintf("%s:%d", q, c.MaxWorkers)
+	if o.workers > 0 {
+		if err := s.Start(); err != nil {
+			s.closeQuick()
+			return err
 		}
-		qnames = append(qnames, q)
 	}
-	slices.Sort(qnames)
-	if qnames == nil {
-		qnames = []string{"(all)"}
+	var web *webServer
+	failed := make(chan error, 1)
+	if o.ln != nil {
+		m.Attach(s.Client)
+		web = startWeb(o.ln, httpHandler(s.Client, m, o.auth, log), log, failed)
 	}
-	log.Info("hopper serving", "db", s.store.Path(), "workers", workers, "queues", strings.Join(qnames, ","),
-		"kinds", "exec,http", "worker_id", s.WorkerID(), "pid", os.Getpid())
+	a.logServing(log, s, o)
 
 	var why string
+	var serveErr error
 	select {
 	case sig := <-sigs:
 		why = sig.String()
 	case <-ctx.Done():
 		why = "context done"
+	case serveErr = <-failed:
+		why = "the HTTP server failed"
+		log.Error("HTTP server failed", "error", serveErr)
 	}
-	log.Info("shutting down: waiting for running jobs (signal again to stop at once)", "reason", why, "timeout", shutdownTimeout)
-	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	log.Info("shutting down: waiting for running jobs (signal again to stop at once)", "reason", why, "timeout", o.shutdownTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	go func() {
 		select {
@@ -121,10 +234,47 @@ func (a *app) serve(ctx context.Context, log *slog.Logger, workers int, qs map[s
 		}
 	}()
 	start := time.Now()
+	if web != nil {
+		web.shutdown(stopCtx)
+	}
 	err = s.close(stopCtx)
 	if errors.Is(stopCtx.Err(), context.DeadlineExceeded) {
 		log.Warn("shutdown timeout: running jobs were cancelled and went back to waiting")
 	}
 	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond))
+	if serveErr != nil {
+		return errors.Join(fmt.Errorf("HTTP server: %w", serveErr), err)
+	}
 	return err
+}
+
+// logServing writes the line that says the server runs, and how.
+func (a *app) logServing(log *slog.Logger, s *session, o serveOpts) {
+	attrs := []any{"db", s.db.name(), "workers", o.workers}
+	if o.workers > 0 {
+		var qnames []string
+		for q, c := range o.queues {
+			if c.MaxWorkers > 0 {
+				q = fmt.Sprintf("%s:%d", q, c.MaxWorkers)
+			}
+			qnames = append(qnames, q)
+		}
+		slices.Sort(qnames)
+		if qnames == nil {
+			qnames = []string{"(all)"}
+		}
+		attrs = append(attrs, "queues", strings.Join(qnames, ","), "kinds", "exec,http")
+	}
+	if o.ln != nil {
+		auth := "tokens"
+		switch {
+		case o.auth.Open() && o.insecure:
+			auth = "none (--insecure-listen)"
+		case o.auth.Open():
+			auth = "none (loopback only)"
+		}
+		attrs = append(attrs, "http", "http://"+o.ln.Addr().String(), "auth", auth, "read_only", o.auth.ReadOnly)
+	}
+	attrs = append(attrs, "worker_id", s.WorkerID(), "pid", os.Getpid())
+	log.Info("hopper serving", attrs...)
 }

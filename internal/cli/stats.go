@@ -18,7 +18,8 @@ type statsJSON struct {
 	Running  int                       `json:"running"`
 	Total    int                       `json:"total"`
 	Finished map[string]int            `json:"finished_last_minute"`
-	// Throughput is the jobs completed in the last minute, per second.
+	// Throughput is the jobs completed per second in the last minute,
+	// measured from the first job finished in it (hopper.Stats).
 	Throughput float64 `json:"throughput_per_second"`
 }
 
@@ -26,10 +27,14 @@ func (a *app) statsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "stats",
 		Short: "Count jobs by state and queue, and those finished in the last minute",
-		Args:  noArgs,
+		Long: `Count jobs by queue and state, with the waiting and running totals, and the
+jobs finished in the last minute with the throughput: jobs completed per
+second, measured from the first job finished in that minute (a server that
+started 20 seconds ago is not divided by 60).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return a.withSession(ctx, openOpts{}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
 				st, err := s.Stats(ctx, time.Minute)
 				if err != nil {
 					return err
@@ -38,7 +43,7 @@ func (a *app) statsCmd() *cobra.Command {
 				for _, state := range job.States {
 					out.Totals[state.String()] = 0
 				}
-				for q, byState := range st.ByQueue {
+				for q, byState := range st.Queues {
 					m := map[string]int{}
 					for _, state := range job.States {
 						n := byState[state]
@@ -57,7 +62,7 @@ func (a *app) statsCmd() *cobra.Command {
 				for _, state := range []hopper.State{hopper.StateCompleted, hopper.StateCancelled, hopper.StateDead} {
 					out.Finished[state.String()] = st.Finished[state]
 				}
-				out.Throughput = float64(st.Finished[hopper.StateCompleted]) / 60
+				out.Throughput = st.Throughput
 				if a.json {
 					return printJSON(a.Out, out)
 				}

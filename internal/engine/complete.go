@@ -12,17 +12,16 @@ import (
 // maxFinishBatch caps how many outcomes one Finish call carries.
 const maxFinishBatch = 1024
 
-// complete writes attempt outcomes to the store, as many per call as have
+// complete writes the pool's outcomes to the store, as many per call as have
 // queued up: with a durable store, outcomes share one commit.
-func (e *Engine) complete() {
-	defer e.wg.Done()
+func (e *Engine) complete(ctx context.Context, p *pool) {
 	batch := make([]finished, 0, 64)
-	for f := range e.done {
+	for f := range p.done {
 		batch = append(batch[:0], f)
 	drain:
 		for len(batch) < maxFinishBatch {
 			select {
-			case f, ok := <-e.done:
+			case f, ok := <-p.done:
 				if !ok {
 					break drain
 				}
@@ -31,59 +30,75 @@ func (e *Engine) complete() {
 				break drain
 			}
 		}
-		e.flush(batch)
+		e.finish(ctx, batch, e.cfg.Now(), false)
+		for i := range batch {
+			p.active.Add(-1)
+			if c := p.perQ[batch[i].j.Queue]; c != nil {
+				c.Add(-1)
+			}
+			batch[i] = finished{} // drop references to results and errors
+		}
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
 	}
 }
 
-func (e *Engine) flush(batch []finished) {
-	ctx := context.Background()
+// finish writes outcomes at now and reports the transitions they made. With
+// want (ProcessNext) it returns the jobs as the store left them (nil where
+// an outcome did not apply); the pool builds them only for observers.
+func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, want bool) ([]*job.Job, error) {
+	e.mu.Lock()
 	outs := e.outs[:0]
+	e.outs = nil
+	e.mu.Unlock()
 	for i := range batch {
 		outs = append(outs, batch[i].outcome)
 	}
 	defer func() {
-		clear(outs) // drop references to results and errors
+		clear(outs)
+		e.mu.Lock()
 		e.outs = outs[:0]
+		e.mu.Unlock()
 	}()
-	now := time.Now()
-	applied, err := e.cfg.Store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
+	reached, err := e.cfg.Store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
 		// The jobs stay running in the store; their leases, no longer
 		// renewed, expire and the rescuer gives them back.
 		e.log.LogAttrs(ctx, slog.LevelError, "finish jobs", slog.Int("jobs", len(batch)), slog.String("error", err.Error()))
+		return nil, err
+	}
+	var after []*job.Job
+	observing := e.observing()
+	if want {
+		after = make([]*job.Job, len(batch))
 	}
 	for i := range batch {
-		j := batch[i].j
-		e.active.Add(-1)
-		if c := e.perQ[j.Queue]; c != nil {
-			c.Add(-1)
-		}
-		if err != nil {
-			continue
-		}
-		o := outs[i]
-		if !applied[i] {
+		j, o := batch[i].j, outs[i]
+		if reached[i] == 0 {
 			e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost", slog.Int64("job", int64(j.ID)), slog.Int("attempt", j.Attempt))
 			continue
 		}
-		e.report(j, o, now)
+		// The store's word on the state reached: a cancel requested since
+		// the claim (by another process) wins over a failure.
+		j.CancelRequested = j.CancelRequested || reached[i] == job.StateCancelled && o.State != job.StateCancelled
+		t := eventOf(reached[i])
+		e.logJob(t, j, o.Record.Duration, o.Error)
+		if !want && !observing {
+			continue
+		}
+		a := j.Clone()
+		if _, err := store.ApplyFinish(a, o, now); err == nil {
+			if want {
+				after[i] = a
+			}
+			if observing {
+				e.observe(t, a, now)
+			}
+		}
 	}
-	select {
-	case e.freed <- struct{}{}:
-	default:
-	}
-}
-
-// report logs and observes the transition an applied outcome made.
-func (e *Engine) report(j *job.Job, o store.Outcome, now time.Time) *job.Job {
-	t := eventOf(o.State)
-	e.logJob(t, j, o.Record.Duration, o.Error)
-	if !e.observing() {
-		return nil
-	}
-	after := apply(j, o, now)
-	e.observe(t, after, now)
-	return after
+	return after, nil
 }
 
 func eventOf(s job.State) job.EventType {
@@ -125,80 +140,4 @@ func (e *Engine) logJob(t job.EventType, j *job.Job, dur time.Duration, errText 
 		attrs = append(attrs, slog.String("error", errText))
 	}
 	e.log.LogAttrs(ctx, level, "job "+string(t), attrs...)
-}
-
-// heartbeat renews the leases of running jobs every third of the lease and
-// cancels those whose cancellation was requested through the store (by
-// another process).
-func (e *Engine) heartbeat() {
-	defer e.wg.Done()
-	t := time.NewTicker(e.cfg.LeaseDuration / 3)
-	defer t.Stop()
-	ctx := context.Background()
-	for {
-		select {
-		case <-e.stopped:
-			return
-		case <-e.workersDone:
-			return
-		case <-t.C:
-		}
-		var ids []job.ID
-		e.mu.Lock()
-		for _, sl := range e.slots {
-			if sl.id != 0 {
-				ids = append(ids, sl.id)
-			}
-		}
-		e.mu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
-		now := time.Now()
-		cancel, err := e.cfg.Store.Heartbeat(ctx, store.HeartbeatParams{
-			Now: now, Worker: e.cfg.Worker, IDs: ids, LeaseUntil: now.Add(e.cfg.LeaseDuration),
-		})
-		if err != nil {
-			e.log.LogAttrs(ctx, slog.LevelError, "renew leases", slog.String("error", err.Error()))
-			continue
-		}
-		for _, id := range cancel {
-			e.CancelRunning(id)
-		}
-	}
-}
-
-// ProcessNext claims the most urgent job due at now, runs it in the calling
-// goroutine and records its outcome at now. It reports false if no job was
-// due. Time is whatever the caller says it is, so tests and simulations step
-// through schedules, retries and backoffs without waiting.
-func (e *Engine) ProcessNext(ctx context.Context, now time.Time) (*job.Job, bool, error) {
-	res, err := e.cfg.Store.Claim(ctx, store.ClaimParams{
-		Now: now, Limit: 1, Worker: e.cfg.Worker, LeaseUntil: now.Add(e.cfg.LeaseDuration),
-		Queues: e.cfg.Queues,
-	})
-	if err != nil || len(res.Jobs) == 0 {
-		return nil, false, err
-	}
-	j := res.Jobs[0]
-	e.logJob(job.EventStarted, j, 0, "")
-	e.observe(job.EventStarted, j, now)
-	h, set, err := e.cfg.Resolve(j)
-	var out []byte
-	var cause error
-	if err == nil {
-		out, err, cause = run(ctx, j, h, set)
-	}
-	o := decide(j, set, out, err, cause, 0, now, randFloat)
-	applied, err := e.cfg.Store.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{o}})
-	if err != nil {
-		return j, true, err
-	}
-	if !applied[0] {
-		return j, true, job.ErrLeaseLost
-	}
-	e.logJob(eventOf(o.State), j, 0, o.Error)
-	after := apply(j, o, now)
-	e.observe(eventOf(o.State), after, now)
-	return after, true, nil
 }

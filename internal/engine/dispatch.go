@@ -12,47 +12,64 @@ import (
 // claimRetry is how long the dispatcher waits after the store failed a claim.
 const claimRetry = time.Second
 
+// claim claims up to limit jobs at now from the engine's queues and kinds,
+// with at most room[q] from a limited queue q, and reports each start.
+func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[string]int) (store.ClaimResult, error) {
+	if len(e.cfg.Kinds) == 0 {
+		return store.ClaimResult{}, nil // nothing this engine could run
+	}
+	res, err := e.cfg.Store.Claim(ctx, store.ClaimParams{
+		Now:         now,
+		Limit:       limit,
+		Worker:      e.cfg.Worker,
+		LeaseUntil:  now.Add(e.cfg.LeaseDuration),
+		Queues:      e.cfg.Queues,
+		Kinds:       e.cfg.Kinds,
+		QueueLimits: room,
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, j := range res.Jobs {
+		e.logJob(job.EventStarted, j, 0, "")
+		e.observe(job.EventStarted, j, now)
+	}
+	return res, nil
+}
+
 // dispatch claims jobs while workers are free and hands them to the pool. It
 // claims no more than there are free workers, so when every worker is busy
 // the next one to free up takes whatever is most urgent at that moment.
-func (e *Engine) dispatch() {
-	defer e.wg.Done()
-	defer close(e.jobs)
-	ctx := context.Background()
+func (e *Engine) dispatch(ctx context.Context, p *pool) {
+	defer close(p.jobs)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		select {
-		case <-e.stopClaims:
+		case <-p.stopClaims:
 			return
 		default:
 		}
-		free := e.cfg.Workers - int(e.active.Load())
+		free := e.cfg.Workers - int(p.active.Load())
 		var next time.Time
 		if free > 0 {
-			limit := min(free, e.cfg.ClaimBatch)
-			now := time.Now()
-			res, err := e.cfg.Store.Claim(ctx, store.ClaimParams{
-				Now:         now,
-				Limit:       limit,
-				Worker:      e.cfg.Worker,
-				LeaseUntil:  now.Add(e.cfg.LeaseDuration),
-				Queues:      e.cfg.Queues,
-				QueueLimits: e.queueRoom(),
-			})
+			limit := min(free, claimBatch)
+			now := e.cfg.Now()
+			res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits))
 			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
 				e.log.LogAttrs(ctx, slog.LevelError, "claim jobs", slog.String("error", err.Error()))
 				next = now.Add(claimRetry)
 			} else {
 				for _, j := range res.Jobs {
-					e.active.Add(1)
-					if c := e.perQ[j.Queue]; c != nil {
+					p.active.Add(1)
+					if c := p.perQ[j.Queue]; c != nil {
 						c.Add(1)
 					}
-					e.logJob(job.EventStarted, j, 0, "")
-					e.observe(job.EventStarted, j, now)
-					e.jobs <- j // never blocks: at most Workers jobs are active
+					p.jobs <- j // never blocks: at most Workers jobs are active
 				}
 				if len(res.Jobs) == limit {
 					continue // there may be more
@@ -62,14 +79,16 @@ func (e *Engine) dispatch() {
 		}
 		var timerC <-chan time.Time
 		if !next.IsZero() {
-			timer.Reset(max(time.Until(next), 0))
+			timer.Reset(max(next.Sub(e.cfg.Now()), 0))
 			timerC = timer.C
 		}
 		select {
-		case <-e.stopClaims:
+		case <-p.stopClaims:
+			return
+		case <-ctx.Done():
 			return
 		case <-e.wake:
-		case <-e.freed:
+		case <-p.freed:
 		case <-timerC:
 		case <-e.cfg.Wake:
 		}
@@ -77,58 +96,14 @@ func (e *Engine) dispatch() {
 	}
 }
 
-// queueRoom returns how many more jobs each limited queue may start.
-func (e *Engine) queueRoom() map[string]int {
-	if len(e.perQ) == 0 {
+// room returns how many more jobs each limited queue may start.
+func (p *pool) room(limits map[string]int) map[string]int {
+	if len(p.perQ) == 0 {
 		return nil
 	}
-	room := make(map[string]int, len(e.perQ))
-	for q, n := range e.perQ {
-		room[q] = max(0, e.cfg.QueueLimits[q]-int(n.Load()))
+	room := make(map[string]int, len(p.perQ))
+	for q, n := range p.perQ {
+		room[q] = max(0, limits[q]-int(n.Load()))
 	}
 	return room
-}
-
-// work runs jobs until the dispatcher closes the channel. A job that arrives
-// after Stop began is given back without running.
-func (e *Engine) work(slot int) {
-	defer e.workersWG.Done()
-	for j := range e.jobs {
-		select {
-		case <-e.stopClaims:
-			e.done <- finished{j: j, outcome: released(j, 0)}
-			continue
-		default:
-		}
-		h, set, err := e.cfg.Resolve(j)
-		start := time.Now()
-		var res []byte
-		var cause error
-		if err == nil {
-			res, err, cause = e.execute(slot, j, h, set)
-		}
-		now := time.Now()
-		e.done <- finished{j: j, outcome: decide(j, set, res, err, cause, now.Sub(start), now, randFloat), start: start}
-	}
-}
-
-// execute runs one attempt of j: with its timeout, its context cancellable
-// by Cancel and by shutdown, and panics recovered. cause is why the context
-// was cancelled, if it was.
-func (e *Engine) execute(i int, j *job.Job, h Handler, set Settings) (res []byte, err error, cause error) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	e.mu.Lock()
-	e.slots[i] = slot{id: j.ID, cancel: cancel}
-	select {
-	case <-e.hardStop:
-		cancel(errShutdown)
-	default:
-	}
-	e.mu.Unlock()
-	res, err, cause = run(ctx, j, h, set)
-	e.mu.Lock()
-	e.slots[i] = slot{}
-	e.mu.Unlock()
-	return res, err, cause
 }

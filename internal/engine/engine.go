@@ -1,10 +1,13 @@
 // Package engine runs jobs: a dispatcher claims jobs from the store as
 // workers free up, a fixed pool of worker goroutines runs them with timeouts
 // and panic recovery, a completer writes their outcomes back in batches, and
-// a heart-beat keeps their leases alive and learns of cancellations.
+// a heart-beat keeps their leases alive and learns of cancellations and lost
+// leases. ProcessNext runs one job through the same steps in the caller's
+// goroutine.
 //
-// Every goroutine belongs to the Engine: Start starts them, Stop waits for
-// them.
+// The files follow the steps: dispatch.go (claiming), worker.go (running an
+// attempt), outcome.go (deciding what follows it), complete.go (recording
+// it), heartbeat.go (leases) and step.go (ProcessNext).
 package engine
 
 import (
@@ -16,11 +19,13 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/internal/startstop"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
 
-// Handler runs one attempt of a job and returns its JSON result.
+// Handler runs one attempt of a job and returns its JSON result. A result
+// returned with an error is kept with the failed attempt.
 type Handler func(ctx context.Context, j *job.Job) (result []byte, err error)
 
 // Settings are the per-job settings the engine needs, resolved from the job,
@@ -31,29 +36,32 @@ type Settings struct {
 }
 
 // Resolver finds the handler and settings of a job. An error fails the
-// attempt (it is retried per the default policy).
+// attempt (it is retried per the settings' policy).
 type Resolver func(j *job.Job) (Handler, Settings, error)
 
-// Config configures an Engine. All fields but Store and Resolve have
-// defaults.
+// Config configures an Engine. The client fills every field; the engine has
+// no defaults of its own.
 type Config struct {
 	Store   store.Store
 	Resolve Resolver
-	// Workers is the pool size (default 10; the client passes its own).
+	// Workers is the pool size.
 	Workers int
 	// Queues, if set, are the only queues worked.
 	Queues []string
+	// Kinds are the only kinds claimed: those Resolve can run. With none,
+	// the engine claims nothing.
+	Kinds []string
 	// QueueLimits caps how many jobs of a queue run at once.
 	QueueLimits map[string]int
 	// Worker names this engine in leases.
 	Worker string
-	// LeaseDuration is the lease a claim takes (default 30s); it is renewed
-	// every third of it while the job runs.
+	// LeaseDuration is the lease a claim takes; it is renewed every third
+	// of it while the job runs.
 	LeaseDuration time.Duration
-	// ClaimBatch caps how many jobs one claim takes (default 1000).
-	ClaimBatch int
+	// Now is the clock operations are stamped with.
+	Now func() time.Time
 	// Logger gets a line per transition (debug; warn for failures, error
-	// for dead jobs). Default: discard.
+	// for dead jobs).
 	Logger *slog.Logger
 	// Observe, if set, is called for each transition the engine makes. It
 	// must not block.
@@ -65,109 +73,104 @@ type Config struct {
 	Wake <-chan struct{}
 }
 
+// claimBatch caps how many jobs one claim takes.
+const claimBatch = 1000
+
+// flushGrace bounds how long a forced Stop waits for the last outcomes to
+// be written before it cancels the store calls.
+const flushGrace = 5 * time.Second
+
 // Engine runs jobs from a store. Create with New; Start and Stop are
-// idempotent and safe for concurrent use.
+// idempotent and safe for concurrent use, and a stopped Engine may start
+// again.
 type Engine struct {
-	cfg    Config
-	log    *slog.Logger
-	jobs   chan *job.Job // dispatcher → workers
-	done   chan finished // workers → completer
-	wake   chan struct{} // new work may be available
-	freed  chan struct{} // a worker slot was freed
-	active atomic.Int64  // claimed and not yet finished
-	perQ   map[string]*atomic.Int64
+	cfg  Config
+	log  *slog.Logger
+	svc  startstop.Service
+	wake chan struct{} // new work may be available
 
-	mu    sync.Mutex
-	slots []slot // one per worker: the job it runs, if any
-	state int    // 0 new, 1 started, 2 stopping/stopped
+	mu      sync.Mutex
+	pool    *pool                                   // the running pool, nil when stopped
+	running map[store.Lease]context.CancelCauseFunc // attempts running in this engine
+	outs    []store.Outcome                         // the completer's buffer
+}
 
-	stopClaims chan struct{} // closed: dispatcher stops claiming
-	hardStop   chan struct{} // closed: cancel running handlers
-	wg         sync.WaitGroup
-	workersWG  sync.WaitGroup
+// pool is the state of one run of the worker pool, from Start to Stop.
+type pool struct {
+	jobs       chan *job.Job // dispatcher → workers
+	done       chan finished // workers → completer
+	freed      chan struct{} // a worker slot was freed
+	active     atomic.Int64  // claimed and not yet finished
+	perQ       map[string]*atomic.Int64
+	stopClaims chan struct{} // closed: the dispatcher stops claiming
 	stopOnce   sync.Once
-	stopped    chan struct{}
-	outs       []store.Outcome // the completer's buffer
-	// workersDone is closed when every worker has returned.
-	workersDone chan struct{}
+	hardStop   atomic.Bool   // handlers starting now are cancelled at once
+	idle       chan struct{} // closed when every worker has returned
 }
 
-// slot is what a worker is running: the job and how to cancel it.
-type slot struct {
-	id     job.ID // 0: idle
-	cancel context.CancelCauseFunc
-}
-
+// finished is an attempt's outcome on its way to the store.
 type finished struct {
 	j       *job.Job
 	outcome store.Outcome
-	start   time.Time
 }
 
-// errCancelRequested and errShutdown are the causes with which a running
-// handler's context is cancelled.
+// The causes with which a running handler's context is cancelled.
 var (
 	errCancelRequested = errors.New("job cancelled")
 	errShutdown        = errors.New("worker shutting down")
+	errLeaseLost       = errors.New("job lease lost: another worker may run it")
 )
 
-// New returns an Engine; it does nothing until Start.
+// New returns an Engine; it does nothing until Start. It panics on a Config
+// the client could not have made.
 func New(cfg Config) *Engine {
-	if cfg.Workers <= 0 {
-		cfg.Workers = 10
+	if cfg.Store == nil || cfg.Resolve == nil || cfg.Workers <= 0 || cfg.LeaseDuration <= 0 || cfg.Now == nil || cfg.Logger == nil {
+		panic("engine: incomplete Config")
 	}
-	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = 30 * time.Second
+	return &Engine{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		running: make(map[store.Lease]context.CancelCauseFunc),
 	}
-	if cfg.ClaimBatch <= 0 {
-		cfg.ClaimBatch = 1000
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	e := &Engine{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		jobs:        make(chan *job.Job, cfg.Workers),
-		done:        make(chan finished, cfg.Workers),
-		wake:        make(chan struct{}, 1),
-		freed:       make(chan struct{}, 1),
-		slots:       make([]slot, cfg.Workers),
-		stopClaims:  make(chan struct{}),
-		hardStop:    make(chan struct{}),
-		stopped:     make(chan struct{}),
-		workersDone: make(chan struct{}),
-		perQ:        make(map[string]*atomic.Int64),
-	}
-	for q := range cfg.QueueLimits {
-		e.perQ[q] = new(atomic.Int64)
-	}
-	return e
 }
 
 // Start starts the dispatcher, the workers, the completer and the
-// heart-beat. It returns at once; calling it again does nothing.
+// heart-beat. It returns at once; calling it while running does nothing.
 func (e *Engine) Start() {
+	e.svc.Start(e.run)
+}
+
+// run runs one pool until it has drained (Stop) and its context is done.
+func (e *Engine) run(ctx context.Context) {
+	p := &pool{
+		jobs:       make(chan *job.Job, e.cfg.Workers),
+		done:       make(chan finished, e.cfg.Workers),
+		freed:      make(chan struct{}, 1),
+		perQ:       make(map[string]*atomic.Int64),
+		stopClaims: make(chan struct{}),
+		idle:       make(chan struct{}),
+	}
+	for q := range e.cfg.QueueLimits {
+		p.perQ[q] = new(atomic.Int64)
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state != 0 {
-		return
+	e.pool = p
+	e.mu.Unlock()
+	var workers, loops sync.WaitGroup
+	for range e.cfg.Workers {
+		workers.Go(func() { e.work(p) })
 	}
-	e.state = 1
-	for i := range e.cfg.Workers {
-		e.workersWG.Add(1)
-		go e.work(i)
-	}
-	e.wg.Add(3)
-	go e.dispatch()
-	go e.complete()
-	go e.heartbeat()
-	go func() {
-		// The completer ends once every worker has.
-		e.workersWG.Wait()
-		close(e.workersDone)
-		close(e.done)
-	}()
+	loops.Go(func() { e.dispatch(ctx, p) })
+	loops.Go(func() { e.complete(ctx, p) })
+	loops.Go(func() { e.heartbeat(ctx, p) })
+	workers.Wait()
+	close(p.idle)
+	close(p.done) // the completer ends once it has written what is left
+	loops.Wait()
+	e.mu.Lock()
+	e.pool = nil
+	e.mu.Unlock()
 }
 
 // Notify tells the dispatcher that jobs may have become available.
@@ -178,49 +181,54 @@ func (e *Engine) Notify() {
 	}
 }
 
-// Stop stops claiming, waits for running jobs until ctx is done, then
-// cancels those still running (they go back to waiting without losing an
-// attempt) and waits for them to return. Jobs claimed but not started are
-// given back at once. Stop returns when every goroutine has ended; calling
-// it again waits for the first call.
+// Stop stops claiming and lets running jobs finish until ctx is done; then
+// it cancels those still running (they go back to waiting without losing an
+// attempt) and waits for their handlers to return. Jobs claimed but not
+// started are given back at once. Outcomes are written with the store
+// calls' own context, which Stop cancels once everything is written — or,
+// after ctx is done, at the latest flushGrace later, so that a hung store
+// cannot hold Stop. Stop returns when every goroutine has ended.
 func (e *Engine) Stop(ctx context.Context) {
 	e.mu.Lock()
-	started := e.state == 1
-	e.state = 2
+	p := e.pool
 	e.mu.Unlock()
-	e.stopOnce.Do(func() {
-		close(e.stopClaims)
-		if !started {
-			close(e.stopped)
-			return
+	done := e.svc.Done()
+	if p != nil {
+		p.stopOnce.Do(func() { close(p.stopClaims) })
+		select {
+		case <-done:
+		case <-ctx.Done():
+			p.hardStop.Store(true)
+			e.cancelAll(errShutdown)
+			select {
+			case <-done:
+			case <-time.After(flushGrace):
+			}
 		}
-		go func() {
-			e.wg.Wait()
-			close(e.stopped)
-		}()
-	})
-	select {
-	case <-e.stopped:
-		return
-	case <-ctx.Done():
 	}
-	e.cancelAll()
-	<-e.stopped
+	e.svc.Stop()
 }
 
-// cancelAll cancels every running handler with errShutdown.
-func (e *Engine) cancelAll() {
+// register records a running attempt's cancel function; the returned
+// function removes it.
+func (e *Engine) register(j *job.Job, cancel context.CancelCauseFunc) func() {
+	l := store.Lease{ID: j.ID, Attempt: j.Attempt}
+	e.mu.Lock()
+	e.running[l] = cancel
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		delete(e.running, l)
+		e.mu.Unlock()
+	}
+}
+
+// cancelAll cancels every running handler with cause.
+func (e *Engine) cancelAll(cause error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-e.hardStop:
-	default:
-		close(e.hardStop)
-	}
-	for _, sl := range e.slots {
-		if sl.id != 0 {
-			sl.cancel(errShutdown)
-		}
+	for _, cancel := range e.running {
+		cancel(cause)
 	}
 }
 
@@ -229,13 +237,34 @@ func (e *Engine) cancelAll() {
 func (e *Engine) CancelRunning(id job.ID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, sl := range e.slots {
-		if sl.id == id {
-			sl.cancel(errCancelRequested)
-			return true
+	found := false
+	for l, cancel := range e.running {
+		if l.ID == id {
+			cancel(errCancelRequested)
+			found = true
 		}
 	}
-	return false
+	return found
+}
+
+// leases lists the attempts running in this engine.
+func (e *Engine) leases() []store.Lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]store.Lease, 0, len(e.running))
+	for l := range e.running {
+		out = append(out, l)
+	}
+	return out
+}
+
+// loseLease cancels the handler of an attempt whose lease is lost.
+func (e *Engine) loseLease(l store.Lease) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cancel := e.running[l]; cancel != nil {
+		cancel(errLeaseLost)
+	}
 }
 
 func (e *Engine) observing() bool {
@@ -246,4 +275,16 @@ func (e *Engine) observe(t job.EventType, j *job.Job, at time.Time) {
 	if e.observing() {
 		e.cfg.Observe(job.Event{Type: t, Job: j, At: at})
 	}
+}
+
+// Busy returns how many jobs the pool has claimed and not yet finished: the
+// busy workers (0 when the pool is stopped).
+func (e *Engine) Busy() int {
+	e.mu.Lock()
+	p := e.pool
+	e.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return int(p.active.Load())
 }

@@ -2,6 +2,12 @@
 // besides its workers: the rescuer, which gives back jobs whose worker died;
 // the cleaner, which enforces retention on finished jobs and the dead-letter
 // queue; and the scheduler, which fires recurring schedules.
+//
+// On a store that several processes share (store.Leader), the processes
+// elect one leader at a time (elector.go), and only the leader's services
+// act. Every maintenance write is itself a compare-and-set on the rows it
+// changes (an expired lease, a schedule's next tick), so even a deposed
+// leader that acts before it learns it was deposed changes nothing stale.
 package maintenance
 
 import (
@@ -10,14 +16,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hopperq/hopper/internal/startstop"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
 
-// Config configures the services. Zero durations take the defaults named.
+// Config configures the services. The client fills every field; the
+// services have no defaults of their own.
 type Config struct {
 	Store  store.Store
 	Logger *slog.Logger
+	// Now is the clock the loops stamp operations with.
+	Now func() time.Time
 	// Observe, if set, is called for each transition made here.
 	Observe func(job.Event)
 	// OnFire, if set, is called after a schedule fired a job.
@@ -25,87 +35,73 @@ type Config struct {
 	// OnRescue, if set, is called after the rescuer moved jobs (so that
 	// the workers look for them).
 	OnRescue func()
+	// MakeJob returns the validated job that sc's tick at fireTime
+	// enqueues at now; period is the time until the schedule's following
+	// tick. The client resolves the job's options there as for Enqueue.
+	MakeJob func(sc *job.Schedule, fireTime time.Time, period time.Duration, now time.Time) (*job.Job, error)
 
-	RescueInterval time.Duration // default 10s
-	MaxCrashes     int           // poison-pill threshold; 0: never
+	RescueInterval time.Duration
+	MaxCrashes     int // poison-pill threshold; 0: never
 
-	CleanInterval      time.Duration // default 1m
-	CompletedRetention time.Duration // default 24h; negative keeps forever
-	CancelledRetention time.Duration // default 24h; negative keeps forever
-	DeadRetention      time.Duration // default 7 days; negative keeps forever
-	DeadMaxCount       int           // default 10,000; negative keeps all
+	CleanInterval      time.Duration
+	CompletedRetention time.Duration // negative keeps forever
+	CancelledRetention time.Duration // negative keeps forever
+	DeadRetention      time.Duration // negative keeps forever
+	DeadMaxCount       int           // 0 keeps all
 
-	// DefaultMaxAttempts applies to fired jobs whose schedule sets none
-	// (default 25).
-	DefaultMaxAttempts int
-
-	// SchedulePoll bounds how long the scheduler sleeps (default 1s): it
-	// notices schedules added by other processes and fixed-delay schedules
-	// whose job finished within that time.
+	// SchedulePoll bounds how long the scheduler sleeps: it notices
+	// schedules added by other processes and fixed-delay schedules whose
+	// job finished within that time.
 	SchedulePoll time.Duration
+
+	// Leader, if set, elects one process among those sharing the store to
+	// run the services; Holder names this one, and LeaderTTL is the lease
+	// (renewed every third of it). Nil: this process always acts.
+	Leader    store.Leader
+	Holder    string
+	LeaderTTL time.Duration
 }
 
-// Services runs the maintenance loops. Start and Stop are idempotent.
+// Services runs the maintenance loops. Start and Stop are idempotent, and
+// stopped services may start again.
 type Services struct {
-	cfg     Config
-	log     *slog.Logger
-	wake    chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{}
+	svc  startstop.Service
+	lead leadership
 }
 
-// New returns stopped services.
+// New returns stopped services. It panics on a Config the client could not
+// have made.
 func New(cfg Config) *Services {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
+	if cfg.Store == nil || cfg.Logger == nil || cfg.Now == nil || cfg.MakeJob == nil ||
+		cfg.RescueInterval <= 0 || cfg.CleanInterval <= 0 || cfg.SchedulePoll <= 0 ||
+		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) {
+		panic("maintenance: incomplete Config")
 	}
-	def(&cfg.RescueInterval, 10*time.Second)
-	def(&cfg.CleanInterval, time.Minute)
-	def(&cfg.CompletedRetention, 24*time.Hour)
-	def(&cfg.CancelledRetention, 24*time.Hour)
-	def(&cfg.DeadRetention, 7*24*time.Hour)
-	def(&cfg.SchedulePoll, time.Second)
-	if cfg.DefaultMaxAttempts <= 0 {
-		cfg.DefaultMaxAttempts = 25
-	}
-	if cfg.DeadMaxCount == 0 {
-		cfg.DeadMaxCount = 10000
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Services{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	return &Services{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
 }
 
-// Start starts the loops.
+// Start starts the rescuer, the cleaner and the scheduler.
 func (s *Services) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started || s.stopped {
-		return
-	}
-	s.started = true
-	s.wg.Add(3)
-	go s.loop(s.cfg.RescueInterval, s.Rescue)
-	go s.loop(s.cfg.CleanInterval, s.Clean)
-	go s.scheduler()
+	s.svc.Start(func(ctx context.Context) {
+		var wg sync.WaitGroup
+		if s.cfg.Leader != nil {
+			s.elect(ctx) // one round first, so a lone process leads at once
+			wg.Go(func() { s.elector(ctx) })
+		}
+		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.Rescue) })
+		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.Clean) })
+		wg.Go(func() { s.scheduler(ctx) })
+		wg.Wait()
+		s.resign()
+	})
 }
 
-// Stop stops the loops and waits for them.
-func (s *Services) Stop() {
-	s.mu.Lock()
-	if !s.stopped {
-		s.stopped = true
-		close(s.stop)
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
+// Stop stops the loops, cancelling the store calls they are in, and waits
+// for them.
+func (s *Services) Stop() { s.svc.Stop() }
 
 // WakeScheduler makes the scheduler look at the schedules now (after one
 // was added, resumed or changed).
@@ -116,18 +112,22 @@ func (s *Services) WakeScheduler() {
 	}
 }
 
-func (s *Services) loop(every time.Duration, f func(context.Context, time.Time)) {
-	defer s.wg.Done()
-	ctx := context.Background()
-	f(ctx, time.Now())
+// loop runs f now and every interval after, while this process leads.
+func (s *Services) loop(ctx context.Context, every time.Duration, f func(context.Context, time.Time)) {
+	run := func() {
+		if now := s.cfg.Now(); s.leading(now) {
+			f(ctx, now)
+		}
+	}
+	run()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			f(ctx, time.Now())
+			run()
 		}
 	}
 }
@@ -136,7 +136,9 @@ func (s *Services) loop(every time.Duration, f func(context.Context, time.Time))
 func (s *Services) Rescue(ctx context.Context, now time.Time) {
 	jobs, err := s.cfg.Store.Rescue(ctx, store.RescueParams{Now: now, MaxCrashes: s.cfg.MaxCrashes})
 	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelError, "rescue jobs", slog.String("error", err.Error()))
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "rescue jobs", slog.String("error", err.Error()))
+		}
 		return
 	}
 	if len(jobs) > 0 && s.cfg.OnRescue != nil {
@@ -144,8 +146,11 @@ func (s *Services) Rescue(ctx context.Context, now time.Time) {
 	}
 	for _, j := range jobs {
 		level, t := slog.LevelWarn, job.EventRescued
-		if j.State == job.StateDead {
+		switch j.State {
+		case job.StateDead:
 			level, t = slog.LevelError, job.EventDead
+		case job.StateCancelled:
+			t = job.EventCancelled
 		}
 		s.log.LogAttrs(ctx, level, "job rescued", slog.Int64("job", int64(j.ID)), slog.String("kind", j.Kind),
 			slog.String("queue", j.Queue), slog.Int("attempt", j.Attempt), slog.String("state", j.State.String()),
@@ -163,7 +168,7 @@ func (s *Services) Clean(ctx context.Context, now time.Time) {
 		if keep < 0 {
 			return
 		}
-		if _, err := s.cfg.Store.Purge(ctx, store.PurgeParams{States: []job.State{st}, Before: now.Add(-keep)}); err != nil {
+		if _, err := s.cfg.Store.Purge(ctx, store.PurgeParams{States: []job.State{st}, Before: now.Add(-keep)}); err != nil && ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "purge jobs", slog.String("state", st.String()), slog.String("error", err.Error()))
 		}
 	}
@@ -171,7 +176,7 @@ func (s *Services) Clean(ctx context.Context, now time.Time) {
 	purge(job.StateCancelled, s.cfg.CancelledRetention)
 	purge(job.StateDead, s.cfg.DeadRetention)
 	if s.cfg.DeadMaxCount > 0 {
-		if _, err := s.cfg.Store.Purge(ctx, store.PurgeParams{States: []job.State{job.StateDead}, KeepNewest: s.cfg.DeadMaxCount}); err != nil {
+		if _, err := s.cfg.Store.Purge(ctx, store.PurgeParams{States: []job.State{job.StateDead}, KeepNewest: s.cfg.DeadMaxCount}); err != nil && ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "trim dead-letter queue", slog.String("error", err.Error()))
 		}
 	}

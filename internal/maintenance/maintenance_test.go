@@ -1,7 +1,12 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +20,23 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// testConfig is a complete Config on st, as a client would make it: fired
+// jobs get the default queue and 25 attempts.
+func testConfig(st store.Store) Config {
+	return Config{
+		Store: st, Logger: slog.New(slog.DiscardHandler), Now: time.Now,
+		MakeJob: func(sc *job.Schedule, fireTime time.Time, _ time.Duration, now time.Time) (*job.Job, error) {
+			j := sc.NewJob(fireTime)
+			j.Queue = cmp.Or(j.Queue, job.DefaultQueue)
+			j.MaxAttempts = cmp.Or(j.MaxAttempts, 25)
+			return j, j.Validate(now)
+		},
+		RescueInterval: 10 * time.Second, CleanInterval: time.Minute, SchedulePoll: time.Second,
+		CompletedRetention: 24 * time.Hour, CancelledRetention: 24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
+		DeadMaxCount: 10000,
+	}
+}
 
 func addSchedule(t *testing.T, st store.Store, sc *job.Schedule) {
 	t.Helper()
@@ -47,7 +69,7 @@ func TestFireDueFixedDelayCountsFromCompletion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
-	s := New(Config{Store: st})
+	s := New(testConfig(st))
 	addSchedule(t, st, &job.Schedule{Name: "d", Spec: "10s", FixedDelay: true, Kind: "k"})
 	if next := s.FireDue(ctx, t0.Add(9*time.Second)); !next.Equal(t0.Add(10 * time.Second)) {
 		t.Fatalf("next tick %v, want t0+10s", next)
@@ -66,7 +88,7 @@ func TestFireDueCronInZone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
-	s := New(Config{Store: st})
+	s := New(testConfig(st))
 	addSchedule(t, st, &job.Schedule{Name: "c", Spec: "0 9 * * *", TimeZone: "America/New_York", Kind: "k"})
 	ny, _ := time.LoadLocation("America/New_York")
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, ny)
@@ -84,10 +106,12 @@ func TestCleanEnforcesRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
-	s := New(Config{Store: st, CompletedRetention: time.Hour, DeadRetention: -1, DeadMaxCount: 2})
+	cfg := testConfig(st)
+	cfg.CompletedRetention, cfg.DeadRetention, cfg.DeadMaxCount = time.Hour, -1, 2
+	s := New(cfg)
 	for range 5 {
-		j := &job.Job{Kind: "k", MaxAttempts: 1}
-		j.Validate(t0, 1)
+		j := &job.Job{Kind: "k", Queue: "q", MaxAttempts: 1}
+		j.Validate(t0)
 		st.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{j}})
 	}
 	res, _ := st.Claim(ctx, store.ClaimParams{Now: t0, Limit: 5, Worker: "w", LeaseUntil: t0.Add(time.Hour)})
@@ -116,7 +140,9 @@ func TestServicesStartStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New()
 		fired := make(chan job.ID, 10)
-		s := New(Config{Store: st, OnFire: func(id job.ID) { fired <- id }})
+		cfg := testConfig(st)
+		cfg.OnFire = func(id job.ID) { fired <- id }
+		s := New(cfg)
 		sc := &job.Schedule{Name: "e", Spec: "@every 1m", Kind: "k", Overlap: job.OverlapAllow, CreatedAt: time.Now()}
 		sc.NextRunAt, _ = FirstRun(sc, time.Now())
 		st.AddSchedule(context.Background(), store.AddScheduleParams{Schedule: sc})
@@ -128,5 +154,168 @@ func TestServicesStartStop(t *testing.T) {
 		if len(fired) != 3 {
 			t.Errorf("fired %d times in 3 minutes, want 3", len(fired))
 		}
+		// Stopped services start again.
+		time.Sleep(10 * time.Minute)
+		s.Start()
+		time.Sleep(time.Second)
+		s.Stop()
+		if len(fired) != 4 {
+			t.Errorf("after a restart: fired %d times, want 4 (one catch-up tick)", len(fired))
+		}
 	})
+}
+
+// hungStore blocks every ListSchedules and Rescue until its context ends,
+// as a network store whose server stopped answering would.
+type hungStore struct {
+	store.Store
+	calls chan string
+}
+
+func (h hungStore) ListSchedules(ctx context.Context) ([]*job.Schedule, error) {
+	h.calls <- "list"
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (h hungStore) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, error) {
+	h.calls <- "rescue"
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestStopCancelsHungStoreCalls(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := hungStore{Store: memstore.New(), calls: make(chan string, 2)}
+		s := New(testConfig(st))
+		s.Start()
+		<-st.calls
+		<-st.calls
+		s.Stop() // returns: the blocked calls are cancelled
+	})
+}
+
+// TestSkipSupersedesRetryingJob: a tick that comes while the previous job
+// waits to retry fires, and the waiting job goes to the dead-letter queue;
+// a tick that comes while the job runs is skipped and counted.
+func TestSkipSupersedesRetryingJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := memstore.New()
+	var events []job.Event
+	cfg := testConfig(st)
+	cfg.Observe = func(ev job.Event) { events = append(events, ev) }
+	s := New(cfg)
+	addSchedule(t, st, &job.Schedule{Name: "x", Spec: "@every 1m", Kind: "k"})
+	tick := t0.Add(time.Minute)
+	s.FireDue(ctx, tick)
+	res, _ := st.Claim(ctx, store.ClaimParams{Now: tick, Limit: 1, Worker: "w", LeaseUntil: tick.Add(time.Hour)})
+	first := res.Jobs[0]
+	st.Finish(ctx, store.FinishParams{Now: tick, Outcomes: []store.Outcome{{ID: first.ID, Attempt: 1, State: job.StateRetrying, RunAt: tick.Add(time.Hour), Error: "exit 1"}}})
+	s.FireDue(ctx, tick.Add(time.Minute))
+	j, _ := st.Get(ctx, first.ID)
+	if j.State != job.StateDead || !strings.Contains(j.LastError, "superseded") || !strings.Contains(j.LastError, "exit 1") {
+		t.Errorf("superseded job: state %s error %q", j.State, j.LastError)
+	}
+	sc, _ := st.GetSchedule(ctx, "x")
+	if sc.LastJobID == first.ID {
+		t.Errorf("the tick did not fire")
+	}
+	var dead int
+	for _, ev := range events {
+		if ev.Type == job.EventDead && ev.Job.ID == first.ID {
+			dead++
+		}
+	}
+	if dead != 1 {
+		t.Errorf("dead events for the superseded job: %d, want 1", dead)
+	}
+	runAllButLeaveRunning := func() { // the new job runs through the next tick
+		st.Claim(ctx, store.ClaimParams{Now: tick.Add(time.Minute), Limit: 1, Worker: "w", LeaseUntil: tick.Add(time.Hour)})
+	}
+	runAllButLeaveRunning()
+	s.FireDue(ctx, tick.Add(2*time.Minute))
+	if sc, _ := st.GetSchedule(ctx, "x"); sc.SkippedTicks != 1 {
+		t.Errorf("skipped ticks %d, want 1", sc.SkippedTicks)
+	}
+}
+
+// partitioned fails Lead for one holder, as a process cut off from the
+// database would see it, and counts Rescue calls by holder.
+type partitioned struct {
+	*memstore.Store
+	cut atomic.Pointer[string]
+}
+
+func (p *partitioned) Lead(ctx context.Context, lp store.LeadParams) (store.LeadResult, error) {
+	if c := p.cut.Load(); c != nil && *c == lp.Holder {
+		return store.LeadResult{}, errors.New("connection refused")
+	}
+	return p.Store.Lead(ctx, lp)
+}
+
+// TestOnlyTheLeaderActs: of two processes sharing a store, one runs the
+// maintenance services; when it is cut off, it stops before its lease ends
+// and the other takes over within the lease and a third of it.
+func TestOnlyTheLeaderActs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		shared := memstore.New()
+		ttl := 9 * time.Second
+		var rescues [2]atomic.Int64
+		var svcs [2]*Services
+		var stores [2]*partitioned
+		for i := range svcs {
+			st := &partitioned{Store: shared}
+			stores[i] = st
+			cfg := testConfig(countRescues{st, &rescues[i]})
+			cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
+			cfg.RescueInterval = time.Second
+			svcs[i] = New(cfg)
+			svcs[i].Start()
+		}
+		defer func() {
+			for _, s := range svcs {
+				s.Stop()
+			}
+		}()
+		time.Sleep(10 * time.Second)
+		l, f := 0, 1 // leader, follower
+		if svcs[1].Leading() {
+			l, f = 1, 0
+		}
+		if rescues[l].Load() == 0 || rescues[f].Load() != 0 || !svcs[l].Leading() || svcs[f].Leading() {
+			t.Fatalf("rescues %d (leader) %d (follower), leading %v %v",
+				rescues[l].Load(), rescues[f].Load(), svcs[l].Leading(), svcs[f].Leading())
+		}
+		cut := []string{"a", "b"}[l]
+		stores[l].cut.Store(&cut)
+		cutAt := time.Now()
+		for !svcs[f].Leading() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if took := time.Since(cutAt); took > ttl+ttl/3+time.Second {
+			t.Errorf("the follower took over after %s, want within %s", took, ttl+ttl/3)
+		}
+		if svcs[l].Leading() {
+			t.Error("the cut-off leader still thinks it leads after the take-over")
+		}
+		before := rescues[l].Load()
+		time.Sleep(5 * time.Second)
+		if rescues[l].Load() != before || rescues[f].Load() == 0 {
+			t.Errorf("after the take-over: the old leader rescued %d more times, the new one %d times",
+				rescues[l].Load()-before, rescues[f].Load())
+		}
+	})
+}
+
+type countRescues struct {
+	store.Store
+	n *atomic.Int64
+}
+
+func (c countRescues) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, error) {
+	c.n.Add(1)
+	return c.Store.Rescue(ctx, p)
 }

@@ -12,20 +12,21 @@ import (
 
 // scheduler fires due schedules, then sleeps until the next tick, a wake-up
 // or SchedulePoll, whichever comes first.
-func (s *Services) scheduler() {
-	defer s.wg.Done()
-	ctx := context.Background()
+func (s *Services) scheduler(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-s.wake:
 		case <-timer.C:
 		}
-		now := time.Now()
-		next := s.FireDue(ctx, now)
+		now := s.cfg.Now()
+		var next time.Time
+		if s.leading(now) {
+			next = s.FireDue(ctx, now)
+		}
 		wait := s.cfg.SchedulePoll
 		if !next.IsZero() {
 			wait = min(wait, max(next.Sub(now), 0))
@@ -43,7 +44,9 @@ func (s *Services) scheduler() {
 func (s *Services) FireDue(ctx context.Context, now time.Time) time.Time {
 	scheds, err := s.cfg.Store.ListSchedules(ctx)
 	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelError, "list schedules", slog.String("error", err.Error()))
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "list schedules", slog.String("error", err.Error()))
+		}
 		return time.Time{}
 	}
 	var earliest time.Time
@@ -52,7 +55,7 @@ func (s *Services) FireDue(ctx context.Context, now time.Time) time.Time {
 			continue
 		}
 		next, err := s.fire(ctx, sc, now)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "fire schedule", slog.String("schedule", sc.Name),
 				slog.String("spec", describe(sc)), slog.String("error", err.Error()))
 			continue
@@ -96,25 +99,29 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	}
 	fireAt := sc.NextRunAt
 	var next time.Time
+	period := delay
 	if rule != nil {
 		next = rule.Next(now)
+		period = rule.Next(fireAt).Sub(fireAt)
 	}
-	if sc.Overlap == job.OverlapSkip && !sc.FixedDelay && sc.LastJobID != 0 {
-		last, err := s.cfg.Store.Get(ctx, sc.LastJobID)
-		if err == nil && !last.State.Finished() {
-			s.log.LogAttrs(ctx, slog.LevelInfo, "schedule tick skipped: previous run not finished",
-				slog.String("schedule", sc.Name), slog.Time("tick", fireAt), slog.Int64("running_job", int64(last.ID)))
-			_, err := s.cfg.Store.UpdateSchedule(ctx, store.UpdateScheduleParams{Name: sc.Name, SetNext: true, IfNext: fireAt, Next: next})
-			return next, ignoreConflict(err)
-		}
-	}
-	j := sc.NewJob(fireAt)
-	if err := j.Validate(now, s.cfg.DefaultMaxAttempts); err != nil {
-		return time.Time{}, err
-	}
-	res, err := s.cfg.Store.FireSchedule(ctx, store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: fireAt, Next: next, Job: j})
+	j, err := s.cfg.MakeJob(sc, fireAt, period, now)
 	if err != nil {
 		return time.Time{}, err
+	}
+	res, err := s.cfg.Store.FireSchedule(ctx, store.FireScheduleParams{
+		Now: now, Name: sc.Name, FireTime: fireAt, Next: next, Job: j,
+		SkipIfBusy: sc.Overlap == job.OverlapSkip && !sc.FixedDelay,
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if res.Skipped {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "schedule tick skipped: the previous job is still running",
+			slog.String("schedule", sc.Name), slog.Time("tick", fireAt), slog.Int64("running_job", int64(sc.LastJobID)),
+			slog.Int("skipped_ticks", sc.SkippedTicks+1))
+	}
+	if res.Superseded != 0 {
+		s.superseded(ctx, sc, res.Superseded, now)
 	}
 	if res.Fired {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired", slog.String("schedule", sc.Name),
@@ -128,6 +135,20 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 		}
 	}
 	return next, nil
+}
+
+// superseded reports the retrying job a tick sent to the dead-letter queue.
+func (s *Services) superseded(ctx context.Context, sc *job.Schedule, id job.ID, now time.Time) {
+	j, err := s.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return // purged meanwhile
+	}
+	s.log.LogAttrs(ctx, slog.LevelError, "job dead: superseded by its schedule's next tick",
+		slog.Int64("job", int64(id)), slog.String("schedule", sc.Name), slog.String("kind", j.Kind),
+		slog.Int("attempt", j.Attempt), slog.String("error", j.LastError))
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(job.Event{Type: job.EventDead, Job: j, At: now})
+	}
 }
 
 func ignoreConflict(err error) error {

@@ -20,8 +20,8 @@ func fill(b *testing.B, s *Store, n int) {
 	ctx := context.Background()
 	batch := make([]*job.Job, 0, 1000)
 	for i := range n {
-		j := &job.Job{Kind: "email", RunAt: t0.Add(time.Duration(i%3600) * time.Second)}
-		if err := j.Validate(t0, 25); err != nil {
+		j := &job.Job{Kind: "email", Queue: job.DefaultQueue, MaxAttempts: 25, RunAt: t0.Add(time.Duration(i%3600) * time.Second)}
+		if err := j.Validate(t0); err != nil {
 			b.Fatal(err)
 		}
 		batch = append(batch, j)

@@ -2,29 +2,29 @@ package memstore
 
 import (
 	"encoding/json"
-	"github.com/hopperq/hopper/store"
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
 )
 
 // entry is the store's own record of a job, kept small because a store may
 // hold millions of waiting jobs: the fields every job needs are inline (times
-// as Unix nanoseconds), the rest hang off cold, which is allocated only when
-// one of them is set (at the latest when the job first runs).
+// as Unix nanoseconds; queue and kind through its lane), the rest hang off
+// cold, which is allocated only when one of them is set (at the latest when
+// the job first runs).
 type entry struct {
 	id       job.ID
-	kind     string
-	args     json.RawMessage
+	args     json.RawMessage // the store's own copy
 	fn       job.Func
-	q        *queue
+	l        *lane
 	priority int
 	runAt    int64
 	created  int64
 	attempt  int32
 	maxAtt   int32
-	idx      int32 // position in q.ready or q.timed, -1 if in neither
+	idx      int32 // position in l.ready or l.timed, -1 if in neither
 	state    job.State
 	cancel   bool // cancel requested while running
 	c        *cold
@@ -54,13 +54,13 @@ func (e *entry) cold() *cold {
 	return e.c
 }
 
-func newEntry(j *job.Job, id job.ID, q *queue) *entry {
+// newEntry makes the entry of a validated job, copying everything mutable.
+func newEntry(j *job.Job, id job.ID, l *lane) *entry {
 	e := &entry{
 		id:       id,
-		kind:     j.Kind,
-		args:     j.Args,
+		args:     clone(j.Args),
 		fn:       j.Func,
-		q:        q,
+		l:        l,
 		priority: j.Priority,
 		runAt:    store.UnixNanos(j.RunAt),
 		created:  store.UnixNanos(j.CreatedAt),
@@ -72,11 +72,18 @@ func newEntry(j *job.Job, id job.ID, q *queue) *entry {
 		c := e.cold()
 		c.timeout = j.Timeout
 		c.unique = j.UniqueKey
-		c.retry = j.Retry
+		c.retry = j.Retry.Clone()
 		c.schedule = j.Schedule
 		c.fireTime = store.UnixNanos(j.FireTime)
 	}
 	return e
+}
+
+func clone(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
 }
 
 func (e *entry) uniqueKey() string {
@@ -93,14 +100,29 @@ func (e *entry) job() *job.Job {
 	return j
 }
 
-// fill sets *j to a copy of the entry.
+// fill sets *j to a copy of the entry that shares nothing mutable with it.
 func (e *entry) fill(j *job.Job) {
+	e.view(j)
+	j.Args = clone(j.Args)
+	j.Result = clone(j.Result)
+	if j.Attempts != nil {
+		j.Attempts = append([]job.Attempt(nil), j.Attempts...)
+		for i := range j.Attempts {
+			j.Attempts[i].Result = clone(j.Attempts[i].Result)
+		}
+	}
+	j.Retry = j.Retry.Clone()
+}
+
+// view sets *j to the entry's fields, sharing its slices: for applying a
+// transition (store.Apply…) and writing it back with Store.update.
+func (e *entry) view(j *job.Job) {
 	*j = job.Job{
 		ID:              e.id,
-		Kind:            e.kind,
+		Kind:            e.l.kind,
 		Args:            e.args,
 		Func:            e.fn,
-		Queue:           e.q.name,
+		Queue:           e.l.queue,
 		Priority:        e.priority,
 		RunAt:           store.FromUnixNanos(e.runAt),
 		MaxAttempts:     int(e.maxAtt),
@@ -112,15 +134,10 @@ func (e *entry) fill(j *job.Job) {
 	if c := e.c; c != nil {
 		j.Timeout = c.timeout
 		j.UniqueKey = c.unique
-		if c.retry != nil {
-			r := *c.retry
-			j.Retry = &r
-		}
+		j.Retry = c.retry
 		j.Result = c.result
 		j.LastError = c.lastError
-		if len(c.attempts) > 0 {
-			j.Attempts = append([]job.Attempt(nil), c.attempts...)
-		}
+		j.Attempts = c.attempts
 		j.StartedAt = store.FromUnixNanos(c.startedAt)
 		j.FinishedAt = store.FromUnixNanos(c.finishedAt)
 		j.LeaseUntil = store.FromUnixNanos(c.leaseUntil)

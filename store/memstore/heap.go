@@ -122,3 +122,15 @@ func (h *jobHeap) down(i0 int) bool {
 	x.e.idx = int32(i)
 	return i > i0
 }
+
+// oldest returns the earliest run-at among the heap's items (0 if empty).
+// It scans: the ready heap is ordered by priority first.
+func (h *jobHeap) oldest() int64 {
+	var o int64
+	for i := range h.items {
+		if r := h.items[i].runAt; o == 0 || r < o {
+			o = r
+		}
+	}
+	return o
+}

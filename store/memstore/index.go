@@ -67,15 +67,44 @@ func (x *index) del(id job.ID) {
 	}
 }
 
-// all iterates over the entries in ID order.
-func (x *index) all(yield func(*entry) bool) {
-	for _, ch := range x.chunks {
-		if ch == nil {
-			continue
+// from iterates over the entries with IDs above id in ascending order, or,
+// with desc, below id in descending order (id 0: from the highest).
+func (x *index) from(id job.ID, desc bool) func(yield func(*entry) bool) {
+	return func(yield func(*entry) bool) {
+		if !desc {
+			c0, i0 := split(max(id+1, 1))
+			for c := c0; c < len(x.chunks); c, i0 = c+1, 0 {
+				ch := x.chunks[c]
+				if ch == nil {
+					continue
+				}
+				for i := i0; i < len(ch.e); i++ {
+					if e := ch.e[i]; e != nil && !yield(e) {
+						return
+					}
+				}
+			}
+			return
 		}
-		for _, e := range ch.e {
-			if e != nil && !yield(e) {
+		last := 1<<chunkBits - 1
+		c0, i0 := len(x.chunks)-1, last
+		if id > 0 {
+			if id == 1 {
 				return
+			}
+			if c, i := split(id - 1); c < len(x.chunks) {
+				c0, i0 = c, i
+			}
+		}
+		for c := c0; c >= 0; c, i0 = c-1, last {
+			ch := x.chunks[c]
+			if ch == nil {
+				continue
+			}
+			for i := i0; i >= 0; i-- {
+				if e := ch.e[i]; e != nil && !yield(e) {
+					return
+				}
 			}
 		}
 	}

@@ -1,15 +1,19 @@
-// Package memstore is Hopper's in-memory store: per-queue binary heaps and
-// maps under one mutex. It is the fastest backend and the only one that can
-// hold plain Go closures (job.Func); everything is lost when the process
-// exits. It is also the store Hopper's engine tests run on.
+// Package memstore is Hopper's in-memory store: heaps and maps under one
+// mutex. It is the fastest backend and the only one that can hold plain Go
+// closures (job.Func); everything is lost when the process exits. It is also
+// the store Hopper's engine tests run on.
 //
-// Every operation is O(log n) in the number of waiting jobs, except List,
-// Purge and the Finished counts of Stats, which scan what they report on.
+// Waiting jobs live in lanes, one per (queue, kind), each with a ready heap
+// and a timed heap, so a claim for some queues and kinds looks only at
+// theirs. Every operation is O(log n) in the number of waiting jobs (times
+// the number of lanes a claim looks at), except List, Purge and the
+// Finished counts of Stats, which scan what they report on.
 package memstore
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/hopperq/hopper/job"
@@ -22,21 +26,25 @@ type Store struct {
 	closed    bool
 	lastID    job.ID
 	jobs      index
-	queues    map[string]*queue
-	qlist     []*queue // sorted by name
+	lanes     map[laneKey]*lane
+	llist     []*lane // sorted by (queue, kind)
 	running   list
 	unique    map[string]*entry       // key → holder, while waiting or running
 	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
+	leases    map[string]*lease // by led name
 }
 
-type queue struct {
-	name   string
-	ready  jobHeap // available jobs by (priority, run-at, ID)
-	timed  jobHeap // scheduled and retrying jobs by (run-at, ID)
-	counts [job.StateDead + 1]int
+// lane holds the jobs of one queue and kind.
+type lane struct {
+	queue, kind string
+	ready       jobHeap // available jobs by (priority, run-at, ID)
+	timed       jobHeap // scheduled and retrying jobs by (run-at, ID)
+	counts      [job.StateDead + 1]int
 }
+
+type laneKey struct{ queue, kind string }
 
 type fireKey struct {
 	schedule string
@@ -48,7 +56,7 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		queues:    make(map[string]*queue),
+		lanes:     make(map[laneKey]*lane),
 		unique:    make(map[string]*entry),
 		fired:     make(map[fireKey]job.ID),
 		schedules: make(map[string]*job.Schedule),
@@ -72,26 +80,29 @@ func (s *Store) lock() error {
 	return nil
 }
 
-func (s *Store) queue(name string) *queue {
-	q := s.queues[name]
-	if q == nil {
-		q = &queue{name: name, timed: jobHeap{timed: true}}
-		s.queues[name] = q
-		i := sort.Search(len(s.qlist), func(i int) bool { return s.qlist[i].name > name })
-		s.qlist = append(s.qlist, nil)
-		copy(s.qlist[i+1:], s.qlist[i:])
-		s.qlist[i] = q
+func (s *Store) lane(queue, kind string) *lane {
+	k := laneKey{queue, kind}
+	l := s.lanes[k]
+	if l == nil {
+		l = &lane{queue: queue, kind: kind, timed: jobHeap{timed: true}}
+		s.lanes[k] = l
+		i, _ := slices.BinarySearchFunc(s.llist, l, compareLanes)
+		s.llist = slices.Insert(s.llist, i, l)
 	}
-	return q
+	return l
 }
 
-// setState moves e to state to, keeping the per-queue counts, the running
+func compareLanes(a, b *lane) int {
+	return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.kind, b.kind))
+}
+
+// setState moves e to state to, keeping the per-lane counts, the running
 // and finished sets and the unique-key index in step. It does not touch the
 // heaps.
 func (s *Store) setState(e *entry, to job.State) {
 	from := e.state
-	e.q.counts[from]--
-	e.q.counts[to]++
+	e.l.counts[from]--
+	e.l.counts[to]++
 	e.state = to
 	if from == job.StateRunning {
 		s.running.remove(e)
@@ -112,12 +123,34 @@ func (s *Store) setState(e *entry, to job.State) {
 	}
 }
 
+// update writes back a transition applied to a view of e (entry.view):
+// the mutable fields, the state with everything that follows it, and the
+// heap the new state calls for.
+func (s *Store) update(e *entry, j *job.Job) {
+	s.dequeueHeap(e)
+	e.priority = j.Priority
+	e.runAt = store.UnixNanos(j.RunAt)
+	e.attempt = int32(j.Attempt)
+	e.cancel = j.CancelRequested
+	if e.c != nil || j.Attempts != nil || j.LastError != "" || !j.FinishedAt.IsZero() || j.Worker != "" {
+		c := e.cold()
+		c.result, c.lastError, c.attempts = j.Result, j.LastError, j.Attempts
+		c.startedAt, c.finishedAt = store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt)
+		c.leaseUntil, c.worker, c.crashes = store.UnixNanos(j.LeaseUntil), j.Worker, j.Crashes
+	}
+	if j.State != e.state {
+		s.setState(e, j.State)
+	}
+	s.enqueueHeap(e)
+}
+
 // enqueueHeap puts a waiting entry in the heap its state calls for.
 func (s *Store) enqueueHeap(e *entry) {
-	if e.state == job.StateAvailable {
-		e.q.ready.push(e)
-	} else {
-		e.q.timed.push(e)
+	switch e.state {
+	case job.StateAvailable:
+		e.l.ready.push(e)
+	case job.StateScheduled, job.StateRetrying:
+		e.l.timed.push(e)
 	}
 }
 
@@ -127,9 +160,9 @@ func (s *Store) dequeueHeap(e *entry) {
 		return
 	}
 	if e.state == job.StateAvailable {
-		e.q.ready.remove(int(e.idx))
+		e.l.ready.remove(int(e.idx))
 	} else {
-		e.q.timed.remove(int(e.idx))
+		e.l.timed.remove(int(e.idx))
 	}
 }
 
@@ -140,11 +173,14 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 	}
 	defer s.mu.Unlock()
 	// Check everything before changing anything: all or nothing.
+	ticks := make(map[fireKey]bool)
 	for _, j := range p.Jobs {
 		if j.Schedule != "" {
-			if _, ok := s.fired[fireKey{j.Schedule, store.UnixNanos(j.FireTime)}]; ok {
+			k := fireKey{j.Schedule, store.UnixNanos(j.FireTime)}
+			if _, ok := s.fired[k]; ok || ticks[k] {
 				return nil, job.ErrDuplicate
 			}
+			ticks[k] = true
 		}
 	}
 	res := make([]store.EnqueueResult, len(p.Jobs))
@@ -163,8 +199,8 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 // insert adds a validated job whose unique key is free.
 func (s *Store) insert(j *job.Job) *entry {
 	s.lastID++
-	e := newEntry(j, s.lastID, s.queue(j.Queue))
-	e.q.counts[e.state]++
+	e := newEntry(j, s.lastID, s.lane(j.Queue, j.Kind))
+	e.l.counts[e.state]++
 	s.jobs.put(e)
 	s.enqueueHeap(e)
 	if k := j.UniqueKey; k != "" {
@@ -176,18 +212,32 @@ func (s *Store) insert(j *job.Job) *entry {
 	return e
 }
 
-// promote moves q's scheduled and retrying entries whose time has come to
-// the ready heap.
-func (s *Store) promote(q *queue, now int64) {
+// promote makes l's scheduled and retrying entries whose time has come
+// available (store.ApplyPromote).
+func (s *Store) promote(l *lane, now int64) {
 	for {
-		e := q.timed.peek()
+		e := l.timed.peek()
 		if e == nil || e.runAt > now {
 			return
 		}
-		q.timed.pop()
+		l.timed.pop()
 		s.setState(e, job.StateAvailable)
-		q.ready.push(e)
+		l.ready.push(e)
 	}
+}
+
+// claimLanes returns the lanes a claim for p looks at.
+func (s *Store) claimLanes(queues, kinds []string) []*lane {
+	if len(queues) == 0 && len(kinds) == 0 {
+		return s.llist
+	}
+	var out []*lane
+	for _, l := range s.llist {
+		if (len(queues) == 0 || slices.Contains(queues, l.queue)) && (len(kinds) == 0 || slices.Contains(kinds, l.kind)) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Claim implements store.Store.
@@ -197,38 +247,30 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	}
 	defer s.mu.Unlock()
 	now := store.UnixNanos(p.Now)
-	qs := s.qlist
-	if len(p.Queues) > 0 {
-		qs = make([]*queue, 0, len(p.Queues))
-		for _, name := range p.Queues {
-			if q := s.queues[name]; q != nil {
-				qs = append(qs, q)
-			}
-		}
-	}
-	var taken map[*queue]int
+	ls := s.claimLanes(p.Queues, p.Kinds)
+	var taken map[string]int // queue → jobs claimed, with QueueLimits
 	if len(p.QueueLimits) > 0 {
-		taken = make(map[*queue]int)
+		taken = make(map[string]int)
 	}
-	for _, q := range qs {
-		s.promote(q, now)
+	for _, l := range ls {
+		s.promote(l, now)
 	}
 	var res store.ClaimResult
 	var slab []job.Job // the returned copies, allocated together
-	lease, worker := store.UnixNanos(p.LeaseUntil), p.Worker
+	var v job.Job
 	for len(res.Jobs) < p.Limit {
-		var best *queue
-		for _, q := range qs {
-			if q.ready.len() == 0 {
+		var best *lane
+		for _, l := range ls {
+			if l.ready.len() == 0 {
 				continue
 			}
 			if taken != nil {
-				if lim, ok := p.QueueLimits[q.name]; ok && taken[q] >= lim {
+				if lim, ok := p.QueueLimits[l.queue]; ok && taken[l.queue] >= lim {
 					continue
 				}
 			}
-			if best == nil || best.ready.less(q.ready.head(), best.ready.head()) {
-				best = q
+			if best == nil || best.ready.less(l.ready.head(), best.ready.head()) {
+				best = l
 			}
 		}
 		if best == nil {
@@ -236,13 +278,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		}
 		e := best.ready.pop()
 		if taken != nil {
-			taken[best]++
+			taken[best.queue]++
 		}
-		s.setState(e, job.StateRunning)
-		e.attempt++
-		e.cancel = false
-		c := e.cold()
-		c.startedAt, c.leaseUntil, c.worker = now, lease, worker
+		e.view(&v)
+		if err := store.ApplyClaim(&v, p.Now, p.Worker, p.LeaseUntil); err != nil {
+			return store.ClaimResult{}, err // an available job can always be claimed
+		}
+		s.update(e, &v)
 		if len(slab) == cap(slab) {
 			slab = make([]job.Job, 0, min(p.Limit-len(res.Jobs), 64))
 		}
@@ -251,8 +293,8 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		res.Jobs = append(res.Jobs, &slab[len(slab)-1])
 	}
 	var next int64
-	for _, q := range qs {
-		if e := q.timed.peek(); e != nil && (next == 0 || e.runAt < next) {
+	for _, l := range ls {
+		if e := l.timed.peek(); e != nil && (next == 0 || e.runAt < next) {
 			next = e.runAt
 		}
 	}
@@ -261,7 +303,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 }
 
 // Finish implements store.Store.
-func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error) {
+func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -271,41 +313,24 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 			return nil, err
 		}
 	}
-	now := store.UnixNanos(p.Now)
-	applied := make([]bool, len(p.Outcomes))
+	reached := make([]job.State, len(p.Outcomes))
+	var v job.Job
 	for i := range p.Outcomes {
-		o := &p.Outcomes[i]
+		o := p.Outcomes[i]
 		e := s.jobs.get(o.ID)
-		if e == nil || e.state != job.StateRunning || int(e.attempt) != o.Attempt {
+		if e == nil {
 			continue
 		}
-		applied[i] = true
-		c := e.c // set by Claim
-		c.worker, c.leaseUntil = "", 0
-		c.attempts = append(c.attempts, o.Record)
-		if o.Error != "" {
-			c.lastError = o.Error
+		o.Result, o.Record.Result = clone(o.Result), clone(o.Record.Result)
+		e.view(&v)
+		ok, err := store.ApplyFinish(&v, o, p.Now)
+		if err != nil {
+			return nil, err // checked above: cannot happen
 		}
-		switch o.State {
-		case job.StateCompleted:
-			c.result = o.Result
-			c.crashes = 0
-			c.finishedAt = now
-			s.setState(e, o.State)
-		case job.StateDead, job.StateCancelled:
-			c.crashes = 0
-			c.finishedAt = now
-			s.setState(e, o.State)
-		case job.StateRetrying:
-			c.crashes = 0
-			e.runAt = store.UnixNanos(o.RunAt)
-			s.setState(e, o.State)
-			e.q.timed.push(e)
-		case job.StateAvailable: // released: the attempt does not count
-			e.attempt--
-			s.setState(e, o.State)
-			e.q.ready.push(e)
+		if ok {
+			s.update(e, &v)
+			reached[i] = v.State
 		}
 	}
-	return applied, nil
+	return reached, nil
 }

@@ -10,24 +10,25 @@ import (
 )
 
 // Heartbeat implements store.Store.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) ([]job.ID, error) {
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.HeartbeatResult, error) {
 	if err := s.lock(); err != nil {
-		return nil, err
+		return store.HeartbeatResult{}, err
 	}
 	defer s.mu.Unlock()
-	var cancelled []job.ID
+	var res store.HeartbeatResult
 	lease := store.UnixNanos(p.LeaseUntil)
-	for _, id := range p.IDs {
-		e := s.jobs.get(id)
-		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker {
+	for _, l := range p.Jobs {
+		e := s.jobs.get(l.ID)
+		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker || int(e.attempt) != l.Attempt {
+			res.Lost = append(res.Lost, l)
 			continue
 		}
 		e.c.leaseUntil = lease
 		if e.cancel {
-			cancelled = append(cancelled, id)
+			res.Cancel = append(res.Cancel, l.ID)
 		}
 	}
-	return cancelled, nil
+	return res, nil
 }
 
 // Rescue implements store.Store.
@@ -45,32 +46,13 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	}
 	slices.SortFunc(expired, func(a, b *entry) int { return int(a.id - b.id) })
 	out := make([]*job.Job, 0, len(expired))
+	var v job.Job
 	for _, e := range expired {
-		c := e.c
-		c.crashes++
-		c.attempts = append(c.attempts, job.Attempt{
-			Attempt:   int(e.attempt),
-			StartedAt: store.FromUnixNanos(c.startedAt),
-			Duration:  store.FromUnixNanos(now).Sub(store.FromUnixNanos(c.startedAt)),
-			Worker:    c.worker,
-			Outcome:   job.OutcomeInterrupted,
-			Error:     "worker lost: lease expired",
-		})
-		c.worker, c.leaseUntil = "", 0
-		switch {
-		case p.MaxCrashes > 0 && c.crashes >= p.MaxCrashes:
-			c.lastError = fmt.Sprintf("poison pill: the worker died %d times in a row running this job", c.crashes)
-			c.finishedAt = now
-			s.setState(e, job.StateDead)
-		case int(e.attempt) >= int(e.maxAtt):
-			c.lastError = fmt.Sprintf("attempts exhausted: the worker died during attempt %d of %d", e.attempt, e.maxAtt)
-			c.finishedAt = now
-			s.setState(e, job.StateDead)
-		default:
-			e.runAt = now
-			s.setState(e, job.StateAvailable)
-			e.q.ready.push(e)
+		e.view(&v)
+		if err := store.ApplyRescue(&v, p.Now, p.MaxCrashes); err != nil {
+			return out, err
 		}
+		s.update(e, &v)
 		out = append(out, e.job())
 	}
 	return out, nil
@@ -78,71 +60,59 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 
 // Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e := s.jobs.get(p.ID)
-	switch {
-	case e == nil:
-		return nil, fmt.Errorf("job %d: %w", p.ID, job.ErrNotFound)
-	case e.state == job.StateRunning:
-		e.cancel = true
-	case e.state.Waiting():
-		s.dequeueHeap(e)
-		e.cold().finishedAt = store.UnixNanos(p.Now)
-		s.setState(e, job.StateCancelled)
-	default:
-		return e.job(), fmt.Errorf("job %d is %s: %w", p.ID, e.state, job.ErrNotWaiting)
-	}
-	return e.job(), nil
+	return s.change(p.ID, func(j *job.Job) error { return store.ApplyCancel(j, p.Now) })
 }
 
 // Reschedule implements store.Store.
 func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.Job, error) {
+	return s.change(p.ID, func(j *job.Job) error { return store.ApplyReschedule(j, p.RunAt, p.Priority, p.Now) })
+}
+
+// change applies a transition to job id and returns the job as it is
+// afterwards; on an error it changes nothing and returns the job as it is
+// (nil if not found).
+func (s *Store) change(id job.ID, apply func(*job.Job) error) (*job.Job, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	e := s.jobs.get(p.ID)
+	e := s.jobs.get(id)
 	if e == nil {
-		return nil, fmt.Errorf("job %d: %w", p.ID, job.ErrNotFound)
+		return nil, fmt.Errorf("job %d: %w", id, job.ErrNotFound)
 	}
-	if !e.state.Waiting() {
-		return e.job(), fmt.Errorf("job %d is %s: %w", p.ID, e.state, job.ErrNotWaiting)
+	var v job.Job
+	e.view(&v)
+	if err := apply(&v); err != nil {
+		return e.job(), err
 	}
-	s.dequeueHeap(e)
-	if !p.RunAt.IsZero() {
-		e.runAt = store.UnixNanos(p.RunAt)
-	}
-	if p.Priority != nil {
-		e.priority = *p.Priority
-	}
-	s.setState(e, job.WaitingState(store.FromUnixNanos(e.runAt), p.Now))
-	s.enqueueHeap(e)
+	s.update(e, &v)
 	return e.job(), nil
 }
 
 // RetryDead implements store.Store.
 func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
 	if err := s.lock(); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
 	var dead []*entry
-	if len(p.IDs) == 0 {
+	if p.All {
 		for e := range s.finished[job.StateDead].all {
 			dead = append(dead, e)
 		}
 		slices.SortFunc(dead, func(a, b *entry) int { return int(a.id - b.id) })
 	} else {
 		for _, id := range p.IDs {
-			if e := s.jobs.get(id); e != nil && e.state == job.StateDead {
+			if e := s.jobs.get(id); e != nil && e.state == job.StateDead && !slices.Contains(dead, e) {
 				dead = append(dead, e)
 			}
 		}
 	}
 	n := 0
+	var v job.Job
 	for _, e := range dead {
 		if k := e.uniqueKey(); k != "" {
 			if s.unique[k] != nil {
@@ -150,12 +120,11 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			}
 			s.unique[k] = e
 		}
-		e.attempt = 0
-		e.runAt = store.UnixNanos(p.Now)
-		e.c.crashes = 0
-		e.c.finishedAt = 0
-		s.setState(e, job.StateAvailable)
-		e.q.ready.push(e)
+		e.view(&v)
+		if err := store.ApplyRetryDead(&v, p.Now); err != nil {
+			return n, err
+		}
+		s.update(e, &v)
 		n++
 	}
 	return n, nil
@@ -163,10 +132,8 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
-	for _, st := range p.States {
-		if !st.Finished() {
-			return 0, job.Invalid("states", "can only purge completed, cancelled or dead jobs, not %s", st)
-		}
+	if err := p.Validate(); err != nil {
+		return 0, err
 	}
 	if err := s.lock(); err != nil {
 		return 0, err
@@ -181,7 +148,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 	}
 	before := store.UnixNanos(p.Before)
 	n := 0
-	for _, st := range p.States {
+	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.States))) {
 		var match []*entry
 		for e := range s.finished[st].all {
 			if (ids == nil || ids[e.id]) && (before == 0 || e.c.finishedAt < before) {
@@ -214,7 +181,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 
 func (s *Store) delete(e *entry) {
 	s.finished[e.state].remove(e)
-	e.q.counts[e.state]--
+	e.l.counts[e.state]--
 	s.jobs.del(e.id)
 	if e.c != nil && e.c.schedule != "" {
 		delete(s.fired, fireKey{e.c.schedule, e.c.fireTime})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -105,12 +106,28 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
 		return store.FireResult{}, nil
 	}
+	var res store.FireResult
+	if last := s.jobs.get(sc.LastJobID); p.SkipIfBusy && last != nil {
+		switch last.state {
+		case job.StateAvailable, job.StateRunning:
+			sc.SkippedTicks++
+			sc.LastSkipAt = p.FireTime
+			return store.FireResult{Skipped: true}, nil
+		case job.StateRetrying:
+			var v job.Job
+			last.view(&v)
+			if err := store.ApplySupersede(&v, p.Now, p.FireTime); err != nil {
+				return store.FireResult{}, err
+			}
+			s.update(last, &v)
+			res.Superseded = last.id
+		}
+	}
 	j := *p.Job
 	j.Schedule, j.FireTime = p.Name, p.FireTime
-	if k := j.UniqueKey; k != "" && s.unique[k] != nil {
-		j.UniqueKey = "" // the key belongs to another job; fire anyway
-	}
 	e := s.insert(&j)
 	sc.LastFireAt, sc.LastJobID = p.FireTime, e.id
-	return store.FireResult{Fired: true, ID: e.id}, nil
+	sc.SkippedTicks, sc.LastSkipAt = 0, time.Time{}
+	res.Fired, res.ID = true, e.id
+	return res, nil
 }

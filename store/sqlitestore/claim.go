@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,36 +13,57 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// The claim path, all index-driven (see plan_test.go):
+// The claim path, all index-driven (see plan_test.go). Jobs wait in lanes,
+// one per (queue, kind); a claim looks at the lanes that match p.Queues and
+// p.Kinds (all lanes if both are empty):
 //
-//  1. NextRunAt: the first entry of jobs_due (or of jobs_due_queue per
-//     queue); if it is due, promote: scheduled/retrying jobs due by now
-//     become available (jobs_due, or jobs_due_queue for each queue of
-//     p.Queues), and read NextRunAt again. Most claims find nothing due and
-//     skip the promotion;
-//  2. the queues: p.Queues, or else every queue with available jobs, read
-//     from queue_counts;
-//  3. one UPDATE … RETURNING moves to running the first Limit available
-//     jobs in claim order, merged from the first min(Limit, QueueLimits[q])
-//     of each queue (a range of jobs_claim per queue, one UNION ALL arm per
-//     queue, claimSQL).
+//  1. NextRunAt: the first entry of jobs_due (no filter), or the smallest
+//     of the first entries of jobs_due_lane in each matching lane with
+//     waiting jobs (lane_counts says which). If it is due, promote
+//     (store.ApplyPromote: scheduled/retrying jobs due by now become
+//     available, in those lanes) and read NextRunAt again. Most claims find
+//     nothing due and skip the promotion;
+//  2. the matching lanes with available jobs, from lane_counts;
+//  3. one UPDATE … RETURNING moves to running (store.ApplyClaim) the first
+//     Limit available jobs in claim order, merged from the first
+//     min(Limit, QueueLimits[queue]) of each lane (a range of jobs_claim per
+//     lane, one UNION ALL arm per lane, claimSQL). When a queue with a limit
+//     below Limit has several lanes, its lanes together must not exceed the
+//     limit: claimCappedSQL numbers each queue's candidates (row_number)
+//     and drops those beyond it.
 //
-// With more than maxClaimArms queues, 3 reads the candidates of each queue
-// with one statement per queue, merges them in Go, and claims them by ID.
-// The cost is O(queues × Limit × log n), whatever the number of jobs.
+// With more than maxClaimArms lanes, 3 reads the candidates of each lane
+// with one statement per lane, merges them in Go and claims them by ID.
+// The cost is O(lanes × Limit × log n), whatever the number of jobs.
+
+// laneFilter restricts a statement over lane_counts to the lanes of ?1 (a
+// JSON array of queues, NULL for any) and ?2 (kinds, NULL for any).
+const laneFilter = `(?1 IS NULL OR queue IN (SELECT value FROM json_each(?1)))
+	AND (?2 IS NULL OR kind IN (SELECT value FROM json_each(?2)))`
+
 const (
-	sqlPromoteAll   = `UPDATE jobs SET state = 2 WHERE state IN (1, 4) AND run_at <= ?`
-	sqlPromoteQueue = `UPDATE jobs SET state = 2 WHERE state IN (1, 4) AND queue = ? AND run_at <= ?`
-	sqlReadyQueues  = `SELECT queue FROM queue_counts WHERE state = 2 AND n > 0`
-	sqlCandidates   = `SELECT id, priority, run_at FROM jobs WHERE state = 2 AND queue = ?
+	sqlPromoteAll = `UPDATE jobs SET state = 'available' WHERE state IN ('scheduled', 'retrying') AND run_at <= ?`
+	sqlNextRunAll = `SELECT min(run_at) FROM jobs WHERE state IN ('scheduled', 'retrying')`
+	// sqlWaitingLanes are the matching lanes with scheduled or retrying jobs.
+	sqlWaitingLanes = `SELECT DISTINCT queue, kind FROM lane_counts
+		WHERE state IN ('scheduled', 'retrying') AND n > 0 AND ` + laneFilter
+	sqlNextRunLanes = `SELECT min((SELECT min(run_at) FROM jobs
+		WHERE state IN ('scheduled', 'retrying') AND queue = l.queue AND kind = l.kind))
+		FROM (` + sqlWaitingLanes + `) AS l`
+	sqlPromoteLanes = `UPDATE jobs SET state = 'available' WHERE id IN (SELECT j.id
+		FROM (` + sqlWaitingLanes + `) AS l CROSS JOIN jobs AS j
+		WHERE j.state IN ('scheduled', 'retrying') AND j.queue = l.queue AND j.kind = l.kind AND j.run_at <= ?3)`
+	sqlReadyLanes = `SELECT queue, kind FROM lane_counts WHERE state = 'available' AND n > 0 AND ` + laneFilter + `
+		ORDER BY queue, kind`
+	sqlCandidates = `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ? AND kind = ?
 		ORDER BY priority, run_at, id LIMIT +?`
-	sqlClaimSet = `UPDATE jobs SET state = 3, attempt = attempt + 1, started_at = ?1, worker = ?2,
+	// sqlClaimSet is store.ApplyClaim: ?1 now, ?2 worker, ?3 lease, ?4 the
+	// claiming Store (claimed_by).
+	sqlClaimSet = `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, worker = ?2,
 		lease_until = ?3, claimed_by = ?4, cancel_requested = 0`
 	sqlClaim = sqlClaimSet + `
-		WHERE id IN (SELECT value FROM json_each(?5)) AND state = 2
+		WHERE id IN (SELECT value FROM json_each(?5)) AND state = 'available'
 		RETURNING ` + jobCols
-	sqlNextRunAll   = `SELECT min(run_at) FROM jobs WHERE state IN (1, 4)`
-	sqlNextRunQueue = `SELECT min(run_at) FROM jobs WHERE state IN (1, 4) AND queue = ?`
 )
 
 // Every LIMIT takes its bound parameter as +?N, not ?N: SQLite (3.47+)
@@ -51,36 +74,73 @@ const (
 // hides the parameter from that check; the plans are the same
 // (plan_test.go).
 
-// maxClaimArms caps the queues claimSQL merges in one statement.
+// maxClaimArms caps the lanes claimSQL merges in one statement.
 const maxClaimArms = 16
 
-// claimSQL[n] claims from n queues: ?5 is the total limit, then for each
-// queue its name and its limit. Each arm is a range of jobs_claim.
+// The claim statements take ?1–?4 as sqlClaimSet, ?5 the total limit, and
+// then for each lane (arm) its queue, its kind and its limit; the capped
+// form also takes its queue's limit.
+const (
+	claimFixedArgs  = 5
+	claimArmArgs    = 3
+	claimCappedArgs = 4
+)
+
+// claimSQL[n] claims from n lanes.
 var claimSQL = func() (qs [maxClaimArms + 1]string) {
 	arm := func(i int) string {
-		return `SELECT id, priority, run_at FROM jobs WHERE state = 2 AND queue = ?` + strconv.Itoa(6+2*i) +
-			` ORDER BY priority, run_at, id LIMIT +?` + strconv.Itoa(7+2*i)
+		p := claimFixedArgs + 1 + claimArmArgs*i
+		return `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ?` + strconv.Itoa(p) +
+			` AND kind = ?` + strconv.Itoa(p+1) + ` ORDER BY priority, run_at, id LIMIT +?` + strconv.Itoa(p+2)
 	}
-	qs[1] = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM (` + arm(0) + `) ORDER BY priority, run_at, id LIMIT +?5) AND state = 2
-		RETURNING ` + jobCols
-	for n := 2; n <= maxClaimArms; n++ {
-		var u strings.Builder
-		for i := range n {
-			if i > 0 {
-				u.WriteString(" UNION ALL ")
-			}
-			u.WriteString(`SELECT * FROM (` + arm(i) + `)`)
-		}
+	for n := 1; n <= maxClaimArms; n++ {
 		qs[n] = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM (` + u.String() + `) ORDER BY priority, run_at, id LIMIT +?5) AND state = 2
+		WHERE id IN (SELECT id FROM (` + unionArms(n, arm) + `) ORDER BY priority, run_at, id LIMIT +?5)
+		AND state = 'available'
 		RETURNING ` + jobCols
 	}
 	return qs
 }()
 
+// claimCappedSQL[n] claims from n lanes, at most the queue's limit from
+// the lanes of one queue.
+var claimCappedSQL = func() (qs [maxClaimArms + 1]string) {
+	arm := func(i int) string {
+		p := claimFixedArgs + 1 + claimCappedArgs*i
+		q := strconv.Itoa(p)
+		return `SELECT id, priority, run_at, ?` + q + ` AS q, ?` + strconv.Itoa(p+3) + ` AS ql FROM jobs
+			WHERE state = 'available' AND queue = ?` + q + ` AND kind = ?` + strconv.Itoa(p+1) +
+			` ORDER BY priority, run_at, id LIMIT +?` + strconv.Itoa(p+2)
+	}
+	for n := 1; n <= maxClaimArms; n++ {
+		qs[n] = sqlClaimSet + `
+		WHERE id IN (SELECT id FROM (SELECT id, priority, run_at, ql,
+				row_number() OVER (PARTITION BY q ORDER BY priority, run_at, id) AS rn
+				FROM (` + unionArms(n, arm) + `))
+			WHERE rn <= ql ORDER BY priority, run_at, id LIMIT +?5)
+		AND state = 'available'
+		RETURNING ` + jobCols
+	}
+	return qs
+}()
+
+func unionArms(n int, arm func(i int) string) string {
+	if n == 1 {
+		return arm(0)
+	}
+	var u strings.Builder
+	for i := range n {
+		if i > 0 {
+			u.WriteString(" UNION ALL ")
+		}
+		u.WriteString(`SELECT * FROM (` + arm(i) + `)`)
+	}
+	return u.String()
+}
+
 type candidate struct {
 	id, priority, runAt int64
+	arm                 int // index of its lane in the claim's lanes
 }
 
 func compareCandidates(a, b candidate) int {
@@ -93,12 +153,38 @@ func compareCandidates(a, b candidate) int {
 	return cmp.Compare(a.id, b.id)
 }
 
+// lane is one (queue, kind) of a claim, with the most jobs it may give.
+type lane struct {
+	queue, kind string
+	limit       int
+}
+
+// filterArgs are the ?1, ?2 of laneFilter: JSON arrays of the queues and
+// kinds, or NULL.
+func filterArgs(queues, kinds []string) ([]any, error) {
+	args := []any{nil, nil}
+	for i, list := range [][]string{queues, kinds} {
+		if len(list) > 0 {
+			b, err := json.Marshal(list)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = string(b)
+		}
+	}
+	return args, nil
+}
+
 // Claim implements store.Store. It is one write transaction, so no job is
 // claimed twice, even by several processes.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	filter, err := filterArgs(p.Queues, p.Kinds)
+	if err != nil {
+		return store.ClaimResult{}, err
+	}
 	var res store.ClaimResult
-	err := s.write(ctx, func(w *writer) (err error) {
-		res, err = s.claim(w, p)
+	err = s.write(ctx, func(w *writer) (err error) {
+		res, err = s.claim(w, p, filter)
 		return err
 	})
 	if err != nil {
@@ -107,28 +193,25 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	return res, nil
 }
 
-func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error) {
+func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.ClaimResult, error) {
 	var res store.ClaimResult
 	now := store.UnixNanos(p.Now)
-	queues := slices.Compact(slices.Sorted(slices.Values(p.Queues)))
+	all := filter[0] == nil && filter[1] == nil
 	// 1. When to ask again; promotion if something is due.
-	next, err := nextRunAt(w, queues)
+	next, err := nextRunAt(w, all, filter)
 	if err != nil {
 		return res, err
 	}
 	if next != 0 && next <= now {
-		if len(queues) == 0 {
-			if _, err := w.exec(sqlPromoteAll, now); err != nil {
-				return res, err
-			}
+		if all {
+			_, err = w.exec(sqlPromoteAll, now)
 		} else {
-			for _, q := range queues {
-				if _, err := w.exec(sqlPromoteQueue, q, now); err != nil {
-					return res, err
-				}
-			}
+			_, err = w.exec(sqlPromoteLanes, filter[0], filter[1], now)
 		}
-		if next, err = nextRunAt(w, queues); err != nil {
+		if err != nil {
+			return res, err
+		}
+		if next, err = nextRunAt(w, all, filter); err != nil {
 			return res, err
 		}
 	}
@@ -136,70 +219,100 @@ func (s *Store) claim(w *writer, p store.ClaimParams) (store.ClaimResult, error)
 	if p.Limit <= 0 {
 		return res, nil
 	}
-	// 2. The queues to claim from, and their limits.
-	if len(queues) == 0 {
-		rows, err := w.query(sqlReadyQueues)
-		if err != nil {
-			return res, err
-		}
-		for rows.Next() {
-			var q string
-			if err := rows.Scan(&q); err != nil {
-				rows.Close()
-				return res, err
-			}
-			queues = append(queues, q)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return res, err
-		}
-	}
-	args := []any{now, p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, p.Limit}
-	for _, q := range queues {
-		limit := p.Limit
-		if ql, ok := p.QueueLimits[q]; ok {
-			limit = min(limit, ql)
-		}
-		if limit > 0 {
-			args = append(args, q, limit)
-		}
-	}
-	arms := (len(args) - 5) / 2
-	if arms == 0 {
-		return res, nil
+	// 2. The lanes to claim from, and their limits.
+	lanes, capped, err := readyLanes(w, p, filter)
+	if err != nil || len(lanes) == 0 {
+		return res, err
 	}
 	// 3. Claim.
 	var jobs []*job.Job
-	if arms <= maxClaimArms {
-		jobs, err = w.queryJobs(claimSQL[arms], args...)
+	if len(lanes) <= maxClaimArms {
+		jobs, err = w.queryJobs(claimStatement(lanes, capped), s.claimArgs(p, lanes, capped)...)
 	} else {
-		jobs, err = s.claimMerged(w, p, args)
+		jobs, err = s.claimMerged(w, p, lanes)
 	}
 	if err != nil {
 		return res, err
 	}
 	// RETURNING has no order: restore the claim order.
 	slices.SortFunc(jobs, func(a, b *job.Job) int {
-		return compareCandidates(candidate{int64(a.ID), int64(a.Priority), store.UnixNanos(a.RunAt)},
-			candidate{int64(b.ID), int64(b.Priority), store.UnixNanos(b.RunAt)})
+		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
+			candidate{id: int64(b.ID), priority: int64(b.Priority), runAt: store.UnixNanos(b.RunAt)})
 	})
 	res.Jobs = jobs
 	return res, nil
 }
 
-// claimMerged claims from more queues than claimSQL merges: args are
-// claimSQL's. It reads the candidates of each queue, merges them in Go and
+// readyLanes returns the lanes of p with available jobs, with their
+// limits, sorted by queue, and whether a queue's limit is below p.Limit
+// while it has several lanes (then the lanes of that queue must be capped
+// together).
+func readyLanes(w *writer, p store.ClaimParams, filter []any) (lanes []lane, capped bool, err error) {
+	rows, err := w.query(sqlReadyLanes, filter...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		l := lane{limit: p.Limit}
+		if err := rows.Scan(&l.queue, &l.kind); err != nil {
+			return nil, false, err
+		}
+		if ql, ok := p.QueueLimits[l.queue]; ok {
+			l.limit = min(l.limit, ql)
+		}
+		if l.limit > 0 {
+			lanes = append(lanes, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	// Sorted by queue: the lanes of a queue are adjacent.
+	for i := 1; i < len(lanes); i++ {
+		if lanes[i].queue == lanes[i-1].queue && lanes[i].limit < p.Limit {
+			capped = true
+		}
+	}
+	return lanes, capped, nil
+}
+
+func claimStatement(lanes []lane, capped bool) string {
+	if capped {
+		return claimCappedSQL[len(lanes)]
+	}
+	return claimSQL[len(lanes)]
+}
+
+// claimArgs are the arguments of claimStatement(lanes, capped).
+func (s *Store) claimArgs(p store.ClaimParams, lanes []lane, capped bool) []any {
+	per := claimArmArgs
+	if capped {
+		per = claimCappedArgs
+	}
+	args := make([]any, 0, claimFixedArgs+per*len(lanes))
+	args = append(args, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, p.Limit)
+	for _, l := range lanes {
+		args = append(args, l.queue, l.kind, l.limit)
+		if capped {
+			args = append(args, l.limit) // a queue's lanes all have its limit
+		}
+	}
+	return args
+}
+
+// claimMerged claims from more lanes than claimSQL merges. It reads the
+// candidates of each lane, merges them in Go within the queues' limits and
 // claims the first Limit by ID.
-func (s *Store) claimMerged(w *writer, p store.ClaimParams, args []any) ([]*job.Job, error) {
+func (s *Store) claimMerged(w *writer, p store.ClaimParams, lanes []lane) ([]*job.Job, error) {
 	var cands []candidate
-	for i := 5; i < len(args); i += 2 {
-		rows, err := w.query(sqlCandidates, args[i], args[i+1])
+	for i, l := range lanes {
+		rows, err := w.query(sqlCandidates, l.queue, l.kind, l.limit)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var c candidate
+			c := candidate{arm: i}
 			if err := rows.Scan(&c.id, &c.priority, &c.runAt); err != nil {
 				rows.Close()
 				return nil, err
@@ -212,84 +325,103 @@ func (s *Store) claimMerged(w *writer, p store.ClaimParams, args []any) ([]*job.
 		}
 	}
 	slices.SortFunc(cands, compareCandidates)
-	cands = cands[:min(len(cands), p.Limit)]
-	if len(cands) == 0 {
+	taken := make(map[string]int)
+	var ids []job.ID
+	for _, c := range cands {
+		if len(ids) == p.Limit {
+			break
+		}
+		l := lanes[c.arm]
+		if taken[l.queue] == l.limit {
+			continue
+		}
+		taken[l.queue]++
+		ids = append(ids, job.ID(c.id))
+	}
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	ids := make([]job.ID, len(cands))
-	for i, c := range cands {
-		ids[i] = job.ID(c.id)
-	}
-	return w.queryJobs(sqlClaim, args[0], args[1], args[2], args[3], idList(ids))
+	return w.queryJobs(sqlClaim, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, idList(ids))
 }
 
 // nextRunAt returns the earliest run-at of the scheduled and retrying jobs
-// of queues (of all queues if none), 0 if there is none.
-func nextRunAt(w *writer, queues []string) (int64, error) {
-	var next *int64 // min() is NULL when no job waits
-	if len(queues) == 0 {
-		err := w.scanRow(sqlNextRunAll, nil, &next)
-		if err != nil || next == nil {
-			return 0, err
-		}
-		return *next, nil
+// of the lanes filter selects (of all jobs if all), 0 if there is none.
+func nextRunAt(w *writer, all bool, filter []any) (int64, error) {
+	var next sql.NullInt64 // min() is NULL when no job waits
+	var err error
+	if all {
+		err = w.scanRow(sqlNextRunAll, nil, &next)
+	} else {
+		err = w.scanRow(sqlNextRunLanes, filter, &next)
 	}
-	var min int64
-	for _, q := range queues {
-		if err := w.scanRow(sqlNextRunQueue, []any{q}, &next); err != nil {
-			return 0, err
-		}
-		if next != nil && (min == 0 || *next < min) {
-			min = *next
-		}
-	}
-	return min, nil
+	return next.Int64, err
 }
 
-// sqlHeartbeat extends the leases of a Heartbeat call in one statement.
+// sqlHeartbeat renews, in one statement, the leases of a Heartbeat call:
+// ?2 is a JSON array of [id, attempt] pairs; only jobs running that attempt
+// under worker ?3 are renewed.
 const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1
-	WHERE id IN (SELECT value FROM json_each(?2)) AND state = 3 AND worker = ?3
-	RETURNING id, cancel_requested`
+	FROM json_each(?2) AS l
+	WHERE jobs.id = l.value ->> 0 AND jobs.attempt = l.value ->> 1
+		AND jobs.state = 'running' AND jobs.worker = ?3
+	RETURNING jobs.id, jobs.attempt, jobs.cancel_requested`
+
+// leaseList renders leases as a JSON array of [id, attempt] pairs.
+func leaseList(ls []store.Lease) string {
+	var b strings.Builder
+	b.Grow(len(ls)*12 + 2)
+	b.WriteByte('[')
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		b.WriteString(strconv.FormatInt(int64(l.ID), 10))
+		b.WriteByte(',')
+		b.WriteString(strconv.Itoa(l.Attempt))
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+	return b.String()
+}
 
 // Heartbeat implements store.Store.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) ([]job.ID, error) {
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.HeartbeatResult, error) {
 	lease := store.UnixNanos(p.LeaseUntil)
-	ids := idList(p.IDs)
-	var cancelled []job.ID
+	list := leaseList(p.Jobs)
+	var res store.HeartbeatResult
 	err := s.write(ctx, func(w *writer) error {
-		cancelled = nil
-		rows, err := w.query(sqlHeartbeat, lease, ids, p.Worker)
+		rows, err := w.query(sqlHeartbeat, lease, list, p.Worker)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var set map[job.ID]bool
+		renewed := make(map[store.Lease]bool, len(p.Jobs)) // → cancel requested
 		for rows.Next() {
-			var id int64
+			var l store.Lease
 			var c bool
-			if err := rows.Scan(&id, &c); err != nil {
+			if err := rows.Scan(&l.ID, &l.Attempt, &c); err != nil {
 				return err
 			}
-			if c {
-				if set == nil {
-					set = make(map[job.ID]bool)
-				}
-				set[job.ID(id)] = true
-			}
+			renewed[l] = c
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// In the order of p.IDs, as one UPDATE per ID would return them.
-		for _, id := range p.IDs {
-			if set[id] {
-				cancelled = append(cancelled, id)
+		// In the order of p.Jobs.
+		res = store.HeartbeatResult{}
+		for _, l := range p.Jobs {
+			switch c, ok := renewed[l]; {
+			case !ok:
+				res.Lost = append(res.Lost, l)
+			case c:
+				res.Cancel = append(res.Cancel, l.ID)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return store.HeartbeatResult{}, err
 	}
-	return cancelled, nil
+	return res, nil
 }

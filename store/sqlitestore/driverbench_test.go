@@ -63,8 +63,8 @@ var benchT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func benchJobs(n int) []*job.Job {
 	js := make([]*job.Job, n)
 	for i := range js {
-		j := &job.Job{Kind: "email", Queue: "default", Args: []byte(`{"to":"someone@example.com","n":12345}`)}
-		if err := j.Validate(benchT0, 25); err != nil {
+		j := &job.Job{Kind: "email", Queue: "default", MaxAttempts: 25, Args: []byte(`{"to":"someone@example.com","n":12345}`)}
+		if err := j.Validate(benchT0); err != nil {
 			panic(err)
 		}
 		js[i] = j

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"errors"
 	"fmt"
+	"github.com/hopperq/hopper/store"
 )
 
 // Errors for the conditions of the SQLite file a caller may want to act on.
@@ -18,12 +19,16 @@ var (
 	// ErrDiskFull means a write failed because the disk (or the database's
 	// size limit) is full; nothing of the failed operation was stored.
 	ErrDiskFull = errors.New("disk full: the database could not grow, nothing was written")
-	// ErrReadOnly means the database file, its directory or its file system
-	// cannot be written.
-	ErrReadOnly = errors.New("database is read-only (check the permissions of the file, its -wal and -shm files and its directory)")
+	// ErrReadOnly means a write failed because the Store was opened with
+	// Options.ReadOnly, or because the database file, its directory or its
+	// file system cannot be written.
+	ErrReadOnly = store.ErrReadOnly
 	// ErrSchemaTooNew means the file was written by a newer Hopper with a
 	// schema this version does not know.
-	ErrSchemaTooNew = errors.New("database schema is newer than this version of Hopper supports")
+	ErrSchemaTooNew = store.ErrSchemaTooNew
+	// ErrSchemaTooOld means a read-only Open found a file whose schema is
+	// older than this version's: only a read-write Open migrates it.
+	ErrSchemaTooOld = store.ErrSchemaTooOld
 )
 
 // Primary SQLite result codes (the low byte of an extended code).
@@ -62,7 +67,7 @@ func translateCode(path string, code int, err error) error {
 	case codeFull:
 		kind = ErrDiskFull
 	case codeReadOnly:
-		kind = ErrReadOnly
+		return fmt.Errorf("sqlitestore: %s: %w (check the permissions of the file, its -wal and -shm files and its directory): %w", path, ErrReadOnly, err)
 	case codeCantOpen:
 		return fmt.Errorf("sqlitestore: %s: cannot open the database file (does its directory exist and is it writable?): %w", path, err)
 	default:

@@ -3,33 +3,49 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
+	"database/sql"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
+
+// finishSetClause is store.ApplyFinish in SQL: the SET clause that applies
+// an outcome to the running job it is joined to, given the SQL expressions
+// of the outcome's fields: st (the outcome's target state), run (its
+// run-at), msg (its error), res (its result), rec (its attempt record as
+// JSON) and now. Every expression reads the row as it was (SQLite
+// evaluates all of a SET clause against the old row).
+//
+// The state reached (store.FinishState) is st, except that a job whose
+// cancellation was requested ends cancelled unless the attempt succeeded;
+// the record then names that state as its outcome.
+func finishSetClause(st, run, msg, res, rec, now string) string {
+	to := `(CASE WHEN cancel_requested != 0 AND ` + st + ` != 'completed' THEN 'cancelled' ELSE ` + st + ` END)`
+	record := `(CASE WHEN ` + st + ` = ` + to + ` THEN ` + rec + ` ELSE json_set(` + rec + `, '$.outcome', ` + to + `) END)`
+	return `state = ` + to + `,
+	worker = NULL, claimed_by = NULL, lease_until = 0,
+	attempts = CASE WHEN attempts IS NULL THEN '[' || ` + record + ` || ']'
+		ELSE json_insert(attempts, '$[#]', json(` + record + `)) END,
+	last_error = CASE WHEN ` + to + ` = 'completed' THEN '' WHEN ` + msg + ` = '' THEN last_error ELSE ` + msg + ` END,
+	result = CASE WHEN ` + to + ` = 'completed' THEN ` + res + ` ELSE result END,
+	finished_at = CASE WHEN ` + to + ` IN ('completed', 'cancelled', 'dead') THEN ` + now + ` ELSE finished_at END,
+	crashes = CASE WHEN ` + to + ` = 'available' THEN crashes ELSE 0 END,
+	run_at = CASE WHEN ` + to + ` = 'retrying' THEN ` + run + ` ELSE run_at END,
+	attempt = CASE WHEN ` + to + ` = 'available' THEN attempt - 1 ELSE attempt END`
+}
 
 // sqlFinish applies one outcome, fenced by state and attempt; the attempt
 // record is appended to the JSON history by SQLite itself.
 //
 //	?1 state  ?2 record (JSON)  ?3 error  ?4 result  ?5 now  ?6 run-at
 //	?7 id     ?8 attempt
-const sqlFinish = `UPDATE jobs SET
-	state = ?1,
-	worker = NULL, claimed_by = NULL, lease_until = 0,
-	attempts = json_insert(coalesce(attempts, '[]'), '$[#]', json(?2)),
-	last_error = CASE WHEN ?3 = '' THEN last_error ELSE ?3 END,
-	result = CASE WHEN ?1 = 5 THEN ?4 ELSE result END,
-	finished_at = CASE WHEN ?1 IN (5, 6, 7) THEN ?5 ELSE finished_at END,
-	crashes = CASE WHEN ?1 = 2 THEN crashes ELSE 0 END,
-	run_at = CASE WHEN ?1 = 4 THEN ?6 ELSE run_at END,
-	attempt = CASE WHEN ?1 = 2 THEN attempt - 1 ELSE attempt END
-	WHERE id = ?7 AND state = 3 AND attempt = ?8`
+var sqlFinish = `UPDATE jobs SET ` + finishSetClause("?1", "?6", "?3", "?4", "?2", "?5") + `
+	WHERE id = ?7 AND state = 'running' AND attempt = ?8
+	RETURNING state`
 
 // finishSQL[n] applies n outcomes of a Finish call in one statement: the
 // outcomes are a VALUES list of n rows (id, attempt, state, run-at, error,
@@ -48,27 +64,17 @@ var finishSQL = func() (qs [maxFinishRows + 1]string) {
 	row := "(" + strings.Repeat("?,", nFinishCols-1) + "?)"
 	for n := 1; n <= maxFinishRows; n++ {
 		qs[n] = `WITH o(id, att, st, run, err, res, rec) AS (VALUES ` + strings.Repeat(row+",", n-1) + row + `)
-	UPDATE jobs SET
-	state = o.st,
-	worker = NULL, claimed_by = NULL, lease_until = 0,
-	attempts = CASE WHEN attempts IS NULL THEN '[' || o.rec || ']'
-		ELSE json_insert(attempts, '$[#]', json(o.rec)) END,
-	last_error = CASE WHEN o.err = '' THEN last_error ELSE o.err END,
-	result = CASE WHEN o.st = 5 THEN o.res ELSE result END,
-	finished_at = CASE WHEN o.st IN (5, 6, 7) THEN ?` + strconv.Itoa(n*nFinishCols+1) + ` ELSE finished_at END,
-	crashes = CASE WHEN o.st = 2 THEN crashes ELSE 0 END,
-	run_at = CASE WHEN o.st = 4 THEN o.run ELSE run_at END,
-	attempt = CASE WHEN o.st = 2 THEN attempt - 1 ELSE attempt END
+	UPDATE jobs SET ` + finishSetClause("o.st", "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*nFinishCols+1)) + `
 	FROM o
-	WHERE jobs.id = o.id AND jobs.state = 3 AND jobs.attempt = o.att
-	RETURNING jobs.id`
+	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.attempt = o.att
+	RETURNING jobs.id, jobs.state`
 	}
 	return qs
 }()
 
 // Finish implements store.Store. An outcome whose target state the state
 // machine forbids fails the whole call with a *job.TransitionError.
-func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error) {
+func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
 	records := make([]string, len(p.Outcomes))
 	index := make(map[job.ID]int, len(p.Outcomes))
 	distinct := true
@@ -76,60 +82,67 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]bool, error
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(o.Record)
+		rec, err := recordText(o.Record)
 		if err != nil {
-			return nil, fmt.Errorf("job %d: encoding attempt record: %w", o.ID, err)
+			return nil, job.Invalid("record", "job %d: %v", o.ID, err)
 		}
-		records[i] = string(b)
+		records[i] = rec
 		if _, dup := index[o.ID]; dup {
 			distinct = false
 		}
 		index[o.ID] = i
 	}
 	now := store.UnixNanos(p.Now)
-	applied := make([]bool, len(p.Outcomes))
+	reached := make([]job.State, len(p.Outcomes))
 	if len(p.Outcomes) == 0 {
-		return applied, nil
+		return reached, nil
 	}
 	var args []any // nFinishCols per outcome, for finishSQL
 	if distinct && len(p.Outcomes) > 1 {
 		args = make([]any, 0, len(p.Outcomes)*nFinishCols)
 		for i, o := range p.Outcomes {
-			args = append(args, int64(o.ID), o.Attempt, int64(o.State), store.UnixNanos(o.RunAt), o.Error,
+			args = append(args, int64(o.ID), o.Attempt, stateName(o.State), store.UnixNanos(o.RunAt), o.Error,
 				jsonText(o.Result), records[i])
 		}
 	}
 	err := s.write(ctx, func(w *writer) error {
-		clear(applied)
+		clear(reached)
 		if args != nil {
 			var buf []any
 			for start := 0; start < len(p.Outcomes); start += maxFinishRows {
 				k := min(len(p.Outcomes)-start, maxFinishRows)
 				buf = append(append(buf[:0], args[start*nFinishCols:(start+k)*nFinishCols]...), now)
-				if err := w.finishSet(k, buf, index, applied); err != nil {
+				if err := w.finishSet(k, buf, index, reached); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		for i, o := range p.Outcomes {
-			n, err := w.execN(sqlFinish, int64(o.State), records[i], o.Error, jsonText(o.Result),
-				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt)
-			if err != nil {
+			var name string
+			err := w.scanRow(sqlFinish, []any{stateName(o.State), records[i], o.Error, jsonText(o.Result),
+				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt}, &name)
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // lease lost
+			case err != nil:
 				return err
+			default:
+				if reached[i], err = parseState(name); err != nil {
+					return err
+				}
 			}
-			applied[i] = n > 0
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return applied, nil
+	return reached, nil
 }
 
-// finishSet runs finishSQL[k] and marks the outcomes that applied.
-func (w *writer) finishSet(k int, args []any, index map[job.ID]int, applied []bool) error {
+// finishSet runs finishSQL[k] and records the state each applied outcome
+// reached.
+func (w *writer) finishSet(k int, args []any, index map[job.ID]int, reached []job.State) error {
 	rows, err := w.query(finishSQL[k], args...)
 	if err != nil {
 		return err
@@ -137,10 +150,15 @@ func (w *writer) finishSet(k int, args []any, index map[job.ID]int, applied []bo
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
 			return err
 		}
-		applied[index[job.ID(id)]] = true
+		st, err := parseState(name)
+		if err != nil {
+			return err
+		}
+		reached[index[job.ID(id)]] = st
 	}
 	return rows.Err()
 }
@@ -149,6 +167,9 @@ func (w *writer) finishSet(k int, args []any, index map[job.ID]int, applied []bo
 // expires those of jobs claimed by Stores whose process has died (their
 // lock file is not locked any more), and removes those lock files.
 func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	stale := findStale(s.lockDir(), s.worker)
 	var out []*job.Job
 	err := s.write(ctx, func(w *writer) error {
@@ -167,8 +188,9 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 }
 
 // sqlRescue selects the running jobs whose lease expired.
-const sqlRescue = `SELECT ` + jobCols + ` FROM jobs WHERE state = 3 AND lease_until < ?`
+const sqlRescue = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'running' AND lease_until < ?`
 
+// rescue applies store.ApplyRescue to the running jobs whose lease expired.
 func rescue(w *writer, p store.RescueParams) ([]*job.Job, error) {
 	jobs, err := w.queryJobs(sqlRescue, store.UnixNanos(p.Now))
 	if err != nil {
@@ -177,25 +199,8 @@ func rescue(w *writer, p store.RescueParams) ([]*job.Job, error) {
 	slices.SortFunc(jobs, func(a, b *job.Job) int { return cmp.Compare(a.ID, b.ID) })
 	now := p.Now.UTC()
 	for _, j := range jobs {
-		j.Crashes++
-		j.Attempts = append(j.Attempts, job.Attempt{
-			Attempt:   j.Attempt,
-			StartedAt: j.StartedAt,
-			Duration:  now.Sub(j.StartedAt),
-			Worker:    j.Worker,
-			Outcome:   job.OutcomeInterrupted,
-			Error:     "worker lost: lease expired",
-		})
-		j.Worker, j.LeaseUntil = "", time.Time{}
-		switch {
-		case p.MaxCrashes > 0 && j.Crashes >= p.MaxCrashes:
-			j.State, j.FinishedAt = job.StateDead, now
-			j.LastError = fmt.Sprintf("poison pill: the worker died %d times in a row running this job", j.Crashes)
-		case j.Attempt >= j.MaxAttempts:
-			j.State, j.FinishedAt = job.StateDead, now
-			j.LastError = fmt.Sprintf("attempts exhausted: the worker died during attempt %d of %d", j.Attempt, j.MaxAttempts)
-		default:
-			j.State, j.RunAt = job.StateAvailable, now
+		if err := store.ApplyRescue(j, now, p.MaxCrashes); err != nil {
+			return nil, err
 		}
 		if err := w.save(j); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,71 +36,81 @@ type newRows struct {
 	states []job.State
 }
 
-func makeRows(jobs []*job.Job, now time.Time) (*newRows, error) {
+func makeRows(jobs []*job.Job) (*newRows, error) {
 	r := &newRows{jobs: jobs, args: make([]any, 0, len(jobs)*nInsertCols), states: make([]job.State, len(jobs))}
 	for i, j := range jobs {
 		if j.Func != nil {
 			return nil, job.ErrNotDurable
 		}
-		runAt, created := j.RunAt, j.CreatedAt
-		if runAt.IsZero() {
-			runAt = now
-		}
-		if created.IsZero() {
-			created = now
-		}
-		st := j.State
-		if !st.Waiting() || st == job.StateRetrying {
-			st = job.WaitingState(runAt, now)
-		}
-		queue := j.Queue
-		if queue == "" {
-			queue = job.DefaultQueue
+		// job.Job.Validate sets what enqueueing decides (state, run-at,
+		// creation time); a job that did not pass it is refused here
+		// rather than fail the state's CHECK.
+		if st := j.State; (st != job.StateScheduled && st != job.StateAvailable) || j.RunAt.IsZero() || j.CreatedAt.IsZero() {
+			return nil, job.Invalid("state", "job %d of %d (%s) is %s, run-at %v: Enqueue takes jobs validated by job.Job.Validate",
+				i+1, len(jobs), j.Kind, j.State, j.RunAt)
 		}
 		retry, err := policyText(j.Retry)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
 		}
-		r.states[i] = st
-		r.args = append(r.args, j.Kind, queue, jsonText(j.Args), j.Priority, store.UnixNanos(runAt), int64(st),
-			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, store.UnixNanos(created),
+		r.states[i] = j.State
+		r.args = append(r.args, j.Kind, j.Queue, jsonText(j.Args), j.Priority, store.UnixNanos(j.RunAt), stateName(j.State),
+			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, store.UnixNanos(j.CreatedAt),
 			nullStr(j.Schedule), store.UnixNanos(j.FireTime))
 	}
 	return r, nil
 }
 
-// insert inserts rows idx of r (all if idx is nil), in order, and returns
-// their IDs.
-func (w *writer) insert(r *newRows, idx []int) ([]job.ID, error) {
+// jobWriter runs the statements that insert jobs: the writer goroutine's
+// connection (prepared statements, inside a group-commit transaction), or
+// an application's *sql.Tx (appTx, for EnqueueTx). Either holds SQLite's
+// write lock while the statements run.
+type jobWriter interface {
+	// scanRow runs q and scans its first row into dest (sql.ErrNoRows if
+	// none).
+	scanRow(q string, args []any, dest ...any) error
+	// insertN runs insertSQL[n] with args (nInsertCols per row).
+	insertN(n int, args []any) (sql.Result, error)
+}
+
+// insertN runs insertSQL[n], prepared once per row count.
+func (w *writer) insertN(n int, args []any) (sql.Result, error) {
+	st := w.inserts[n]
+	if st == nil {
+		var err error
+		if st, err = w.conn.PrepareContext(bg, insertSQL[n]); err != nil {
+			return nil, err
+		}
+		w.inserts[n] = st
+	}
+	return st.ExecContext(bg, args...)
+}
+
+// insertRows inserts rows idx of r (all if idx is nil), in order, and
+// returns their IDs.
+func insertRows(q jobWriter, r *newRows, idx []int) ([]job.ID, error) {
 	if idx == nil {
-		return w.insertArgs(r.args, len(r.jobs))
+		return insertArgs(q, r.args, len(r.jobs))
 	}
 	buf := make([]any, 0, len(idx)*nInsertCols)
 	for _, i := range idx {
 		buf = append(buf, r.args[i*nInsertCols:(i+1)*nInsertCols]...)
 	}
-	return w.insertArgs(buf, len(idx))
+	return insertArgs(q, buf, len(idx))
 }
 
 // insertArgs inserts n rows of INSERT arguments (nInsertCols each), in
 // order, up to maxInsertRows per statement, and returns their IDs.
-func (w *writer) insertArgs(args []any, n int) ([]job.ID, error) {
+func insertArgs(q jobWriter, args []any, n int) ([]job.ID, error) {
 	ids := make([]job.ID, 0, n)
 	for start := 0; start < n; start += maxInsertRows {
 		k := min(n-start, maxInsertRows)
-		st := w.inserts[k]
-		if st == nil {
-			var err error
-			if st, err = w.conn.PrepareContext(bg, insertSQL[k]); err != nil {
-				return nil, err
-			}
-			w.inserts[k] = st
-		}
-		res, err := st.ExecContext(bg, args[start*nInsertCols:(start+k)*nInsertCols]...)
+		res, err := q.insertN(k, args[start*nInsertCols:(start+k)*nInsertCols])
 		if err != nil {
 			return nil, err
 		}
-		// One writer, AUTOINCREMENT: the k rows got consecutive IDs.
+		// One statement under the write lock, AUTOINCREMENT: the k rows
+		// got consecutive IDs.
 		last, err := res.LastInsertId()
 		if err != nil {
 			return nil, err
@@ -111,27 +122,36 @@ func (w *writer) insertArgs(args []any, n int) ([]job.ID, error) {
 	return ids, nil
 }
 
-// Lookups of Enqueue and RetryDead.
+// Lookups of Enqueue, RetryDead and FireSchedule.
 const (
-	sqlHolder  = `SELECT id, state FROM jobs WHERE unique_key = ? AND state IN (1, 2, 3, 4)`
+	sqlHolder  = `SELECT id, state FROM jobs WHERE unique_key = ? AND ` + sqlUnfinished
 	sqlFired   = `SELECT 1 FROM jobs WHERE schedule = ? AND fire_time = ?`
-	sqlDeadAll = `SELECT id, unique_key FROM jobs WHERE state IN (5, 6, 7) AND state = 7 ORDER BY id`
+	sqlDeadAll = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'dead' ORDER BY id`
+	// +state: look the IDs up by primary key, rather than scan every dead
+	// job in jobs_finished (whose condition state = 'dead' implies).
+	sqlDeadIDs = `SELECT ` + jobCols + ` FROM jobs WHERE id IN (SELECT value FROM json_each(?))
+		AND +state = 'dead' ORDER BY id`
 )
 
 // holder returns the waiting or running job holding a unique key.
-func (w *writer) holder(key string) (job.ID, job.State, bool, error) {
-	var id, st int64
-	err := w.scanRow(sqlHolder, []any{key}, &id, &st)
+func holder(q jobWriter, key string) (job.ID, job.State, bool, error) {
+	var id int64
+	var name string
+	err := q.scanRow(sqlHolder, []any{key}, &id, &name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, false, nil
 	}
-	return job.ID(id), job.State(st), err == nil, err
+	if err != nil {
+		return 0, 0, false, err
+	}
+	st, err := parseState(name)
+	return job.ID(id), st, err == nil, err
 }
 
 // fired reports whether a job exists for a schedule's tick.
-func (w *writer) fired(schedule string, fireTime int64) (bool, error) {
+func fired(q jobWriter, schedule string, fireTime int64) (bool, error) {
 	var one int
-	err := w.scanRow(sqlFired, []any{schedule, fireTime}, &one)
+	err := q.scanRow(sqlFired, []any{schedule, fireTime}, &one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -139,10 +159,12 @@ func (w *writer) fired(schedule string, fireTime int64) (bool, error) {
 }
 
 // Enqueue implements store.Store. A job carrying a Func fails the call
-// with job.ErrNotDurable; a job whose (Schedule, FireTime) exists fails it
-// with job.ErrDuplicate. Nothing is inserted then.
+// with job.ErrNotDurable, one that job.Job.Validate did not prepare (state
+// neither scheduled nor available, no run-at or creation time) with a
+// *job.FieldError, and one whose (Schedule, FireTime) exists with
+// job.ErrDuplicate. Nothing is inserted then.
 func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.EnqueueResult, error) {
-	rows, err := makeRows(p.Jobs, p.Now)
+	rows, err := makeRows(p.Jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +179,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 func enqueueRequest(ctx context.Context, rows *newRows) (*request, *enqueueReq) {
 	e := &enqueueReq{rows: rows}
 	r := &request{ctx: ctx, fn: func(w *writer) (err error) {
-		e.res, err = w.enqueue(rows)
+		e.res, err = enqueueRows(w, rows)
 		return err
 	}}
 	if plain(rows.jobs) {
@@ -184,7 +206,11 @@ func plain(jobs []*job.Job) bool {
 	return len(jobs) > 0
 }
 
-func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
+// enqueueRows inserts the jobs of r through q, unless a job's schedule tick
+// exists (job.ErrDuplicate, nothing inserted) or its unique key is held by
+// a waiting or running job, or by an earlier job of r (then its result
+// names that job, Duplicate).
+func enqueueRows(q jobWriter, r *newRows) ([]store.EnqueueResult, error) {
 	type tick struct {
 		name string
 		at   int64
@@ -195,7 +221,7 @@ func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
 			continue
 		}
 		t := tick{j.Schedule, store.UnixNanos(j.FireTime)}
-		dup, err := w.fired(t.name, t.at)
+		dup, err := fired(q, t.name, t.at)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +257,7 @@ func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
 			dupOf[i] = h
 			continue
 		}
-		id, st, ok, err := w.holder(j.UniqueKey)
+		id, st, ok, err := holder(q, j.UniqueKey)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +268,7 @@ func (w *writer) enqueue(r *newRows) ([]store.EnqueueResult, error) {
 		held[j.UniqueKey] = i
 		idx = append(idx, i)
 	}
-	ids, err := w.insert(r, idx)
+	ids, err := insertRows(q, r, idx)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +298,8 @@ func (w *writer) load(id job.ID) (*job.Job, error) {
 	return j, err
 }
 
-// save writes back the mutable fields of a job changed in Go.
+// save writes back the mutable fields of a job changed in Go by one of
+// the store.Apply… transitions.
 func (w *writer) save(j *job.Job) error {
 	attempts, err := attemptsText(j.Attempts)
 	if err != nil {
@@ -280,104 +307,79 @@ func (w *writer) save(j *job.Job) error {
 	}
 	_, err = w.exec(`UPDATE jobs SET state = ?1, run_at = ?2, priority = ?3, attempt = ?4,
 		last_error = ?5, attempts = ?6, started_at = ?7, finished_at = ?8,
-		worker = CASE WHEN ?1 = 3 THEN ?9 END,
+		worker = CASE WHEN ?1 = 'running' THEN ?9 END,
 		lease_until = ?10, crashes = ?11, cancel_requested = ?12,
-		claimed_by = CASE WHEN ?1 = 3 THEN claimed_by END
+		claimed_by = CASE WHEN ?1 = 'running' THEN claimed_by END
 		WHERE id = ?13`,
-		int64(j.State), store.UnixNanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
+		stateName(j.State), store.UnixNanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
 		store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt), j.Worker, store.UnixNanos(j.LeaseUntil),
 		j.Crashes, j.CancelRequested, int64(j.ID))
 	return err
 }
 
-// Cancel implements store.Store.
+// change applies a transition to job id in the write transaction, saves
+// it and returns it. If apply fails, the job is returned as it is, with
+// apply's error.
+func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) error) (*job.Job, error) {
+	var out *job.Job
+	var applyErr error
+	err := s.write(ctx, func(w *writer) error {
+		out, applyErr = nil, nil
+		j, err := w.load(id)
+		if err != nil {
+			return err
+		}
+		out = j
+		if applyErr = apply(j); applyErr != nil {
+			return nil // the transitions change nothing when they fail
+		}
+		return w.save(j)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, applyErr
+}
+
+// Cancel implements store.Store: store.ApplyCancel.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
-	var out *job.Job
-	err := s.write(ctx, func(w *writer) error {
-		j, err := w.load(p.ID)
-		if err != nil {
-			return err
-		}
-		out = j
-		switch {
-		case j.State == job.StateRunning:
-			j.CancelRequested = true
-		case j.State.Waiting():
-			j.State, j.FinishedAt = job.StateCancelled, p.Now
-		default:
-			return fmt.Errorf("job %d is %s: %w", p.ID, j.State, job.ErrNotWaiting)
-		}
-		return w.save(j)
-	})
-	if err != nil && !errors.Is(err, job.ErrNotWaiting) {
-		return nil, err
-	}
-	return out, err
+	now := p.Now.UTC()
+	return s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyCancel(j, now) })
 }
 
-// Reschedule implements store.Store.
+// Reschedule implements store.Store: store.ApplyReschedule.
 func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.Job, error) {
-	var out *job.Job
-	err := s.write(ctx, func(w *writer) error {
-		j, err := w.load(p.ID)
-		if err != nil {
-			return err
-		}
-		out = j
-		if !j.State.Waiting() {
-			return fmt.Errorf("job %d is %s: %w", p.ID, j.State, job.ErrNotWaiting)
-		}
-		if !p.RunAt.IsZero() {
-			j.RunAt = p.RunAt.UTC()
-		}
-		if p.Priority != nil {
-			j.Priority = *p.Priority
-		}
-		j.State = job.WaitingState(j.RunAt, p.Now)
-		return w.save(j)
-	})
-	if err != nil && !errors.Is(err, job.ErrNotWaiting) {
-		return nil, err
+	runAt := p.RunAt
+	if !runAt.IsZero() {
+		runAt = runAt.UTC()
 	}
-	return out, err
+	return s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyReschedule(j, runAt, p.Priority, p.Now) })
 }
 
-// RetryDead implements store.Store.
+// RetryDead implements store.Store: store.ApplyRetryDead on the dead jobs
+// p selects, in ID order, except those whose unique key another unfinished
+// job holds.
 func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
-	now := store.UnixNanos(p.Now)
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	now := p.Now.UTC()
 	var n int
 	err := s.write(ctx, func(w *writer) error {
 		n = 0
-		var rows *sql.Rows
+		var dead []*job.Job
 		var err error
-		if len(p.IDs) == 0 {
-			rows, err = w.query(sqlDeadAll)
+		if p.All {
+			dead, err = w.queryJobs(sqlDeadAll)
 		} else {
-			rows, err = w.query(`SELECT id, unique_key FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND state = 7 ORDER BY id`, idList(p.IDs))
+			dead, err = w.queryJobs(sqlDeadIDs, idList(p.IDs))
 		}
 		if err != nil {
 			return err
 		}
-		type dead struct {
-			id  int64
-			key *string
-		}
-		var ds []dead
-		for rows.Next() {
-			var d dead
-			if err := rows.Scan(&d.id, &d.key); err != nil {
-				rows.Close()
-				return err
-			}
-			ds = append(ds, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, d := range ds {
-			if d.key != nil {
-				_, _, held, err := w.holder(*d.key)
+		for _, j := range dead {
+			if j.UniqueKey != "" {
+				_, _, held, err := holder(w, j.UniqueKey)
 				if err != nil {
 					return err
 				}
@@ -385,42 +387,59 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 					continue // another unfinished job holds the key: stays dead
 				}
 			}
-			if _, err := w.exec(`UPDATE jobs SET state = 2, attempt = 0, crashes = 0, run_at = ?, finished_at = 0 WHERE id = ?`, now, d.id); err != nil {
+			if err := store.ApplyRetryDead(j, now); err != nil {
+				return err
+			}
+			if err := w.save(j); err != nil {
 				return err
 			}
 			n++
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
-// Purge implements store.Store.
-func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
-	for _, st := range p.States {
-		if !st.Finished() {
-			return 0, job.Invalid("states", "can only purge completed, cancelled or dead jobs, not %s", st)
-		}
-	}
-	// match selects the jobs of one state that p's filters keep.
-	match, margs := `state IN (5, 6, 7) AND state = ?`, []any{nil}
+// purgeSQL returns the DELETE of the jobs of one state that p selects and
+// its arguments: margs[0], the state, is to be set; with KeepNewest, the
+// arguments are margs twice and then KeepNewest.
+func purgeSQL(p store.PurgeParams) (q string, margs []any) {
+	match, margs := sqlFinished+` AND state = ?`, []any{nil}
 	if !p.Before.IsZero() {
 		match += ` AND finished_at < ?`
 		margs = append(margs, store.UnixNanos(p.Before))
 	}
 	if len(p.IDs) > 0 {
-		match += ` AND id IN (SELECT value FROM json_each(?))`
-		margs = append(margs, idList(p.IDs))
+		// +finished_at, +state: look the IDs up by primary key.
+		match = `+state = ? AND id IN (SELECT value FROM json_each(?))`
+		margs = []any{nil, idList(p.IDs)}
+		if !p.Before.IsZero() {
+			match += ` AND +finished_at < ?`
+			margs = append(margs, store.UnixNanos(p.Before))
+		}
 	}
-	q := `DELETE FROM jobs WHERE ` + match
+	q = `DELETE FROM jobs WHERE ` + match
 	if p.KeepNewest > 0 {
 		q += ` AND id NOT IN (SELECT id FROM jobs WHERE ` + match + ` ORDER BY finished_at DESC, id DESC LIMIT +?)`
 	}
+	return q, margs
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	q, margs := purgeSQL(p)
+	states := slices.Compact(slices.Sorted(slices.Values(p.States)))
 	var n int
 	err := s.write(ctx, func(w *writer) error {
 		n = 0
-		for _, st := range p.States {
-			margs[0] = int64(st)
+		for _, st := range states {
+			margs[0] = stateName(st)
 			args := margs
 			if p.KeepNewest > 0 {
 				args = append(append(append([]any(nil), margs...), margs...), p.KeepNewest)
@@ -433,5 +452,8 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }

@@ -141,7 +141,7 @@ func workersOf(stale []staleLock) []string {
 }
 
 // sqlExpireWorker expires the leases of the jobs a Store has running.
-const sqlExpireWorker = `UPDATE jobs SET lease_until = 0 WHERE state = 3 AND claimed_by = ?`
+const sqlExpireWorker = `UPDATE jobs SET lease_until = 0 WHERE state = 'running' AND claimed_by = ?`
 
 // expireWorkers sets lease_until to 0 for the running jobs claimed by the
 // (dead) Stores of workers, so that Rescue returns them at once.

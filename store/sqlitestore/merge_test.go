@@ -44,7 +44,7 @@ func TestMergedEnqueues(t *testing.T) {
 		if i == 4 {
 			js[0].UniqueKey = "u2" // not plain: runs alone, in a savepoint
 		}
-		rows, err := makeRows(js, t0)
+		rows, err := makeRows(js)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,14 +59,24 @@ type Options struct {
 	// BusyTimeout is how long an operation waits for another process's
 	// write lock before failing with ErrLocked (default 5s).
 	BusyTimeout time.Duration
+	// ReadOnly opens the file for inspection: Open never migrates or
+	// writes the file and creates no file (no lock directory, no -wal or
+	// -shm), and every write method fails with ErrReadOnly. A file that
+	// does not exist, is empty (0 bytes) or has no tables yet reads as an
+	// empty store and is not created. A file of an older schema fails with
+	// ErrSchemaTooOld (a read-write Open migrates it). Wake never receives.
+	// How the file is read (mode=ro or immutable=1) is described in
+	// docs/sqlite.md; Durability and WatchInterval are ignored.
+	ReadOnly bool
 }
 
 // Store is the SQLite store.Store. It is safe for concurrent use by many
 // goroutines and by several processes opening the same file.
 type Store struct {
-	path   string
-	opts   Options
-	worker string
+	path     string
+	opts     Options
+	worker   string
+	readOnly bool
 
 	wdb *sql.DB // the write connection's pool, of one
 	w   *writer
@@ -92,8 +102,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store = (*Store)(nil)
-	_ store.Waker = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Waker    = (*Store)(nil)
+	_ store.Identity = (*Store)(nil)
 )
 
 // Hopper's SQLite application_id ("HOPR"), in the file header.
@@ -103,10 +114,15 @@ const applicationID = 0x484f5052
 var readers = max(4, runtime.GOMAXPROCS(0))
 
 // Open opens (creating if needed) the store in the SQLite file at path,
-// running embedded migrations. It fails with an error wrapping
-// ErrNotDatabase, without changing the file, if the file is not a Hopper
-// database. At Open, the leases of jobs claimed by Stores whose process has
-// died are expired, so the next Rescue returns those jobs at once.
+// running embedded migrations: a file of an older schema is upgraded in
+// place. It fails with an error wrapping ErrNotDatabase, without changing
+// the file, if the file is not a Hopper database, and with ErrSchemaTooNew
+// if a newer Hopper wrote it. At Open, the leases of jobs claimed by Stores
+// whose process has died are expired, so the next Rescue returns those
+// jobs at once. With opts.ReadOnly it only reads (see Options.ReadOnly).
+//
+// OpenURL opens a store named by a "sqlite:" URL, and importing the
+// package registers that scheme with store.Open.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: empty path")
@@ -131,12 +147,20 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		path:       abs,
 		opts:       opts,
 		worker:     opts.Worker,
+		readOnly:   opts.ReadOnly,
 		writerDone: make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 		watchStop:  make(chan struct{}),
 		watchDone:  make(chan struct{}),
 	}
 	s.qcond = sync.NewCond(&s.qmu)
+	if s.readOnly {
+		if err := s.openReadOnly(); err != nil {
+			s.release()
+			return nil, err
+		}
+		return s, nil
+	}
 	if err := s.open(ctx); err != nil {
 		s.release()
 		return nil, err
@@ -262,7 +286,8 @@ func (s *Store) Path() string { return s.path }
 // Wake implements store.Waker: the channel receives (buffered, at most one
 // pending signal) within about Options.WatchInterval of a commit by another
 // connection to the file — another process, or another Store in this one.
-// This Store's own commits may signal it too. It is never closed.
+// This Store's own commits may signal it too. It is never closed; on a
+// read-only Store it never receives.
 func (s *Store) Wake() <-chan struct{} { return s.wake }
 
 func (s *Store) translate(err error) error { return translate(s.path, err) }
@@ -272,6 +297,16 @@ func (s *Store) translate(err error) error { return translate(s.path, err) }
 // may rescue them at once), stops the watcher and releases the files.
 // Operations after Close return job.ErrClosed.
 func (s *Store) Close() error {
+	if s.readOnly {
+		s.closeOnce.Do(func() {
+			s.qmu.Lock()
+			s.closing = true
+			s.closed.Store(true)
+			s.qmu.Unlock()
+			s.closeErr = s.release()
+		})
+		return s.closeErr
+	}
 	s.closeOnce.Do(func() {
 		final := &request{ctx: bg, done: make(chan struct{}), fn: func(w *writer) error {
 			_, err := w.exec(sqlExpireWorker, s.worker)
@@ -345,6 +380,18 @@ func (s *Store) dataVersion() (int64, error) {
 	var v int64
 	err := s.watchConn.QueryRowContext(bg, "PRAGMA data_version").Scan(&v)
 	return v, err
+}
+
+// writable returns the error of a write method called on a closed or
+// read-only Store.
+func (s *Store) writable() error {
+	if s.closed.Load() {
+		return job.ErrClosed
+	}
+	if s.readOnly {
+		return fmt.Errorf("sqlitestore: %s: %w: the store was opened with Options.ReadOnly", s.path, ErrReadOnly)
+	}
+	return nil
 }
 
 // errIfClosed is for read methods.

@@ -25,11 +25,12 @@ func TestQueryPlans(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var js []*job.Job
 	for i := range 200 {
-		j := &job.Job{Kind: "k", Queue: []string{"a", "b", "c"}[i%3], Priority: i % 5, RunAt: now.Add(time.Duration(i%7-3) * time.Minute)}
+		j := &job.Job{Kind: []string{"k", "l"}[i%2], Queue: []string{"a", "b", "c"}[i%3], Priority: i % 5,
+			RunAt: now.Add(time.Duration(i%7-3) * time.Minute), MaxAttempts: 3}
 		if i%10 == 0 {
 			j.UniqueKey = "u" + string(rune('a'+i/10))
 		}
-		if err := j.Validate(now, 3); err != nil {
+		if err := j.Validate(now); err != nil {
 			t.Fatal(err)
 		}
 		js = append(js, j)
@@ -51,27 +52,42 @@ func TestQueryPlans(t *testing.T) {
 
 func checkPlans(t *testing.T, s *Store) {
 	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	purge := func(p store.PurgeParams) string { q, _ := purgeSQL(p); return q }
+	queues, kinds := `["a","c"]`, `["k"]`
 	for _, q := range []struct {
 		name, sql string
 		args      []any
+		uses      string // what the plan must use, if anything
 	}{
-		{"promote all", sqlPromoteAll, []any{1}},
-		{"promote queue", sqlPromoteQueue, []any{"a", 1}},
-		{"candidates", sqlCandidates, []any{"a", 10}},
-		{"claim", sqlClaim, []any{1, "w", 2, "me", "[1,2,3]"}},
-		{"claim 1 queue", claimSQL[1], []any{1, "w", 2, "me", 10, "a", 10}},
-		{"claim 3 queues", claimSQL[3], []any{1, "w", 2, "me", 10, "a", 10, "b", 5, "c", 10}},
-		{"next run all", sqlNextRunAll, nil},
-		{"next run queue", sqlNextRunQueue, []any{"a"}},
-		{"rescue", sqlRescue, []any{1}},
-		{"expire dead worker", sqlExpireWorker, []any{"w"}},
-		{"finish", sqlFinish, []any{5, "{}", "", nil, 1, 0, 1, 1}},
-		{"finish set", finishSQL[2], []any{1, 1, 5, 0, "", nil, "{}", 2, 1, 5, 0, "", nil, "{}", 1}},
-		{"heartbeat", sqlHeartbeat, []any{1, "[1,2]", "w"}},
-		{"unique holder", sqlHolder, []any{"ua"}},
-		{"fired", sqlFired, []any{"s", 1}},
-		{"retry all dead", sqlDeadAll, nil},
-		{"finished since", sqlFinishedSince, []any{1}},
+		{"promote all", sqlPromoteAll, []any{1}, "INDEX jobs_due "},
+		{"promote lanes of queues", sqlPromoteLanes, []any{queues, nil, 1}, "INDEX jobs_due_lane "},
+		{"promote lanes of kinds", sqlPromoteLanes, []any{nil, kinds, 1}, "INDEX jobs_due_lane "},
+		{"promote lanes", sqlPromoteLanes, []any{queues, kinds, 1}, "INDEX jobs_due_lane "},
+		{"ready lanes", sqlReadyLanes, []any{queues, kinds}, "PRIMARY KEY (state=?)"},
+		{"candidates", sqlCandidates, []any{"a", "k", 10}, "INDEX jobs_claim "},
+		{"claim", sqlClaim, []any{1, "w", 2, "me", "[1,2,3]"}, "INTEGER PRIMARY KEY"},
+		{"claim 1 lane", claimSQL[1], []any{1, "w", 2, "me", 10, "a", "k", 10}, "INDEX jobs_claim "},
+		{"claim 3 lanes", claimSQL[3], []any{1, "w", 2, "me", 10, "a", "k", 10, "b", "k", 5, "a", "l", 10}, "INDEX jobs_claim "},
+		{"claim 3 lanes capped", claimCappedSQL[3], []any{1, "w", 2, "me", 10, "a", "k", 3, 3, "a", "l", 3, 3, "b", "k", 10, 10}, "INDEX jobs_claim "},
+		{"next run all", sqlNextRunAll, nil, "INDEX jobs_due "},
+		{"next run lanes", sqlNextRunLanes, []any{queues, kinds}, "INDEX jobs_due_lane "},
+		{"next run lanes of kinds", sqlNextRunLanes, []any{nil, kinds}, "INDEX jobs_due_lane "},
+		{"rescue", sqlRescue, []any{1}, "INDEX jobs_lease "},
+		{"expire dead worker", sqlExpireWorker, []any{"w"}, "INDEX jobs_claimed_by "},
+		{"finish", sqlFinish, []any{"completed", "{}", "", nil, 1, 0, 1, 1}, "INTEGER PRIMARY KEY"},
+		{"finish set", finishSQL[2], []any{1, 1, "completed", 0, "", nil, "{}", 2, 1, "completed", 0, "", nil, "{}", 1}, "INTEGER PRIMARY KEY"},
+		{"heartbeat", sqlHeartbeat, []any{1, "[[1,1],[2,1]]", "w"}, "INTEGER PRIMARY KEY"},
+		{"unique holder", sqlHolder, []any{"ua"}, "INDEX jobs_unique "},
+		{"fired", sqlFired, []any{"s", 1}, "INDEX jobs_fire "},
+		{"retry all dead", sqlDeadAll, nil, "INDEX jobs_finished "},
+		{"retry dead by ID", sqlDeadIDs, []any{"[1,2]"}, "INTEGER PRIMARY KEY"},
+		{"finished since", sqlFinishedSince, []any{1}, "INDEX jobs_finished "},
+		{"purge before", purge(store.PurgeParams{Before: now}), []any{"dead", 1}, "INDEX jobs_finished "},
+		{"purge keep newest", purge(store.PurgeParams{KeepNewest: 5}), []any{"dead", "dead", 5}, "INDEX jobs_finished "},
+		{"purge by ID", purge(store.PurgeParams{IDs: []job.ID{1, 2}, Before: now}), []any{"dead", "[1,2]", 1}, "INTEGER PRIMARY KEY"},
+		{"leader", sqlLeader, []any{"maintenance"}, "PRIMARY KEY (name=?)"},
+		{"resign", sqlResign, []any{"maintenance", "w", 1}, "PRIMARY KEY (name=?)"},
 	} {
 		rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
 		if err != nil {
@@ -92,8 +108,11 @@ func checkPlans(t *testing.T, s *Store) {
 		if strings.Contains(all, "SCAN jobs") {
 			t.Errorf("%s: full scan of jobs: %s", q.name, all)
 		}
-		if !strings.Contains(all, "jobs") {
-			t.Errorf("%s: plan does not mention jobs: %s", q.name, all)
+		if q.sql == sqlReadyLanes && strings.Contains(all, "TEMP B-TREE") {
+			t.Errorf("%s: sorts (the primary key gives the order): %s", q.name, all)
+		}
+		if !strings.Contains(all+" ", q.uses) {
+			t.Errorf("%s: plan does not use %s: %s", q.name, q.uses, all)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -43,7 +44,7 @@ func filter(p store.ListParams) (where []string, args []any) {
 		marks := make([]string, len(p.States))
 		for i, st := range p.States {
 			marks[i] = "?"
-			args = append(args, int64(st))
+			args = append(args, stateName(st))
 		}
 		where = append(where, "state IN ("+strings.Join(marks, ", ")+")")
 	}
@@ -56,18 +57,14 @@ func filter(p store.ListParams) (where []string, args []any) {
 	return where, args
 }
 
-// Count implements store.Store. Counts by state and queue alone come from
-// the trigger-kept queue_counts table; a kind filter scans the jobs.
+// Count implements store.Store. It sums the trigger-kept lane_counts
+// (state, queue, kind), whatever the filters: O(lanes), not O(jobs).
 func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 	if err := s.errIfClosed(); err != nil {
 		return 0, err
 	}
-	table, col := "jobs", "count(*)"
-	if p.Kind == "" {
-		table, col = "queue_counts", "coalesce(sum(n), 0)"
-	}
 	where, args := filter(p)
-	q := `SELECT ` + col + ` FROM ` + table
+	q := `SELECT coalesce(sum(n), 0) FROM lane_counts`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -95,6 +92,12 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	} else if p.AfterID > 0 {
 		where, args = append(where, "id > ?"), append(args, int64(p.AfterID))
 	}
+	if !p.CreatedAfter.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, store.UnixNanos(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, store.UnixNanos(p.CreatedBefore))
+	}
 	q := `SELECT ` + jobCols + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
@@ -115,12 +118,77 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	return jobs, nil
 }
 
-// sqlFinishedSince counts jobs finished since a time, by final state.
-const sqlFinishedSince = `SELECT state, count(*) FROM jobs
-	WHERE state IN (5, 6, 7) AND finished_at >= ? GROUP BY state`
+// sqlFinishedSince counts jobs finished since a time, by final state, with
+// the earliest finish time of each state.
+const sqlFinishedSince = `SELECT state, count(*), min(finished_at) FROM jobs
+	WHERE ` + sqlFinished + ` AND finished_at >= ? GROUP BY state`
+
+// sqlOldestAvailable reads the earliest run-at of each queue's available
+// jobs from the claim index (a scan of its entries: the index is ordered by
+// priority first).
+const sqlOldestAvailable = `SELECT queue, min(run_at) FROM jobs WHERE state = 'available' GROUP BY queue`
+
+// sqlFinishedSteps counts jobs finished since a time by final state and
+// step, from the jobs_finished index.
+const sqlFinishedSteps = `SELECT state, (finished_at - ?1) / ?2, count(*) FROM jobs
+	WHERE ` + sqlFinished + ` AND finished_at >= ?1 GROUP BY 1, 2`
+
+// finishedSeries returns Stats.Series, n steps, read in tx.
+func finishedSeries(ctx context.Context, tx *sql.Tx, p store.StatsParams, n int) (map[job.State][]int, error) {
+	out := make(map[job.State][]int)
+	for _, state := range []job.State{job.StateCompleted, job.StateCancelled, job.StateDead} {
+		out[state] = make([]int, n)
+	}
+	rows, err := tx.QueryContext(ctx, sqlFinishedSteps, store.UnixNanos(p.FinishedSince), int64(p.Step))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var i int64
+		var c int
+		if err := rows.Scan(&name, &i, &c); err != nil {
+			return nil, err
+		}
+		state, err := parseState(name)
+		if err != nil {
+			return nil, err
+		}
+		if i >= 0 && int(i) < n {
+			out[state][i] += c
+		}
+	}
+	return out, rows.Err()
+}
+
+// oldestAvailable returns Stats.OldestAvailable, read in tx.
+func oldestAvailable(ctx context.Context, tx *sql.Tx) (map[string]time.Time, error) {
+	rows, err := tx.QueryContext(ctx, sqlOldestAvailable)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out map[string]time.Time
+	for rows.Next() {
+		var q string
+		var oldest int64
+		if err := rows.Scan(&q, &oldest); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make(map[string]time.Time)
+		}
+		out[q] = store.FromUnixNanos(oldest)
+	}
+	return out, rows.Err()
+}
+
+// sqlQueueCounts counts the jobs of each queue by state.
+const sqlQueueCounts = `SELECT queue, state, sum(n) FROM lane_counts GROUP BY queue, state HAVING sum(n) > 0`
 
 // Stats implements store.Store. The counts by queue and state come from
-// the queue_counts table that triggers keep up to date (O(queues)); the
+// the lane_counts table that triggers keep up to date (O(lanes)); the
 // Finished counts read the index entries of the jobs finished since
 // p.FinishedSince.
 func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, error) {
@@ -133,30 +201,42 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 		return store.Stats{}, s.readErr(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	rows, err := tx.QueryContext(ctx, `SELECT queue, state, n FROM queue_counts WHERE n > 0`)
+	rows, err := tx.QueryContext(ctx, sqlQueueCounts)
 	if err != nil {
 		return store.Stats{}, s.readErr(err)
 	}
 	for rows.Next() {
 		var (
-			q     string
-			state int64
-			n     int
+			q, name string
+			n       int
 		)
-		if err := rows.Scan(&q, &state, &n); err != nil {
+		if err := rows.Scan(&q, &name, &n); err != nil {
 			rows.Close()
 			return store.Stats{}, s.readErr(err)
+		}
+		state, err := parseState(name)
+		if err != nil {
+			rows.Close()
+			return store.Stats{}, err
 		}
 		m := st.ByQueue[q]
 		if m == nil {
 			m = make(map[job.State]int)
 			st.ByQueue[q] = m
 		}
-		m[job.State(state)] = n
+		m[state] = n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return store.Stats{}, s.readErr(err)
+	}
+	if st.OldestAvailable, err = oldestAvailable(ctx, tx); err != nil {
+		return store.Stats{}, s.readErr(err)
+	}
+	if n := store.Steps(p.FinishedSince, p.Now, p.Step); n > 0 && !p.FinishedSince.IsZero() {
+		if st.Series, err = finishedSeries(ctx, tx, p, n); err != nil {
+			return store.Stats{}, s.readErr(err)
+		}
 	}
 	if !p.FinishedSince.IsZero() {
 		rows, err := tx.QueryContext(ctx, sqlFinishedSince, store.UnixNanos(p.FinishedSince))
@@ -165,12 +245,20 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var state int64
+			var name string
 			var n int
-			if err := rows.Scan(&state, &n); err != nil {
+			var first int64
+			if err := rows.Scan(&name, &n, &first); err != nil {
 				return store.Stats{}, s.readErr(err)
 			}
-			st.Finished[job.State(state)] = n
+			state, err := parseState(name)
+			if err != nil {
+				return store.Stats{}, err
+			}
+			st.Finished[state] = n
+			if f := store.FromUnixNanos(first); st.FirstFinished.IsZero() || f.Before(st.FirstFinished) {
+				st.FirstFinished = f
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return store.Stats{}, s.readErr(err)

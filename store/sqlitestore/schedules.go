@@ -6,15 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
 
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
-	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id, created_at`
+	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
+	skipped_ticks, last_skip_at, created_at`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -22,37 +23,39 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, int64(sc.Overlap), sc.Paused,
+	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
-		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID), store.UnixNanos(sc.CreatedAt)}, nil
+		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
+		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt)}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
-		sc                          job.Schedule
-		args, retry                 []byte
-		overlap, timeout            int64
-		next, lastFire, lastJob, ca int64
+		sc                                    job.Schedule
+		overlap                               string
+		args, retry                           []byte
+		timeout                               int64
+		next, lastFire, lastJob, lastSkip, ca int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
-		&next, &lastFire, &lastJob, &ca)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca)
 	if err != nil {
 		return nil, err
 	}
-	sc.Overlap = job.Overlap(overlap)
+	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
 	if len(args) > 0 {
 		sc.Args = json.RawMessage(args)
 	}
 	sc.Timeout = time.Duration(timeout)
-	if len(retry) > 0 {
-		sc.Retry = new(backoff.Policy)
-		if err := json.Unmarshal(retry, sc.Retry); err != nil {
-			return nil, fmt.Errorf("schedule %q: decoding retry policy: %w", sc.Name, err)
-		}
+	if sc.Retry, err = parsePolicy(retry); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
 	}
 	sc.NextRunAt, sc.LastFireAt = store.FromUnixNanos(next), store.FromUnixNanos(lastFire)
-	sc.LastJobID, sc.CreatedAt = job.ID(lastJob), store.FromUnixNanos(ca)
+	sc.LastJobID, sc.LastSkipAt = job.ID(lastJob), store.FromUnixNanos(lastSkip)
+	sc.CreatedAt = store.FromUnixNanos(ca)
 	return &sc, nil
 }
 
@@ -86,7 +89,7 @@ func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) erro
 	if p.Replace {
 		verb = `INSERT OR REPLACE`
 	}
-	q := verb + ` INTO schedules (` + scheduleCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	q := verb + ` INTO schedules (` + scheduleCols + `) VALUES (` + strings.Repeat("?, ", strings.Count(scheduleCols, ",")) + `?)`
 	return s.write(ctx, func(w *writer) error {
 		if !p.Replace {
 			if _, err := w.loadSchedule(p.Schedule.Name); err == nil {
@@ -140,20 +143,20 @@ func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
 	})
 }
 
-// FireSchedule implements store.Store. A job whose unique key is held is
-// not inserted: the tick is then skipped (Fired false) and the schedule
-// advanced, as when the tick's job already exists.
+// FireSchedule implements store.Store. A job whose unique key is held by
+// another waiting or running job is not inserted: the tick then only
+// advances the schedule (Fired false), as when the tick's job exists.
 func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (store.FireResult, error) {
 	if p.Job == nil {
 		return store.FireResult{}, job.Invalid("job", "must not be nil")
 	}
 	j := *p.Job
 	j.Schedule, j.FireTime = p.Name, p.FireTime
-	rows, err := makeRows([]*job.Job{&j}, p.Now)
+	rows, err := makeRows([]*job.Job{&j})
 	if err != nil {
 		return store.FireResult{}, err
 	}
-	fire, next := store.UnixNanos(p.FireTime), store.UnixNanos(p.Next)
+	now, fire, next := p.Now.UTC(), store.UnixNanos(p.FireTime), store.UnixNanos(p.Next)
 	var res store.FireResult
 	err = s.write(ctx, func(w *writer) error {
 		res = store.FireResult{}
@@ -164,30 +167,70 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if store.UnixNanos(sc.NextRunAt) != fire {
 			return nil // another firing won
 		}
-		exists, err := w.fired(p.Name, fire)
+		exists, err := fired(w, p.Name, fire)
 		if err != nil {
 			return err
-		}
-		if !exists && j.UniqueKey != "" {
-			if _, _, exists, err = w.holder(j.UniqueKey); err != nil {
-				return err
-			}
 		}
 		if exists {
 			_, err := w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
 			return err
 		}
-		ids, err := w.insert(rows, nil)
+		if p.SkipIfBusy && sc.LastJobID != 0 {
+			skipped, superseded, err := w.skipIfBusy(sc, now, p.FireTime)
+			if err != nil {
+				return err
+			}
+			if skipped {
+				_, err := w.exec(`UPDATE schedules SET next_run_at = ?, skipped_ticks = skipped_ticks + 1,
+					last_skip_at = ? WHERE name = ?`, next, fire, p.Name)
+				res.Skipped = err == nil
+				return err
+			}
+			res.Superseded = superseded
+		}
+		if j.UniqueKey != "" {
+			if _, _, held, err := holder(w, j.UniqueKey); err != nil || held {
+				if err == nil {
+					_, err = w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
+				}
+				return err
+			}
+		}
+		ids, err := insertRows(w, rows, nil)
 		if err != nil {
 			return err
 		}
-		_, err = w.exec(`UPDATE schedules SET next_run_at = ?, last_fire_at = ?, last_job_id = ? WHERE name = ?`,
-			next, fire, int64(ids[0]), p.Name)
-		res = store.FireResult{Fired: true, ID: ids[0]}
+		_, err = w.exec(`UPDATE schedules SET next_run_at = ?, last_fire_at = ?, last_job_id = ?,
+			skipped_ticks = 0, last_skip_at = 0 WHERE name = ?`, next, fire, int64(ids[0]), p.Name)
+		res.Fired, res.ID = true, ids[0]
 		return err
 	})
 	if err != nil {
 		return store.FireResult{}, err
 	}
 	return res, nil
+}
+
+// skipIfBusy applies the skip overlap policy to the last job of sc at a
+// tick: it reports whether the tick is to be skipped (that job is available
+// or running), or supersedes that job if it is retrying
+// (store.ApplySupersede) and returns its ID.
+func (w *writer) skipIfBusy(sc *job.Schedule, now, tick time.Time) (skip bool, superseded job.ID, err error) {
+	last, err := w.load(sc.LastJobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return false, 0, nil // purged: nothing to wait for
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	switch last.State {
+	case job.StateAvailable, job.StateRunning:
+		return true, 0, nil
+	case job.StateRetrying:
+		if err := store.ApplySupersede(last, now, tick); err != nil {
+			return false, 0, err
+		}
+		return false, last.ID, w.save(last)
+	}
+	return false, 0, nil
 }

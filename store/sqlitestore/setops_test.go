@@ -44,8 +44,14 @@ func TestFinishSetMatchesOneByOne(t *testing.T) {
 			{ID: ids[6], Attempt: 1, State: job.StateCompleted, Record: rec(6, "completed")},
 			{ID: 999, Attempt: 1, State: job.StateCompleted, Record: rec(7, "completed")}, // unknown
 		}
-		want := []bool{true, true, true, true, true, false, true, false}
-		var applied []bool
+		want := []job.State{job.StateCompleted, job.StateCancelled, job.StateDead, job.StateCancelled, job.StateAvailable, 0, job.StateCompleted, 0}
+		// A requested cancel: it wins over a failure, not over success.
+		for _, id := range []job.ID{ids[1], ids[6]} {
+			if _, err := s.Cancel(t.Context(), store.CancelParams{Now: t0, ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var applied []job.State
 		if k == 0 {
 			applied, err = s.Finish(t.Context(), store.FinishParams{Now: t0.Add(time.Second), Outcomes: outs})
 			if err != nil {
@@ -74,9 +80,12 @@ func TestFinishSetMatchesOneByOne(t *testing.T) {
 		if _, err := s.Cancel(t.Context(), store.CancelParams{Now: t0, ID: ids[7]}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.Heartbeat(t.Context(), store.HeartbeatParams{Now: t0, Worker: "w", IDs: []job.ID{ids[7], ids[5], ids[0], ids[7]}, LeaseUntil: t0.Add(2 * time.Minute)})
-		if err != nil || !reflect.DeepEqual(c, []job.ID{ids[7], ids[7]}) {
-			t.Errorf("heartbeat: %v, %v", c, err)
+		lease := func(id job.ID) store.Lease { return store.Lease{ID: id, Attempt: 1} }
+		hb, err := s.Heartbeat(t.Context(), store.HeartbeatParams{Now: t0, Worker: "w",
+			Jobs: []store.Lease{lease(ids[7]), lease(ids[5]), lease(ids[0]), lease(ids[7]), {ID: ids[5], Attempt: 2}}, LeaseUntil: t0.Add(2 * time.Minute)})
+		if err != nil || !reflect.DeepEqual(hb.Cancel, []job.ID{ids[7], ids[7]}) ||
+			!reflect.DeepEqual(hb.Lost, []store.Lease{lease(ids[0]), {ID: ids[5], Attempt: 2}}) {
+			t.Errorf("heartbeat: %+v, %v", hb, err)
 		}
 		for _, id := range []job.ID{ids[5], ids[7]} {
 			if j, _ := s.Get(t.Context(), id); !j.LeaseUntil.Equal(t0.Add(2 * time.Minute)) {
@@ -92,18 +101,25 @@ func TestFinishSetMatchesOneByOne(t *testing.T) {
 	if string(got[0][0].Result) != `{"a": 1,  "b":"<x>"}` || got[0][1].LastError != "boom \"q\" <&> é" {
 		t.Errorf("result %q, last error %q", got[0][0].Result, got[0][1].LastError)
 	}
+	if j := got[0][1]; j.State != job.StateCancelled || j.Attempts[0].Outcome != "cancelled" {
+		t.Errorf("failed attempt of a job whose cancel was requested: state %s outcome %q, want cancelled", j.State, j.Attempts[0].Outcome)
+	}
+	if j := got[0][6]; j.State != job.StateCompleted || j.Attempts[0].Outcome != "completed" {
+		t.Errorf("successful attempt of a job whose cancel was requested: state %s outcome %q, want completed", j.State, j.Attempts[0].Outcome)
+	}
 }
 
-// TestClaimManyQueues claims across more queues than one statement merges
-// (and fewer), with and without queue limits, and checks the claim order.
+// TestClaimManyQueues claims across more lanes than one statement merges
+// (and fewer), with two kinds per queue and queue limits that span the
+// lanes of a queue, and checks the claim order.
 func TestClaimManyQueues(t *testing.T) {
 	t.Parallel()
 	for _, nq := range []int{3, 20} {
 		s := open(t, filepath.Join(t.TempDir(), "q.db"), sqlitestore.Options{})
 		var js []*job.Job
 		for i := range nq * 3 {
-			j := &job.Job{Kind: "k", Queue: fmt.Sprintf("q%02d", i%nq), Priority: (i * 7) % 5, RunAt: t0.Add(-time.Duration(i%4) * time.Second)}
-			if err := j.Validate(t0, 3); err != nil {
+			j := &job.Job{Kind: []string{"k", "l"}[(i/nq)%2], Queue: fmt.Sprintf("q%02d", i%nq), Priority: (i * 7) % 5, RunAt: t0.Add(-time.Duration(i%4) * time.Second), MaxAttempts: 3}
+			if err := j.Validate(t0); err != nil {
 				t.Fatal(err)
 			}
 			js = append(js, j)
@@ -113,7 +129,7 @@ func TestClaimManyQueues(t *testing.T) {
 		for i, id := range ids {
 			byID[id] = js[i]
 		}
-		limits := map[string]int{"q01": 1, "q02": 0}
+		limits := map[string]int{"q00": 2, "q01": 1, "q02": 0}
 		res, err := s.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: 10, QueueLimits: limits, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)

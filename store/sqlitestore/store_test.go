@@ -29,8 +29,8 @@ func open(t *testing.T, path string, opts sqlitestore.Options) *sqlitestore.Stor
 
 func newJob(t *testing.T, kind string) *job.Job {
 	t.Helper()
-	j := &job.Job{Kind: kind, Args: []byte(`{"n":1}`)}
-	if err := j.Validate(t0, 3); err != nil {
+	j := &job.Job{Kind: kind, Queue: job.DefaultQueue, MaxAttempts: 3, Args: []byte(`{"n":1}`)}
+	if err := j.Validate(t0); err != nil {
 		t.Fatal(err)
 	}
 	return j
@@ -165,13 +165,29 @@ func TestWorkerIDInUse(t *testing.T) {
 func TestNotDurable(t *testing.T) {
 	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "hopper.db"), sqlitestore.Options{})
-	fn := &job.Job{Func: func(context.Context) (any, error) { return nil, nil }}
-	if err := fn.Validate(t0, 3); err != nil {
+	fn := &job.Job{Func: func(context.Context) (any, error) { return nil, nil }, Queue: job.DefaultQueue, MaxAttempts: 3}
+	if err := fn.Validate(t0); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Enqueue(t.Context(), store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "a"), fn}})
 	if !errors.Is(err, job.ErrNotDurable) {
 		t.Fatalf("Enqueue of a closure: got %v, want job.ErrNotDurable", err)
+	}
+	if js, err := s.List(t.Context(), store.ListParams{}); err != nil || len(js) != 0 {
+		t.Errorf("after a failed Enqueue: List got %d jobs, %v; want none", len(js), err)
+	}
+}
+
+// TestNotValidated: Enqueue refuses a job job.Job.Validate did not prepare,
+// naming it, and inserts nothing.
+func TestNotValidated(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "hopper.db"), sqlitestore.Options{})
+	raw := &job.Job{Kind: "raw", Queue: job.DefaultQueue, MaxAttempts: 1}
+	_, err := s.Enqueue(t.Context(), store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "a"), raw}})
+	var fe *job.FieldError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "job 2 of 2 (raw)") {
+		t.Fatalf("Enqueue of a job not validated: got %v, want a *job.FieldError naming it", err)
 	}
 	if js, err := s.List(t.Context(), store.ListParams{}); err != nil || len(js) != 0 {
 		t.Errorf("after a failed Enqueue: List got %d jobs, %v; want none", len(js), err)

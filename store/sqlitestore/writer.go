@@ -176,6 +176,9 @@ func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
 
 // submit queues r and waits for its answer.
 func (s *Store) submit(r *request) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -337,7 +340,7 @@ func (s *Store) runMerged(batch []*request) (merged, rest []*request, again []*r
 	}
 	var ids []job.ID
 	if err == nil {
-		ids, err = w.insertArgs(args, rows)
+		ids, err = insertArgs(w, args, rows)
 	}
 	if err == nil && savepoint {
 		_, err = w.exec("RELEASE m")

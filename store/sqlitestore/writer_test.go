@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ func openTest(t *testing.T) *Store {
 
 func testJob(t *testing.T, kind string) *job.Job {
 	t.Helper()
-	j := &job.Job{Kind: kind}
-	if err := j.Validate(t0, 3); err != nil {
+	j := &job.Job{Kind: kind, Queue: job.DefaultQueue, MaxAttempts: 3}
+	if err := j.Validate(t0); err != nil {
 		t.Fatal(err)
 	}
 	return j
@@ -56,12 +57,12 @@ func submitBatch(s *Store, fns ...func(w *writer) error) []error {
 }
 
 func insertFn(t *testing.T, kind string, ids *[]job.ID) func(w *writer) error {
-	rows, err := makeRows([]*job.Job{testJob(t, kind)}, t0)
+	rows, err := makeRows([]*job.Job{testJob(t, kind)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(w *writer) error {
-		got, err := w.insert(rows, nil)
+		got, err := insertRows(w, rows, nil)
 		*ids = got
 		return err
 	}
@@ -253,19 +254,19 @@ func TestSchemaTooNew(t *testing.T) {
 	}
 }
 
-// TestQueueCounts: the trigger-kept counts behind Stats match the jobs
-// after every kind of transition.
-func TestQueueCounts(t *testing.T) {
+// TestLaneCounts: the trigger-kept counts behind Stats, Count and the
+// claim's lanes match the jobs after every kind of transition.
+func TestLaneCounts(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	ctx := t.Context()
 	var js []*job.Job
 	for i := range 40 {
-		j := &job.Job{Kind: "k", Queue: []string{"a", "b"}[i%2], MaxAttempts: 1}
+		j := &job.Job{Kind: []string{"k", "l", "m"}[i%3], Queue: []string{"a", "b"}[i%2], MaxAttempts: 1}
 		if i%5 == 0 {
 			j.RunAt = t0.Add(time.Hour)
 		}
-		if err := j.Validate(t0, 1); err != nil {
+		if err := j.Validate(t0); err != nil {
 			t.Fatal(err)
 		}
 		js = append(js, j)
@@ -295,29 +296,64 @@ func TestQueueCounts(t *testing.T) {
 	must(err)
 	_, err = s.Rescue(ctx, store.RescueParams{Now: t0.Add(time.Minute)})
 	must(err)
-	_, err = s.RetryDead(ctx, store.RetryDeadParams{Now: t0})
+	_, err = s.RetryDead(ctx, store.RetryDeadParams{Now: t0, All: true})
 	must(err)
 	_, err = s.Claim(ctx, store.ClaimParams{Now: t0.Add(2 * time.Hour), Limit: 5, Queues: []string{"b"}, Worker: "w", LeaseUntil: t0.Add(3 * time.Hour)})
 	must(err)
-	_, err = s.Purge(ctx, store.PurgeParams{States: []job.State{job.StateCompleted, job.StateCancelled}})
+	_, err = s.Purge(ctx, store.PurgeParams{States: []job.State{job.StateCompleted, job.StateCancelled}, All: true})
 	must(err)
 
 	st, err := s.Stats(ctx, store.StatsParams{Now: t0})
 	must(err)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state`)
-	must(err)
 	want := map[string]map[job.State]int{}
-	for rows.Next() {
-		var q string
-		var state, n int
-		must(rows.Scan(&q, &state, &n))
-		if want[q] == nil {
-			want[q] = map[job.State]int{}
+	byLane := map[string]int{}
+	for _, j := range kindsAll(t, s) {
+		if want[j.Queue] == nil {
+			want[j.Queue] = map[job.State]int{}
 		}
-		want[q][job.State(state)] = n
+		want[j.Queue][j.State]++
+		byLane[fmt.Sprint(j.State, " ", j.Queue, " ", j.Kind)]++
 	}
-	rows.Close()
 	if fmt.Sprint(st.ByQueue) != fmt.Sprint(want) {
 		t.Errorf("Stats.ByQueue = %v, counted %v", st.ByQueue, want)
 	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT state, queue, kind, n FROM lane_counts WHERE n != 0`)
+	must(err)
+	got := map[string]int{}
+	for rows.Next() {
+		var state, q, k string
+		var n int
+		must(rows.Scan(&state, &q, &k, &n))
+		got[state+" "+q+" "+k] = n
+	}
+	rows.Close()
+	if fmt.Sprint(got) != fmt.Sprint(byLane) {
+		t.Errorf("lane_counts = %v, counted %v", got, byLane)
+	}
+	for _, p := range []store.ListParams{
+		{}, {Kind: "l"}, {Queue: "a", Kind: "m"}, {States: []job.State{job.StateAvailable, job.StateDead}, Kind: "k"},
+	} {
+		n, err := s.Count(ctx, p)
+		must(err)
+		want := 0
+		for _, j := range kindsAll(t, s) {
+			if (p.Kind == "" || j.Kind == p.Kind) && (p.Queue == "" || j.Queue == p.Queue) &&
+				(len(p.States) == 0 || slices.Contains(p.States, j.State)) {
+				want++
+			}
+		}
+		if n != want {
+			t.Errorf("Count(%+v) = %d, counted %d", p, n, want)
+		}
+	}
+}
+
+// kindsAll returns every job.
+func kindsAll(t *testing.T, s *Store) []*job.Job {
+	t.Helper()
+	js, err := s.List(t.Context(), store.ListParams{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

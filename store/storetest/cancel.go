@@ -56,11 +56,11 @@ func cancelCases() []testCase {
 				}
 				wantTime(t, "Cancel of a running job, "+what+" LeaseUntil", g.LeaseUntil, c.LeaseUntil)
 			}
-			ids, err := e.s.Heartbeat(e.ctx, store.HeartbeatParams{Now: at(200), Worker: worker1, IDs: []job.ID{c.ID}, LeaseUntil: at(40000)})
+			hb, err := e.s.Heartbeat(e.ctx, store.HeartbeatParams{Now: at(200), Worker: worker1, Jobs: leases(c), LeaseUntil: at(40000)})
 			if err != nil {
 				t.Fatalf("Heartbeat: %v", err)
 			}
-			wantIDList(t, "Heartbeat", ids, []job.ID{c.ID})
+			wantIDList(t, "Heartbeat", hb.Cancel, []job.ID{c.ID})
 		}},
 		{"CancelFinishedJobReturnsErrNotWaiting", func(t *testing.T, e *env) {
 			for _, st := range []job.State{job.StateCompleted, job.StateCancelled, job.StateDead} {

@@ -54,8 +54,12 @@ func wantAttempts(t *testing.T, what string, got, want []job.Attempt) {
 		if !g.StartedAt.Equal(w.StartedAt) {
 			t.Errorf("%s: attempt %d StartedAt: got %v, want %v", what, i, g.StartedAt, w.StartedAt)
 		}
+		if !jsonEqual(g.Result, w.Result) {
+			t.Errorf("%s: attempt %d Result: got %s, want %s", what, i, g.Result, w.Result)
+		}
 		g.StartedAt, w.StartedAt = time.Time{}, time.Time{}
-		if g != w {
+		g.Result, w.Result = nil, nil
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: attempt %d: got %+v, want %+v", what, i, g, w)
 		}
 	}

@@ -39,8 +39,9 @@ func claimCases() []testCase {
 			wantIDList(t, "Claim at t0+60s", e.claimIDs(at(60000), 10), []job.ID{later})
 		}},
 		{"ClaimUrgentLaterJobRunsFirstOnceBothAreReady", func(t *testing.T, e *env) {
-			// Seed 000's bug: a low-priority job ready earlier ran before an
-			// urgent job that became ready later, although both were ready.
+			// A single heap keyed by (run-at, priority) would run the
+			// low-priority job ready earlier before the urgent job that
+			// became ready later, although both are ready.
 			low := e.add(t0, &job.Job{Kind: "low", Priority: 10, RunAt: at(1000)})
 			urgent := e.add(t0, &job.Job{Kind: "urgent", Priority: -5, RunAt: at(2000)})
 			wantIDList(t, "Claim at t0+3s", e.claimIDs(at(3000), 1), []job.ID{urgent})
@@ -139,12 +140,9 @@ func claimCases() []testCase {
 				}
 			}
 		}},
-		{"ClaimIncrementsAttemptAndClearsCancelRequested", func(t *testing.T, e *env) {
+		{"ClaimIncrementsAttempt", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
 			c := e.claimExpect(t0, job.DefaultQueue, id)
-			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(10), ID: id}); err != nil {
-				t.Fatalf("Cancel: %v", err)
-			}
 			e.finishOne(at(20), c, store.Outcome{State: job.StateRetrying, RunAt: at(1000), Error: "boom"})
 			res := e.claim(store.ClaimParams{Now: at(1000), Limit: 1, Worker: worker2})
 			if len(res.Jobs) != 1 {
@@ -155,6 +153,20 @@ func claimCases() []testCase {
 				t.Errorf("second claim: got attempt %d cancel %v worker %q, want 2 false %q", j.Attempt, j.CancelRequested, j.Worker, worker2)
 			}
 			wantTime(t, "second claim StartedAt", j.StartedAt, at(1000))
+		}},
+		{"ClaimOnlyGivenKinds", func(t *testing.T, e *env) {
+			mine := e.add(t0, &job.Job{Kind: "mine", Priority: 5})
+			e.add(t0, &job.Job{Kind: "theirs", Priority: -5})
+			e.add(t0, &job.Job{Kind: "theirs", RunAt: at(50)})
+			later := e.add(t0, &job.Job{Kind: "mine", RunAt: at(100)})
+			res := e.claim(store.ClaimParams{Now: at(10), Limit: 10, Kinds: []string{"mine", "other"}})
+			wantIDList(t, "Claim of kinds mine, other", idsOf(res.Jobs), []job.ID{mine})
+			wantTime(t, "NextRunAt of the claimed kinds", res.NextRunAt, at(100))
+			res = e.claim(store.ClaimParams{Now: at(100), Limit: 10, Kinds: []string{"mine"}, Queues: []string{job.DefaultQueue}})
+			wantIDList(t, "Claim of kind mine in its queue", idsOf(res.Jobs), []job.ID{later})
+			if n := len(e.claim(store.ClaimParams{Now: at(100), Limit: 10, Kinds: []string{"nobody"}}).Jobs); n != 0 {
+				t.Errorf("Claim of a kind without jobs: got %d jobs", n)
+			}
 		}},
 		{"ClaimNextRunAt", func(t *testing.T, e *env) {
 			res := e.claim(store.ClaimParams{Now: t0, Limit: 10})

@@ -50,7 +50,7 @@ func dlqCases() []testCase {
 			if before[pill].State != job.StateDead || before[pill].Crashes != 1 {
 				t.Fatalf("poison pill: got state %s crashes %d, want dead 1", before[pill].State, before[pill].Crashes)
 			}
-			e.retryDead(store.RetryDeadParams{Now: at(5000)}, 2)
+			e.retryDead(store.RetryDeadParams{Now: at(5000), All: true}, 2)
 			for id, b := range before {
 				g := e.get(id)
 				if g.State != job.StateAvailable || g.Attempt != 0 || g.Crashes != 0 || g.LastError != b.LastError || g.LastError == "" {
@@ -71,7 +71,7 @@ func dlqCases() []testCase {
 					t.Errorf("claimed job %d: got attempt %d, want 1", j.ID, j.Attempt)
 				}
 			}
-			e.retryDead(store.RetryDeadParams{Now: at(6000)}, 0)
+			e.retryDead(store.RetryDeadParams{Now: at(6000), All: true}, 0)
 		}},
 		{"RetryDeadByIDs", func(t *testing.T, e *env) {
 			a := e.finishedAt(0, "a", job.StateDead)
@@ -90,13 +90,13 @@ func dlqCases() []testCase {
 			avail := e.add(t0, &job.Job{Kind: "avail", RunAt: at(-1000)})
 			run := e.inState(t0, &job.Job{Kind: "run", Queue: "run"}, job.StateRunning).ID
 			retry := e.inState(t0, &job.Job{Kind: "retry", Queue: "retry"}, job.StateRetrying).ID
-			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}}, 2)
+			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}, All: true}, 2)
 			e.gone(c1)
 			e.gone(c2)
 			e.wantIDs("after Purge of completed jobs", x, d, avail, run, retry)
-			e.purge(store.PurgeParams{States: finishedStates}, 2)
+			e.purge(store.PurgeParams{States: finishedStates, All: true}, 2)
 			e.wantIDs("after Purge of every finished state", avail, run, retry)
-			e.purge(store.PurgeParams{States: finishedStates}, 0)
+			e.purge(store.PurgeParams{States: finishedStates, All: true}, 0)
 		}},
 		{"PurgeBefore", func(t *testing.T, e *env) {
 			e.finishedAt(1000, "a", job.StateCompleted)
@@ -152,7 +152,7 @@ func dlqCases() []testCase {
 				{job.StateCompleted, job.StateRunning},
 				{job.StateScheduled}, {job.StateRetrying},
 			} {
-				n, err := e.s.Purge(e.ctx, store.PurgeParams{States: states})
+				n, err := e.s.Purge(e.ctx, store.PurgeParams{States: states, All: true})
 				var fe *job.FieldError
 				if !errors.As(err, &fe) || fe.Field != "states" {
 					t.Errorf("Purge(%v): got %d, %v, want a *job.FieldError on states", states, n, err)

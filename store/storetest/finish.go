@@ -160,6 +160,19 @@ func finishCases() []testCase {
 				t.Errorf("Finish of an unknown job: got true, want false")
 			}
 		}},
+		{"FinishSameJobTwiceInOneCall", func(t *testing.T, e *env) {
+			id := e.add(t0, &job.Job{Kind: "k"})
+			c := e.claimExpect(t0, job.DefaultQueue, id)
+			first := store.Outcome{ID: id, Attempt: c.Attempt, State: job.StateCompleted, Record: record(c, at(10), "completed", "")}
+			second := store.Outcome{ID: id, Attempt: c.Attempt, State: job.StateDead, Error: "late", Record: record(c, at(10), "dead", "late")}
+			if got := e.finish(at(10), first, second); !got[0] || got[1] {
+				t.Errorf("Finish(completed, dead) of one job: applied %v, want [true false]", got)
+			}
+			g := e.get(id)
+			if g.State != job.StateCompleted || g.LastError != "" || len(g.Attempts) != 1 {
+				t.Errorf("job: state %s error %q attempts %d, want completed, no error, 1 attempt", g.State, g.LastError, len(g.Attempts))
+			}
+		}},
 		{"FinishTwiceAppliesOnce", func(t *testing.T, e *env) {
 			c := e.inState(t0, &job.Job{Kind: "k"}, job.StateRunning)
 			e.finishOne(at(100), c, store.Outcome{State: job.StateCompleted})

@@ -9,13 +9,31 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-func (e *env) heartbeat(p store.HeartbeatParams) []job.ID {
+func (e *env) heartbeat(p store.HeartbeatParams) store.HeartbeatResult {
 	e.t.Helper()
-	ids, err := e.s.Heartbeat(e.ctx, p)
+	res, err := e.s.Heartbeat(e.ctx, p)
 	if err != nil {
 		e.t.Fatalf("Heartbeat(%+v): %v", p, err)
 	}
-	return ids
+	return res
+}
+
+// leases returns the leases of the running jobs js: their IDs and attempts.
+func leases(js ...*job.Job) []store.Lease {
+	out := make([]store.Lease, len(js))
+	for i, j := range js {
+		out[i] = store.Lease{ID: j.ID, Attempt: j.Attempt}
+	}
+	return out
+}
+
+// leaseIDs returns the IDs of ls.
+func leaseIDs(ls []store.Lease) []job.ID {
+	out := make([]job.ID, len(ls))
+	for i, l := range ls {
+		out[i] = l.ID
+	}
+	return out
 }
 
 func (e *env) rescue(p store.RescueParams) []*job.Job {
@@ -56,47 +74,76 @@ func wantInterrupted(t *testing.T, j *job.Job, n int) {
 func leaseCases() []testCase {
 	return []testCase{
 		{"HeartbeatExtendsOnlyOwnedRunningJobs", func(t *testing.T, e *env) {
-			a := e.add(t0, &job.Job{Kind: "a", Queue: "q1"})
-			b := e.add(t0, &job.Job{Kind: "b", Queue: "q1"})
-			c := e.add(t0, &job.Job{Kind: "c", Queue: "q2"})
+			e.add(t0, &job.Job{Kind: "a", Queue: "q1"})
+			e.add(t0, &job.Job{Kind: "b", Queue: "q1"})
+			e.add(t0, &job.Job{Kind: "c", Queue: "q2"})
 			d := e.add(t0, &job.Job{Kind: "d", Queue: "q3"})
-			e.claim(store.ClaimParams{Now: t0, Limit: 2, Queues: []string{"q1"}, LeaseUntil: at(30000)})
-			e.claim(store.ClaimParams{Now: t0, Limit: 1, Queues: []string{"q2"}, Worker: worker2, LeaseUntil: at(30000)})
+			mine := e.claim(store.ClaimParams{Now: t0, Limit: 2, Queues: []string{"q1"}, LeaseUntil: at(30000)}).Jobs
+			theirs := e.claim(store.ClaimParams{Now: t0, Limit: 1, Queues: []string{"q2"}, Worker: worker2, LeaseUntil: at(30000)}).Jobs
 			done := e.inState(t0, &job.Job{Kind: "e", Queue: "q4"}, job.StateCompleted)
-			before := map[job.ID]*job.Job{b: e.get(b), c: e.get(c), d: e.get(d), done.ID: done}
-			ids := e.heartbeat(store.HeartbeatParams{Now: at(1000), Worker: worker1, IDs: []job.ID{a, c, d, done.ID, done.ID + 100}, LeaseUntil: at(60000)})
-			wantIDList(t, "Heartbeat", ids, nil)
-			wantTime(t, "LeaseUntil of the owned job", e.get(a).LeaseUntil, at(60000))
+			a, b := mine[0], mine[1]
+			before := map[job.ID]*job.Job{b.ID: e.get(b.ID), theirs[0].ID: e.get(theirs[0].ID), d: e.get(d), done.ID: done}
+			ask := append(leases(a, theirs[0]), store.Lease{ID: d}, store.Lease{ID: done.ID, Attempt: done.Attempt},
+				store.Lease{ID: done.ID + 100, Attempt: 1})
+			res := e.heartbeat(store.HeartbeatParams{Now: at(1000), Worker: worker1, Jobs: ask, LeaseUntil: at(60000)})
+			wantIDList(t, "Heartbeat cancel", res.Cancel, nil)
+			wantIDList(t, "Heartbeat lost", leaseIDs(res.Lost), []job.ID{theirs[0].ID, d, done.ID, done.ID + 100})
+			wantTime(t, "LeaseUntil of the owned job", e.get(a.ID).LeaseUntil, at(60000))
 			for _, j := range before {
 				e.unchanged("job not extended", j)
 			}
 		}},
 		{"HeartbeatReportsCancelRequests", func(t *testing.T, e *env) {
-			ids := e.addN(t0, 2, "k", "")
-			e.claim(store.ClaimParams{Now: t0, Limit: 2})
+			e.addN(t0, 2, "k", "")
+			js := e.claim(store.ClaimParams{Now: t0, Limit: 2}).Jobs
+			ids := idsOf(js)
 			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(10), ID: ids[1]}); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
-			got := e.heartbeat(store.HeartbeatParams{Now: at(20), Worker: worker2, IDs: ids, LeaseUntil: at(90000)})
-			wantIDList(t, "Heartbeat of another worker", got, nil)
-			got = e.heartbeat(store.HeartbeatParams{Now: at(20), Worker: worker1, IDs: ids, LeaseUntil: at(60000)})
-			wantIDList(t, "Heartbeat", got, ids[1:])
+			res := e.heartbeat(store.HeartbeatParams{Now: at(20), Worker: worker2, Jobs: leases(js...), LeaseUntil: at(90000)})
+			wantIDList(t, "Heartbeat of another worker: cancel", res.Cancel, nil)
+			wantIDList(t, "Heartbeat of another worker: lost", leaseIDs(res.Lost), ids)
+			res = e.heartbeat(store.HeartbeatParams{Now: at(20), Worker: worker1, Jobs: leases(js...), LeaseUntil: at(60000)})
+			wantIDList(t, "Heartbeat cancel", res.Cancel, ids[1:])
+			wantIDList(t, "Heartbeat lost", leaseIDs(res.Lost), nil)
 			for _, id := range ids {
 				wantTime(t, "LeaseUntil", e.get(id).LeaseUntil, at(60000))
 			}
 		}},
-		{"HeartbeatAfterLeaseLostIsIgnored", func(t *testing.T, e *env) {
+		{"HeartbeatAfterLeaseLostReportsIt", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
+			old := store.Lease{ID: id, Attempt: 1}
 			e.claimAndExpire(0, id, 0)
-			e.heartbeat(store.HeartbeatParams{Now: at(1100), Worker: worker1, IDs: []job.ID{id}, LeaseUntil: at(60000)})
+			res := e.heartbeat(store.HeartbeatParams{Now: at(1100), Worker: worker1, Jobs: []store.Lease{old}, LeaseUntil: at(60000)})
+			wantIDList(t, "Heartbeat lost after rescue", leaseIDs(res.Lost), []job.ID{id})
 			e.wantState(id, job.StateAvailable)
-			e.claim(store.ClaimParams{Now: at(1200), Limit: 1, Worker: worker2, LeaseUntil: at(31200)})
-			e.heartbeat(store.HeartbeatParams{Now: at(1300), Worker: worker1, IDs: []job.ID{id}, LeaseUntil: at(60000)})
-			g := e.get(id)
-			if g.Worker != worker2 {
-				t.Errorf("Worker: got %q, want %q", g.Worker, worker2)
+			// Claimed again by the same worker: the old attempt is still lost.
+			e.claim(store.ClaimParams{Now: at(1200), Limit: 1, LeaseUntil: at(31200)})
+			res = e.heartbeat(store.HeartbeatParams{Now: at(1300), Worker: worker1, Jobs: []store.Lease{old}, LeaseUntil: at(60000)})
+			if len(res.Lost) != 1 || res.Lost[0] != old {
+				t.Errorf("Heartbeat of attempt 1 while attempt 2 runs: lost %v, want [%v]", res.Lost, old)
 			}
-			wantTime(t, "LeaseUntil of the new owner", g.LeaseUntil, at(31200))
+			g := e.get(id)
+			if g.Worker != worker1 || g.Attempt != 2 {
+				t.Errorf("got worker %q attempt %d, want %q 2", g.Worker, g.Attempt, worker1)
+			}
+			wantTime(t, "LeaseUntil of the new attempt", g.LeaseUntil, at(31200))
+		}},
+		{"RescueOfCancelRequestedJobCancels", func(t *testing.T, e *env) {
+			id := e.add(t0, &job.Job{Kind: "k"})
+			e.claim(store.ClaimParams{Now: t0, Limit: 1, LeaseUntil: at(1000)})
+			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(10), ID: id}); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			moved := e.rescue(store.RescueParams{Now: at(1001), MaxCrashes: 3})
+			wantIDList(t, "Rescue", idsOf(moved), []job.ID{id})
+			g := e.get(id)
+			if g.State != job.StateCancelled || g.LastError != store.ErrorWorkerLost {
+				t.Errorf("rescued cancel-requested job: state %s error %q, want cancelled %q", g.State, g.LastError, store.ErrorWorkerLost)
+			}
+			wantTime(t, "FinishedAt", g.FinishedAt, at(1001))
+			wantInterrupted(t, g, 1)
+			wantIDList(t, "Claim after", e.claimIDs(at(2000), 10), nil)
 		}},
 		{"RescueOnlyExpiredLeases", func(t *testing.T, e *env) {
 			a := e.add(t0, &job.Job{Kind: "a"})
@@ -114,8 +161,9 @@ func leaseCases() []testCase {
 				if g == nil {
 					continue
 				}
-				if g.State != job.StateAvailable || g.Crashes != 1 || g.Attempt != 1 {
-					t.Errorf("rescued job, %s: got state %s crashes %d attempt %d, want available 1 1", what, g.State, g.Crashes, g.Attempt)
+				if g.State != job.StateAvailable || g.Crashes != 1 || g.Attempt != 1 || g.LastError != store.ErrorWorkerLost {
+					t.Errorf("rescued job, %s: got state %s crashes %d attempt %d error %q, want available 1 1 %q",
+						what, g.State, g.Crashes, g.Attempt, g.LastError, store.ErrorWorkerLost)
 				}
 				wantTime(t, "rescued job, "+what+" RunAt", g.RunAt, at(10001))
 				wantInterrupted(t, g, 1)

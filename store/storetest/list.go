@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -42,7 +43,7 @@ func listCases() []testCase {
 			e.gone(id + 1)
 			e.gone(0)
 			e.gone(-1)
-			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}}, 1)
+			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}, All: true}, 1)
 			e.gone(id)
 		}},
 		{"ListFiltersByState", func(t *testing.T, e *env) {
@@ -176,6 +177,57 @@ func listCases() []testCase {
 				}
 			}
 		}},
+		{"ListCreatedRangeBothWays", func(t *testing.T, e *env) {
+			var ids []job.ID
+			for i := range 6 {
+				ids = append(ids, e.add(at(i*1000), &job.Job{Kind: "k"}))
+			}
+			e.inState(at(6000), &job.Job{Kind: "k", Queue: "q2"}, job.StateCompleted)
+			p := store.ListParams{CreatedAfter: at(1000), CreatedBefore: at(4000), Limit: 2}
+			wantIDList(t, "created in [1s, 4s), first page", idsOf(e.list(p)), ids[1:3])
+			p.AfterID = ids[2]
+			wantIDList(t, "second page", idsOf(e.list(p)), ids[3:4])
+			p = store.ListParams{CreatedAfter: at(1000), CreatedBefore: at(4000), Desc: true, Limit: 2}
+			wantIDList(t, "newest first, first page", idsOf(e.list(p)), []job.ID{ids[3], ids[2]})
+			p.AfterID = ids[2]
+			wantIDList(t, "newest first, second page", idsOf(e.list(p)), ids[1:2])
+			p = store.ListParams{States: []job.State{job.StateAvailable}, Desc: true, AfterID: ids[5], Limit: 10}
+			wantIDList(t, "available below the last, newest first", idsOf(e.list(p)), []job.ID{ids[4], ids[3], ids[2], ids[1], ids[0]})
+		}},
+		{"StatsOldestAvailable", func(t *testing.T, e *env) {
+			e.add(t0, &job.Job{Kind: "k", Queue: "a", RunAt: at(-5000)})
+			e.add(t0, &job.Job{Kind: "k", Queue: "a", Priority: -1})
+			e.add(t0, &job.Job{Kind: "other", Queue: "a", RunAt: at(-7000), Priority: 3})
+			e.add(t0, &job.Job{Kind: "k", Queue: "b", RunAt: at(60000)}) // scheduled
+			e.inState(t0, &job.Job{Kind: "k", Queue: "c", RunAt: at(-9000)}, job.StateRunning)
+			st := e.stats(store.StatsParams{Now: at(100)})
+			if len(st.OldestAvailable) != 1 {
+				t.Fatalf("OldestAvailable: %v, want queue a only", st.OldestAvailable)
+			}
+			wantTime(t, "OldestAvailable of queue a", st.OldestAvailable["a"], at(-7000))
+		}},
+		{"StatsSeries", func(t *testing.T, e *env) {
+			e.finishedAt(500, "early", job.StateCompleted) // before the window
+			e.finishedAt(1000, "c1", job.StateCompleted)
+			e.finishedAt(1999, "c2", job.StateCompleted)
+			e.finishedAt(2000, "c3", job.StateCompleted)
+			e.finishedAt(3500, "d1", job.StateDead)
+			e.finishedAt(3999, "x1", job.StateCancelled)
+			st := e.stats(store.StatsParams{Now: at(4000), FinishedSince: at(1000), Step: time.Second})
+			want := map[job.State][]int{
+				job.StateCompleted: {2, 1, 0, 0},
+				job.StateDead:      {0, 0, 1, 0},
+				job.StateCancelled: {0, 0, 1, 0},
+			}
+			for state, w := range want {
+				if !slices.Equal(st.Series[state], w) {
+					t.Errorf("Series[%s]: got %v, want %v", state, st.Series[state], w)
+				}
+			}
+			if st := e.stats(store.StatsParams{Now: at(4000), FinishedSince: at(1000)}); st.Series != nil {
+				t.Errorf("Series without a Step: %v, want nil", st.Series)
+			}
+		}},
 		{"StatsFinishedSince", func(t *testing.T, e *env) {
 			e.finishedAt(1000, "c1", job.StateCompleted)
 			e.finishedAt(3000, "c2", job.StateCompleted)
@@ -189,10 +241,15 @@ func listCases() []testCase {
 			wantCounts(t, "Stats finished since t0+2s", st.Finished, map[job.State]int{
 				job.StateCompleted: 2, job.StateDead: 1, job.StateCancelled: 1,
 			})
+			wantTime(t, "FirstFinished since t0+2s", st.FirstFinished, at(2000))
 			st = e.stats(store.StatsParams{Now: at(5000), FinishedSince: at(1000)})
 			wantCounts(t, "Stats finished since t0+1s", st.Finished, map[job.State]int{
 				job.StateCompleted: 3, job.StateDead: 2, job.StateCancelled: 1,
 			})
+			wantTime(t, "FirstFinished since t0+1s", st.FirstFinished, at(1000))
+			if st := e.stats(store.StatsParams{Now: at(5000)}); !st.FirstFinished.IsZero() {
+				t.Errorf("FirstFinished without FinishedSince: %v, want zero", st.FirstFinished)
+			}
 		}},
 	}
 }

@@ -273,7 +273,7 @@ func scheduleCases() []testCase {
 			r := e.fire(s, at(60000), at(60000), at(120000))
 			c := e.claimExpect(at(60000), "cron", r.ID)
 			e.finishOne(at(61000), c, store.Outcome{State: job.StateCompleted})
-			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}}, 1)
+			e.purge(store.PurgeParams{States: []job.State{job.StateCompleted}, All: true}, 1)
 			e.setNext("s", at(120000), at(60000))
 			again := e.fire(s, at(62000), at(60000), at(120000))
 			if !again.Fired || again.ID == r.ID {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(),
 		cancelCases(), leaseCases(), dlqCases(), scheduleCases(),
-		listCases(), concurrencyCases(), closeCases(),
+		listCases(), concurrencyCases(), closeCases(), oracleCases(), guardCases(), leaderCases(),
 	} {
 		for _, c := range group {
 			if seen[c.name] {
@@ -90,10 +91,17 @@ const (
 	lease       = 30 * time.Second // default lease length of claims
 )
 
-// validated validates j as the client would before enqueueing it at now.
+// validated validates j as the client would before enqueueing it at now,
+// after giving it the client's defaults: the default queue and maxAttempts.
 func validated(t *testing.T, now time.Time, j *job.Job) *job.Job {
 	t.Helper()
-	if err := j.Validate(now, maxAttempts); err != nil {
+	if j.Queue == "" {
+		j.Queue = job.DefaultQueue
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = maxAttempts
+	}
+	if err := j.Validate(now); err != nil {
 		t.Fatalf("Validate(%+v): %v", j, err)
 	}
 	return j
@@ -176,15 +184,25 @@ func (e *env) claimExpect(now time.Time, queue string, id job.ID) *job.Job {
 	return res.Jobs[0]
 }
 
-// finish applies outcomes at now and returns the reports.
+// finish applies outcomes at now and reports which applied. It fails the
+// test unless each applied outcome reports the state its job now has.
 func (e *env) finish(now time.Time, outs ...store.Outcome) []bool {
 	e.t.Helper()
-	ok, err := e.s.Finish(e.ctx, store.FinishParams{Now: now, Outcomes: outs})
+	reached, err := e.s.Finish(e.ctx, store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
 		e.t.Fatalf("Finish: %v", err)
 	}
-	if len(ok) != len(outs) {
-		e.t.Fatalf("Finish: got %d reports, want %d", len(ok), len(outs))
+	if len(reached) != len(outs) {
+		e.t.Fatalf("Finish: got %d reports, want %d", len(reached), len(outs))
+	}
+	ok := make([]bool, len(reached))
+	for i, st := range reached {
+		ok[i] = st != 0
+		if ok[i] {
+			if g := e.get(outs[i].ID); g.State != st {
+				e.t.Errorf("Finish reported job %d %s, but it is %s", outs[i].ID, st, g.State)
+			}
+		}
 	}
 	return ok
 }
@@ -194,7 +212,7 @@ func (e *env) finish(now time.Time, outs ...store.Outcome) []bool {
 func (e *env) finishOne(now time.Time, j *job.Job, o store.Outcome) {
 	e.t.Helper()
 	o.ID, o.Attempt = j.ID, j.Attempt
-	if o.Record == (job.Attempt{}) {
+	if reflect.DeepEqual(o.Record, job.Attempt{}) {
 		o.Record = record(j, now, o.State.String(), o.Error)
 	}
 	if ok := e.finish(now, o); !ok[0] {

@@ -105,7 +105,7 @@ func uniqueCases() []testCase {
 			dead := e.inState(t0, &job.Job{Kind: "k", UniqueKey: "key"}, job.StateDead)
 			other := e.inState(t0, &job.Job{Kind: "k", Queue: "other"}, job.StateDead)
 			holder := e.add(at(1), &job.Job{Kind: "k", UniqueKey: "key", RunAt: at(5000)})
-			n, err := e.s.RetryDead(e.ctx, store.RetryDeadParams{Now: at(2)})
+			n, err := e.s.RetryDead(e.ctx, store.RetryDeadParams{Now: at(2), All: true})
 			if err != nil || n != 1 {
 				t.Errorf("RetryDead (all): got %d, %v, want 1, nil", n, err)
 			}
@@ -130,7 +130,7 @@ func uniqueCases() []testCase {
 		{"UniqueRetryDeadOfTwoJobsWithOneKeyMovesOne", func(t *testing.T, e *env) {
 			a := e.inState(t0, &job.Job{Kind: "k", UniqueKey: "key"}, job.StateDead)
 			b := e.inState(t0, &job.Job{Kind: "k", UniqueKey: "key"}, job.StateDead)
-			n, err := e.s.RetryDead(e.ctx, store.RetryDeadParams{Now: at(1)})
+			n, err := e.s.RetryDead(e.ctx, store.RetryDeadParams{Now: at(1), All: true})
 			if err != nil || n != 1 {
 				t.Errorf("RetryDead: got %d, %v, want 1, nil", n, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
@@ -39,6 +40,7 @@ func TestDecide(t *testing.T) {
 		{"cancel learned from the store", job.Job{Attempt: 1, MaxAttempts: 3, CancelRequested: true}, boom, nil, job.StateCancelled, time.Time{}, "cancelled"},
 		{"shutdown releases", job.Job{Attempt: 2, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 		{"shutdown beats exhaustion", job.Job{Attempt: 3, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
+		{"lost lease gives back", job.Job{Attempt: 1, MaxAttempts: 3}, boom, errLeaseLost, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 	} {
 		o := decide(&tc.j, set, nil, tc.err, tc.cause, time.Second, now, half)
 		if o.State != tc.want || !o.RunAt.Equal(tc.runAt) || o.Record.Outcome != tc.record {
@@ -50,6 +52,26 @@ func TestDecide(t *testing.T) {
 		if tc.err != nil && tc.want != job.StateAvailable && o.Error == "" {
 			t.Errorf("%s: the error was not recorded", tc.name)
 		}
+	}
+}
+
+func TestDecideKeepsResultsAndBoundsThem(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	set := Settings{Retry: backoff.Fixed(time.Second)}
+	j := &job.Job{Attempt: 1, MaxAttempts: 3}
+	o := decide(j, set, []byte(`{"exit_code":3}`), errors.New("exit code 3"), nil, 0, now, func() float64 { return 0 })
+	if o.State != job.StateRetrying || string(o.Record.Result) != `{"exit_code":3}` || o.Result != nil {
+		t.Errorf("failure with a result: state %s record result %s job result %s", o.State, o.Record.Result, o.Result)
+	}
+	big := []byte(`"` + strings.Repeat("x", job.MaxResultSize) + `"`)
+	if o := decide(j, set, big, nil, nil, 0, now, nil); o.State != job.StateDead || o.Result != nil || !strings.Contains(o.Error, "limit") {
+		t.Errorf("oversized result: state %s error %q", o.State, o.Error)
+	}
+	long := errors.New(strings.Repeat("é", job.MaxErrorSize))
+	o = decide(j, set, nil, long, nil, 0, now, func() float64 { return 0 })
+	if len(o.Error) > job.MaxErrorSize || !utf8.ValidString(o.Error) || !strings.HasSuffix(o.Error, "(truncated)") {
+		t.Errorf("long error: %d bytes, valid %v, ends %q", len(o.Error), utf8.ValidString(o.Error), o.Error[len(o.Error)-20:])
 	}
 }
 

@@ -1,0 +1,269 @@
+package dashboard
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
+)
+
+// The dashboard's defaults, applied once by New to the zero fields of
+// Options.
+const (
+	DefaultTitle        = "Hopper"
+	DefaultPageSize     = 50
+	DefaultStatsMaxAge  = 2 * time.Second
+	DefaultPollInterval = 2 * time.Second
+	// MaxPageSize bounds Options.PageSize.
+	MaxPageSize = 500
+)
+
+// statsWindow is the window of the finished-job counts the overview's
+// cards show. It is the HTTP API's (httpapi.StatsWindow, a test checks):
+// the client's stats cache holds one window at a time, and callers asking
+// for different windows would each count the store anew. Counting an
+// hour's finished jobs scans them (0.2 s for 950,000 on SQLite); the hub
+// does it in the background, so pages do not wait for it.
+const statsWindow = time.Hour
+
+// Options configure the dashboard. The zero value is usable: no tokens
+// (every request may do everything: listen on loopback only), mounted at the
+// root, 50 jobs a page. Each field's comment gives its default.
+type Options struct {
+	// Auth decides what a request may see and do (default: no tokens, every
+	// request admin). With tokens, a browser signs in with a form that
+	// sets the httpauth.CookieName cookie; a read token sees no action
+	// buttons and its posts are refused.
+	Auth *httpauth.Auth
+	// Prefix is the path the handler is mounted at, such as "/dashboard"
+	// (default "", the root). Requests keep their full path: mount it with
+	// mux.Handle(Prefix+"/", h), not behind http.StripPrefix.
+	Prefix string
+	// Logger receives the errors pages hit (default slog.Default()).
+	Logger *slog.Logger
+
+	// Title names the installation in the header and the page titles
+	// (default "Hopper").
+	Title string
+	// PageSize is the number of jobs a list shows (default 50, at most
+	// MaxPageSize).
+	PageSize int
+	// StatsMaxAge is how old the counts may get before they are counted
+	// again (default 2s). They come from Client.StatsCached, so one count
+	// of the store serves every page and every viewer within it, and the
+	// count runs in the background: a page shows the latest counts at once
+	// and waits for a count only when there is none younger than 30s (or
+	// ten times StatsMaxAge).
+	StatsMaxAge time.Duration
+	// PollInterval is how often, while someone watches a page, the
+	// dashboard looks for changes other processes made to the store
+	// (default 2s). Changes this client makes are pushed at once.
+	PollInterval time.Duration
+	// Location is the time zone of the times shown and of the run-at time
+	// the reschedule form takes (default time.Local). A schedule's next
+	// fire times are shown in the schedule's own zone.
+	Location *time.Location
+	// TrustedOrigins are origins other than the dashboard's own allowed to
+	// post to it, such as "https://ops.example.com" when a proxy changes
+	// the Host header (http.CrossOriginProtection.AddTrustedOrigin).
+	TrustedOrigins []string
+	// SecureCookie sets the Secure attribute on the sign-in cookie even
+	// when the request did not come over TLS (set it behind a proxy that
+	// ends TLS). Requests that came over TLS always get it.
+	SecureCookie bool
+}
+
+// handler is the dashboard. It also implements io.Closer.
+type handler struct {
+	c      *hopper.Client
+	o      Options
+	auth   *httpauth.Auth
+	prefix string
+	log    *slog.Logger
+	loc    *time.Location
+
+	mux   *http.ServeMux
+	cop   *http.CrossOriginProtection
+	hub   *hub
+	pages map[string]*template.Template
+	start time.Time
+}
+
+// New returns the dashboard of client c. It panics if o is invalid (a
+// Prefix without a leading slash, a PageSize out of range, a negative
+// duration, an invalid trusted origin), naming the field, as
+// http.ServeMux panics on a bad pattern.
+//
+// The handler watches c's events for the live pages and the throughput
+// chart; that ends when c stops. The handler also implements io.Closer:
+// Close ends it sooner, and ends the live streams of open pages.
+func New(c *hopper.Client, o Options) http.Handler {
+	if c == nil {
+		panic("dashboard.New: nil client")
+	}
+	h := &handler{c: c, start: time.Now()}
+	h.o = o.withDefaults()
+	h.auth = h.o.Auth
+	h.prefix = h.o.Prefix
+	h.log = h.o.Logger
+	h.loc = h.o.Location
+	h.cop = http.NewCrossOriginProtection()
+	for _, origin := range h.o.TrustedOrigins {
+		if err := h.cop.AddTrustedOrigin(origin); err != nil {
+			panic(fmt.Sprintf("dashboard.New: Options.TrustedOrigins: %v", err))
+		}
+	}
+	h.pages = h.parseTemplates()
+	h.hub = newHub(c, h.o, h.log)
+	h.routes()
+	return h
+}
+
+// withDefaults validates o and applies the defaults.
+func (o Options) withDefaults() Options {
+	bad := func(field, format string, args ...any) {
+		panic(fmt.Sprintf("dashboard.New: Options.%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if o.Auth == nil {
+		o.Auth = &httpauth.Auth{}
+	}
+	if o.Prefix != "" {
+		if !strings.HasPrefix(o.Prefix, "/") || strings.ContainsAny(o.Prefix, "{}?#") {
+			bad("Prefix", "%q: want a path such as /dashboard", o.Prefix)
+		}
+		o.Prefix = strings.TrimRight(o.Prefix, "/")
+	}
+	if o.PageSize < 0 || o.PageSize > MaxPageSize {
+		bad("PageSize", "must be between 0 (default %d) and %d, got %d", DefaultPageSize, MaxPageSize, o.PageSize)
+	}
+	if o.StatsMaxAge < 0 {
+		bad("StatsMaxAge", "must not be negative, got %s", o.StatsMaxAge)
+	}
+	if o.PollInterval < 0 {
+		bad("PollInterval", "must not be negative, got %s", o.PollInterval)
+	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.Title = cmp.Or(o.Title, DefaultTitle)
+	o.PageSize = cmp.Or(o.PageSize, DefaultPageSize)
+	o.StatsMaxAge = cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	return o
+}
+
+// Close ends the handler's watching of the client's events and the live
+// streams of open pages. Pages still render after Close, without live
+// updates. Calling Close again does nothing.
+func (h *handler) Close() error {
+	h.hub.close()
+	return nil
+}
+
+// routes registers every page and action on h.mux. Pages need a read
+// scope; actions a write scope, deleting an admin one (see httpauth).
+func (h *handler) routes() {
+	p := h.prefix
+	m := http.NewServeMux()
+	page := func(pattern string, fn http.HandlerFunc) { m.Handle("GET "+p+pattern, h.need(httpauth.Read, fn)) }
+	action := func(pattern string, s httpauth.Scope, fn http.HandlerFunc) {
+		m.Handle("POST "+p+pattern, h.need(s, fn))
+	}
+
+	page("/{$}", h.overview)
+	page("/jobs", h.jobs)
+	page("/jobs/{id}", h.jobPage)
+	page("/dlq", h.dlq)
+	page("/schedules", h.schedules)
+	page("/events", h.events)
+
+	action("/jobs/{id}/cancel", httpauth.Write, h.cancelJob)
+	action("/jobs/{id}/retry", httpauth.Write, h.retryJob)
+	action("/jobs/{id}/reschedule", httpauth.Write, h.rescheduleJob)
+	action("/bulk", httpauth.Write, h.bulk) // delete checks for admin itself
+	action("/schedules/{name}/pause", httpauth.Write, h.pauseSchedule)
+	action("/schedules/{name}/resume", httpauth.Write, h.resumeSchedule)
+
+	m.HandleFunc("GET "+p+"/login", h.loginPage)
+	m.HandleFunc("POST "+p+"/login", h.login)
+	m.HandleFunc("POST "+p+"/logout", h.logout)
+	m.HandleFunc("GET "+p+"/static/{file}", h.static)
+	if p != "" {
+		m.Handle("GET "+p, http.RedirectHandler(p+"/", http.StatusMovedPermanently))
+	}
+	m.HandleFunc(p+"/", h.notFound)
+	h.mux = m
+}
+
+// csp allows the dashboard's own script, stylesheet and images, and
+// nothing inline: no inline script, no style attributes.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// ServeHTTP implements http.Handler: it sets the security headers, refuses
+// cross-origin posts and hands the request to its page or action.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if err := h.cop.Check(r); err != nil {
+		h.crossOrigin(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// crossOrigin refuses a cross-origin post (CSRF).
+func (h *handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, http.StatusForbidden, "Refused: this request came from another site (cross-origin request forgery protection). Use the dashboard's own buttons.")
+}
+
+// need wraps fn so that it runs only for requests whose token grants
+// scope s; others are sent to the sign-in page (no valid token) or
+// refused with 403 (a token too weak for an action).
+func (h *handler) need(s httpauth.Scope, fn http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, err := h.auth.Scope(r)
+		switch {
+		case got == httpauth.None:
+			h.unauthorized(w, r, err)
+		case got < s:
+			h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; this needs a %s token.", scopeVerb(got), s))
+		default:
+			fn(w, r.WithContext(withScope(r.Context(), got)))
+		}
+	})
+}
+
+func scopeVerb(s httpauth.Scope) string {
+	switch s {
+	case httpauth.Read:
+		return "only look"
+	case httpauth.Write:
+		return "change jobs but not delete them"
+	}
+	return "do nothing"
+}
+
+// notFound is the page of unknown paths.
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if s, _ := h.auth.Scope(r); s == httpauth.None {
+		h.unauthorized(w, r, nil)
+		return
+	}
+	h.fail(w, r, http.StatusNotFound, "No such page.")
+}
+
+// url returns the dashboard path of a page: url("/jobs") is
+// Prefix+"/jobs".
+func (h *handler) url(path string) string { return h.prefix + path }

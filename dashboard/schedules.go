@@ -1,0 +1,95 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/maintenance"
+	"github.com/hopperq/hopper/job"
+)
+
+// fireCount is how many upcoming fire times the schedules page shows.
+const fireCount = 5
+
+// scheduleView is one schedule on the schedules page.
+type scheduleView struct {
+	*hopper.Schedule
+	Anchor    string
+	Zone      string // the zone its times are shown in
+	Next      []time.Time
+	NextNote  string // what the times mean when not plain ticks
+	LastJob   string // the page of the last job it fired
+	PauseURL  string
+	ResumeURL string
+}
+
+func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
+	scs, err := h.c.Schedules(r.Context())
+	if err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
+	t := time.Now()
+	views := make([]scheduleView, 0, len(scs))
+	for _, sc := range scs {
+		v := scheduleView{Schedule: sc, Anchor: scheduleAnchor(sc.Name)}
+		v.Next, v.NextNote, v.Zone = nextFires(sc, t, fireCount)
+		if sc.LastJobID != 0 {
+			v.LastJob = h.jobPath(sc.LastJobID)
+		}
+		base := h.url("/schedules/" + url.PathEscape(sc.Name))
+		v.PauseURL, v.ResumeURL = base+"/pause", base+"/resume"
+		views = append(views, v)
+	}
+	h.render(w, r, http.StatusOK, "schedules", &page{Title: "Schedules", Nav: "schedules", Live: true, Data: views})
+}
+
+// nextFires returns the next n fire times of sc after now, computed from
+// its spec and time zone as the scheduler computes them (package
+// schedule, through maintenance.Rule), in the schedule's zone; a note
+// when the times are not plain ticks (paused, fixed delay); and the zone's
+// name.
+//
+// An active schedule's first time is its stored next tick, which may be
+// overdue when no process runs the schedules. A paused one shows the
+// times it would fire at if resumed now (resuming never replays missed
+// ticks). A fixed-delay schedule counts each run from the previous one's
+// end, so only its next run is known.
+func nextFires(sc *job.Schedule, now time.Time, n int) ([]time.Time, string, string) {
+	loc := time.UTC
+	if sc.TimeZone != "" {
+		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
+			loc = l
+		}
+	}
+	rule, delay, err := maintenance.Rule(sc)
+	if err != nil {
+		return nil, err.Error(), loc.String()
+	}
+	var out []time.Time
+	if rule == nil { // fixed delay
+		note := "then " + delay.String() + " after each run ends"
+		if sc.NextRunAt.IsZero() {
+			return nil, delay.String() + " after the running job ends", loc.String()
+		}
+		if sc.Paused {
+			return []time.Time{now.Add(delay).In(loc)}, "if resumed now; " + note, loc.String()
+		}
+		return []time.Time{sc.NextRunAt.In(loc)}, note, loc.String()
+	}
+	note := ""
+	t := sc.NextRunAt
+	if sc.Paused || t.IsZero() {
+		t = rule.Next(now)
+		if sc.Paused {
+			note = "if resumed now"
+		}
+	}
+	for len(out) < n && !t.IsZero() {
+		out = append(out, t.In(loc))
+		t = rule.Next(t)
+	}
+	return out, note, loc.String()
+}

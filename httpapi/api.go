@@ -1,0 +1,275 @@
+// Package httpapi serves Hopper's JSON API under /api/v1 as an
+// http.Handler that an application mounts on its own mux:
+//
+//	mux.Handle("/api/v1/", httpapi.New(client, httpapi.Options{Auth: auth}))
+//
+// Through it a program in any language enqueues jobs (one, or a batch in one
+// store operation), gets, lists, counts, cancels, reschedules and deletes
+// them, works the dead-letter queue, manages recurring schedules and reads
+// the counts by queue and state. Every route is listed in the OpenAPI 3
+// document served at /api/v1/openapi.json; docs/api.md describes them with
+// curl examples.
+//
+// Requests and responses are JSON in the public form of package job (what
+// `hopper --json` prints): durations as strings ("1m30s"), times in RFC
+// 3339, states by name. Input is checked strictly — unknown fields and
+// unknown query parameters are refused, a field given as zero or empty
+// where that would mean "the default" is refused rather than replaced — and
+// every failure is one JSON shape with a stable code and the field at
+// fault:
+//
+//	{"error": {"code": "invalid", "field": "run_at", "message": "..."}}
+//
+// The codes and their statuses come from one table (errorStatus, in
+// errors.go): invalid and too_large 400, unauthorized 401, forbidden 403,
+// not_found 404, method_not_allowed 405, conflict and duplicate 409,
+// unavailable 503, internal 500 (a store failure or a bug: logged, never
+// shown).
+//
+// Access is checked by an *httpauth.Auth: read scope for every GET, write
+// for enqueue, cancel, reschedule, DLQ retry and schedule pause and resume,
+// admin for purge, delete and adding or removing schedules. Cross-origin
+// browser requests that would change something are refused
+// (http.CrossOriginProtection), so the dashboard's cookie cannot be used
+// by another site.
+//
+// The handlers talk to the *hopper.Client only, so they work on every
+// store. The package is separate from package hopper: a program that does
+// not serve HTTP does not link it.
+package httpapi
+
+import (
+	"cmp"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
+)
+
+// Prefix is the path every route of the API starts with.
+const Prefix = "/api/v1"
+
+// Defaults of Options, applied by New.
+const (
+	// DefaultMaxBodyBytes bounds a request body: room for one job with the
+	// largest args the core accepts (1 MiB), or a batch of small jobs.
+	DefaultMaxBodyBytes = 2 << 20
+	// DefaultStatsMaxAge is how old the counts /api/v1/stats serves may be
+	// (Client.StatsCached): many pollers share one count of the store.
+	DefaultStatsMaxAge = 2 * time.Second
+	// DefaultListLimit and MaxListLimit bound a page of jobs.
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+	// MaxBatch bounds the jobs of one batch enqueue and the IDs of one
+	// request.
+	MaxBatch = 10_000
+	// NextRuns is how many upcoming fire times each schedule lists.
+	NextRuns = 5
+)
+
+// StatsWindow is the window of the "finished lately" counts of the API's
+// stats: the dashboard's, so that the two share one count of the store in
+// the client's stats cache (Client.StatsCached caches each window apart).
+const StatsWindow = time.Hour
+
+// Options configure the API. The zero value is usable: no authentication
+// (every request may do everything — for a server on loopback only), the
+// defaults below.
+type Options struct {
+	// Auth decides what each request may do (nil: no tokens, every request
+	// is allowed everything). With Auth.ReadOnly every change is refused.
+	Auth *httpauth.Auth
+	// Logger receives internal errors (500s), with the cause the response
+	// does not show. Default: slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes, 2 MiB);
+	// a larger one is refused with code too_large.
+	MaxBodyBytes int64
+	// StatsMaxAge is how old the counts of /api/v1/stats may be (default
+	// DefaultStatsMaxAge, 2s).
+	StatsMaxAge time.Duration
+}
+
+// api is the handler New returns.
+type api struct {
+	c       *hopper.Client
+	auth    *httpauth.Auth
+	log     *slog.Logger
+	maxBody int64
+	maxAge  time.Duration
+	mux     *http.ServeMux
+	routes  []route
+	handler http.Handler
+}
+
+// New returns the API's handler for c. Every path it answers starts with
+// Prefix: mount it with mux.Handle("/api/v1/", h), or serve it alone. A
+// path or method it does not know is a JSON 404 or 405. c may be started
+// or not: the API only reads and changes the store through it. New panics
+// if c is nil.
+func New(c *hopper.Client, o Options) http.Handler {
+	if c == nil {
+		panic("httpapi: New: nil client")
+	}
+	a := &api{
+		c:       c,
+		auth:    o.Auth,
+		log:     cmp.Or(o.Logger, slog.Default()),
+		maxBody: cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxAge:  cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge),
+		mux:     http.NewServeMux(),
+	}
+	if a.auth == nil {
+		a.auth = &httpauth.Auth{}
+	}
+	a.routes = a.table()
+	for _, rt := range a.routes {
+		a.mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt))
+	}
+	a.mux.HandleFunc("/", a.unknown)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+			Message: "cross-origin request refused: call the API from a script or the same origin"})
+	}))
+	a.handler = cop.Handler(a.mux)
+	return a
+}
+
+// ServeHTTP implements http.Handler.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+// route is one operation of the API.
+type route struct {
+	method  string // GET, POST or DELETE
+	pattern string // a ServeMux path pattern, Prefix included
+	scope   httpauth.Scope
+	// query lists the query parameters the route takes; others are refused.
+	query []string
+	serve func(w http.ResponseWriter, r *http.Request) error
+}
+
+// table lists every route: the one place they are declared. The OpenAPI
+// document lists the same (a test checks both ways).
+func (a *api) table() []route {
+	const r, wr, ad = httpauth.Read, httpauth.Write, httpauth.Admin
+	listQuery := []string{"state", "queue", "kind", "created_after", "created_before", "limit", "cursor", "order"}
+	return []route{
+		{"GET", Prefix + "/openapi.json", httpauth.None, nil, a.openAPI},
+
+		{"POST", Prefix + "/jobs", wr, nil, a.enqueue},
+		{"POST", Prefix + "/jobs/batch", wr, nil, a.enqueueBatch},
+		{"GET", Prefix + "/jobs", r, listQuery, a.list},
+		{"GET", Prefix + "/jobs/count", r, []string{"state", "queue", "kind"}, a.count},
+		{"GET", Prefix + "/jobs/{id}", r, nil, a.get},
+		{"POST", Prefix + "/jobs/{id}/cancel", wr, nil, a.cancel},
+		{"POST", Prefix + "/jobs/{id}/reschedule", wr, nil, a.reschedule},
+		{"DELETE", Prefix + "/jobs/{id}", ad, nil, a.deleteOne},
+		{"POST", Prefix + "/jobs/delete", ad, nil, a.deleteMany},
+
+		{"GET", Prefix + "/dlq", r, []string{"limit", "cursor"}, a.dlqList},
+		{"POST", Prefix + "/dlq/retry", wr, nil, a.dlqRetry},
+		{"POST", Prefix + "/dlq/purge", ad, nil, a.dlqPurge},
+
+		{"GET", Prefix + "/schedules", r, nil, a.schedules},
+		{"POST", Prefix + "/schedules", ad, nil, a.addSchedule},
+		{"GET", Prefix + "/schedules/{name}", r, nil, a.getSchedule},
+		{"POST", Prefix + "/schedules/{name}/pause", wr, nil, a.pauseSchedule},
+		{"POST", Prefix + "/schedules/{name}/resume", wr, nil, a.resumeSchedule},
+		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
+
+		{"GET", Prefix + "/stats", r, nil, a.stats},
+	}
+}
+
+// wrap checks a request's access and query parameters, bounds its body,
+// runs the route and turns its error into the JSON error response.
+func (a *api) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				a.log.Error("httpapi: panic", "method", r.Method, "path", r.URL.Path, "panic", p)
+				writeError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+			}
+		}()
+		if err := a.allow(r, rt.scope); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if err := checkQuery(r, rt.query); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+		if err := rt.serve(w, r); err != nil {
+			a.fail(w, r, err)
+		}
+	})
+}
+
+// allow returns nil if r may do what needs scope, else the 401 or 403
+// error.
+func (a *api) allow(r *http.Request, need httpauth.Scope) error {
+	if need == httpauth.None {
+		return nil
+	}
+	got, err := a.auth.Scope(r)
+	if err != nil {
+		return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: err.Error()}
+	}
+	if got < need {
+		msg := "this token has " + got.String() + " scope; this operation needs " + need.String()
+		if a.auth.ReadOnly {
+			msg = "the server is read-only: this operation needs " + need.String() + " scope"
+		}
+		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
+	}
+	return nil
+}
+
+// Protect returns h behind auth: a request whose token has less than scope
+// gets the API's JSON 401 or 403 instead. It is for endpoints served beside
+// the API, such as /metrics. A nil auth lets every request through.
+func Protect(auth *httpauth.Auth, scope httpauth.Scope, h http.Handler) http.Handler {
+	if auth == nil {
+		return h
+	}
+	a := &api{auth: auth}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.allow(r, scope); err != nil {
+			writeError(w, toError(err, nil))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// unknown answers requests no route matches: 405 with Allow when the path
+// is known under other methods, else 404.
+func (a *api) unknown(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		allow := allowed[0]
+		for _, m := range allowed[1:] {
+			allow += ", " + m
+		}
+		w.Header().Set("Allow", allow)
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: r.Method + " is not allowed here; allowed: " + allow})
+		return
+	}
+	writeError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		Message: "no such route: " + r.URL.Path + " (the routes are listed at " + Prefix + "/openapi.json)"})
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/hopperq/hopper"
+)
+
+// dlqList handles GET /dlq: the dead jobs, oldest first, paged as GET
+// /jobs.
+func (a *api) dlqList(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r)
+	if err != nil {
+		return err
+	}
+	o := hopper.ListOptions{States: []hopper.State{hopper.StateDead}}
+	if err := paging(q, &o); err != nil {
+		return err
+	}
+	return a.page(w, r, o)
+}
+
+// dlqRetryRequest is the body of POST /dlq/retry: IDs, or all.
+type dlqRetryRequest struct {
+	IDs []hopper.ID `json:"ids"`
+	All bool        `json:"all"`
+}
+
+// dlqRetry handles POST /dlq/retry: {"ids": [...]} or {"all": true} move
+// dead jobs back to waiting with their attempts reset. An empty selection
+// is refused, never read as "all".
+func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
+	var body dlqRetryRequest
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	var n int
+	var err error
+	switch {
+	case body.All && body.IDs != nil:
+		return invalid("all", "give ids or all, not both")
+	case body.All:
+		n, err = a.c.RetryAllDead(r.Context())
+	case len(body.IDs) == 0:
+		return invalid("ids", `give the IDs of the dead jobs to retry, or "all": true`)
+	default:
+		if err := checkIDs("ids", body.IDs); err != nil {
+			return err
+		}
+		n, err = a.c.RetryDead(r.Context(), body.IDs...)
+	}
+	if err != nil {
+		return err
+	}
+	reply(w, http.StatusOK, map[string]int{"retried": n})
+	return nil
+}
+
+// dlqPurgeRequest is the body of POST /dlq/purge: exactly one of IDs,
+// OlderThan and All.
+type dlqPurgeRequest struct {
+	IDs       []hopper.ID `json:"ids"`
+	OlderThan *string     `json:"older_than"`
+	All       bool        `json:"all"`
+}
+
+// dlqPurge handles POST /dlq/purge: deletes dead jobs for good — the given
+// IDs, those dead for longer than older_than, or all of them. Exactly one
+// of the three: an empty selection deletes nothing.
+func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
+	var body dlqPurgeRequest
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	given := 0
+	for _, g := range []bool{body.IDs != nil, body.OlderThan != nil, body.All} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return invalid("ids", fmt.Sprintf(`give exactly one of "ids", "older_than" and "all": true (got %d)`, given))
+	}
+	var n int
+	var err error
+	switch {
+	case body.All:
+		n, err = a.c.PurgeAllDead(r.Context())
+	case body.OlderThan != nil:
+		d, perr := parseDuration("older_than", *body.OlderThan)
+		if perr != nil {
+			return perr
+		}
+		if d <= 0 {
+			return invalid("older_than", fmt.Sprintf(`must be positive, got %s ("all": true purges every dead job)`, d))
+		}
+		n, err = a.c.PurgeDeadOlderThan(r.Context(), d)
+	default:
+		if len(body.IDs) == 0 {
+			return invalid("ids", "empty: give the IDs of the dead jobs to purge")
+		}
+		if err := checkIDs("ids", body.IDs); err != nil {
+			return err
+		}
+		n, err = a.c.PurgeDead(r.Context(), body.IDs...)
+	}
+	if err != nil {
+		return err
+	}
+	reply(w, http.StatusOK, map[string]int{"purged": n})
+	return nil
+}

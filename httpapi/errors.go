@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
+)
+
+// The error codes of the API: stable, for programs to branch on. Each has
+// one HTTP status (see errorStatus).
+const (
+	CodeInvalid          = "invalid"            // 400: bad input; Field names it
+	CodeTooLarge         = "too_large"          // 400: the body is over Options.MaxBodyBytes
+	CodeUnauthorized     = "unauthorized"       // 401: no token, or an unknown one
+	CodeForbidden        = "forbidden"          // 403: the token's scope is too small, read-only server, cross-origin
+	CodeNotFound         = "not_found"          // 404: no such job, schedule or route
+	CodeMethodNotAllowed = "method_not_allowed" // 405
+	CodeConflict         = "conflict"           // 409: the job's state does not allow it (e.g. rescheduling a running job)
+	CodeDuplicate        = "duplicate"          // 409: a unique key or schedule name is taken
+	CodeUnavailable      = "unavailable"        // 503: the client is stopped, or the store does not answer
+	CodeInternal         = "internal"           // 500: a store failure or a bug; the cause is logged, not shown
+)
+
+// Error is the API's error: what the JSON error response says. Handlers
+// return one for conditions they detect themselves; errors from the client
+// are translated by errorStatus.
+type Error struct {
+	// Status is the HTTP status of the response; Code's (see the Code
+	// constants).
+	Status int `json:"-"`
+	// Code is one of the Code constants: stable, for programs.
+	Code string `json:"code"`
+	// Field names the input at fault, if any: a body field ("run_at",
+	// "jobs[3].args", "retry.base"), a query parameter, or the path's "id"
+	// or "name".
+	Field string `json:"field,omitempty"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// invalid returns a 400 naming field.
+func invalid(field, msg string) error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Field: field, Message: msg}
+}
+
+// errorStatus is the one table from errors to responses. The sentinels are
+// hopper's; a *hopper.FieldError is bad input naming its field; a
+// *http.MaxBytesError is a body over the limit. Anything else is a 500.
+var errorStatus = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{hopper.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{hopper.ErrNotWaiting, http.StatusConflict, CodeConflict},
+	{job.ErrConflict, http.StatusConflict, CodeConflict}, // a compare-and-set lost to another change
+	{hopper.ErrDuplicate, http.StatusConflict, CodeDuplicate},
+	{hopper.ErrUnknownKind, http.StatusBadRequest, CodeInvalid},
+	{hopper.ErrNotDurable, http.StatusBadRequest, CodeInvalid},
+	{hopper.ErrClosed, http.StatusServiceUnavailable, CodeUnavailable},
+	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// toError translates err into the response's error, renaming the field of
+// a *hopper.FieldError by rename (nil: as is).
+func toError(err error, rename func(string) string) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var fe *hopper.FieldError
+	if errors.As(err, &fe) {
+		field := fe.Field
+		if rename != nil {
+			field = rename(field)
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Field: field, Message: fe.Reason}
+	}
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeTooLarge, Field: "body",
+			Message: "the body is larger than the limit of " + strconv.FormatInt(mb.Limit, 10) + " bytes"}
+	}
+	for _, s := range errorStatus {
+		if errors.Is(err, s.err) {
+			return &Error{Status: s.status, Code: s.code, Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// fail writes err as the response: translated by the table, or a 500 whose
+// cause goes to the log only.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := toError(err, nil)
+	if e == nil {
+		a.log.Error("httpapi: internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		e = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error (logged by the server)"}
+	}
+	writeError(w, e)
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hopper"`)
+	}
+	reply(w, e.Status, struct {
+		Error *Error `json:"error"`
+	}{e})
+}
+
+// reply writes v as the JSON response with status.
+func reply(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only values of this package are written; they always encode.
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"cannot encode the response"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	b = append(b, '\n')
+	_, _ = w.Write(b)
+}
+
+// decodeError turns a JSON decoding error into a 400 naming the field,
+// prefixed by prefix ("jobs[3].").
+func decodeError(err error, prefix string) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return err
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return invalid(whole(prefix), "malformed JSON at byte "+strconv.FormatInt(se.Offset, 10)+": "+se.Error())
+	case errors.As(err, &te):
+		field := strings.ReplaceAll(te.Field, "jobOptions.", "") // an embedded struct's name is no field
+		if field == "" {
+			return invalid(whole(prefix), "want a JSON object, got "+te.Value)
+		}
+		return invalid(prefix+field, "want "+jsonType(te.Type.Kind().String())+", got "+te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid(whole(prefix), "malformed JSON: it ends early")
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
+		name = strings.TrimSuffix(name, `"`)
+		return invalid(prefix+name, "unknown field")
+	}
+	if errors.Is(err, errTrailing) {
+		return invalid("body", "more than one JSON value")
+	}
+	return invalid(whole(prefix), strings.TrimPrefix(msg, "json: "))
+}
+
+// whole names the value prefix is the prefix of: "jobs[3]" for "jobs[3].",
+// "body" for "".
+func whole(prefix string) string {
+	if prefix == "" {
+		return "body"
+	}
+	return strings.TrimSuffix(prefix, ".")
+}
+
+// jsonType names a Go kind as the JSON type a field wants.
+func jsonType(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "an integer"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "true or false"
+	case kind == "slice", kind == "array":
+		return "an array"
+	}
+	return "an object"
+}

@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/maintenance"
+	"github.com/hopperq/hopper/job"
+)
+
+// scheduleView is a schedule as the API shows it: its public JSON with
+// next_runs, its next NextRuns fire times in its own zone (a cron
+// schedule's time_zone, else UTC) — empty while it is paused, and only the
+// next one for a fixed-delay schedule (the ones after depend on when its
+// jobs finish).
+type scheduleView struct {
+	*hopper.Schedule
+	NextRuns []time.Time
+}
+
+// MarshalJSON implements json.Marshaler: the schedule's own JSON with
+// "next_runs" added.
+func (v scheduleView) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(v.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := json.Marshal(v.NextRuns)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // the closing brace of the object
+	b = append(b, `,"next_runs":`...)
+	b = append(b, runs...)
+	return append(b, '}'), nil
+}
+
+func view(sc *hopper.Schedule) scheduleView {
+	return scheduleView{Schedule: sc, NextRuns: nextRuns(sc, NextRuns)}
+}
+
+// nextRuns returns up to n fire times of sc from its next one, in its zone.
+func nextRuns(sc *hopper.Schedule, n int) []time.Time {
+	out := []time.Time{}
+	if sc.Paused || sc.NextRunAt.IsZero() {
+		return out
+	}
+	r, _, err := maintenance.Rule(sc)
+	if err != nil {
+		return out
+	}
+	loc := time.UTC
+	if sc.TimeZone != "" && !sc.FixedDelay {
+		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
+			loc = l
+		}
+	}
+	t := sc.NextRunAt
+	out = append(out, t.In(loc))
+	for r != nil && len(out) < n {
+		if t = r.Next(t); t.IsZero() {
+			break
+		}
+		out = append(out, t.In(loc))
+	}
+	return out
+}
+
+// schedules handles GET /schedules: every schedule, by name, with its
+// next fire times.
+func (a *api) schedules(w http.ResponseWriter, r *http.Request) error {
+	scs, err := a.c.Schedules(r.Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Schedules []scheduleView `json:"schedules"`
+	}{Schedules: make([]scheduleView, len(scs))}
+	for i, sc := range scs {
+		out.Schedules[i] = view(sc)
+	}
+	reply(w, http.StatusOK, out)
+	return nil
+}
+
+// scheduleName reads the {name} of the path.
+func scheduleName(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if err := job.CheckName("name", name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// scheduleNotFound names the schedule in a not-found error.
+func scheduleNotFound(err error, name string) error {
+	if errors.Is(err, hopper.ErrNotFound) {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Field: "name", Message: fmt.Sprintf("schedule %q not found", name)}
+	}
+	return err
+}
+
+// getSchedule handles GET /schedules/{name}.
+func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	sc, err := a.c.GetSchedule(r.Context(), name)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	reply(w, http.StatusOK, view(sc))
+	return nil
+}
+
+// scheduleRequest is the body of POST /schedules.
+type scheduleRequest struct {
+	Name       string          `json:"name"`
+	Cron       *string         `json:"cron"`
+	TimeZone   *string         `json:"time_zone"`
+	Every      *string         `json:"every"`
+	FixedDelay bool            `json:"fixed_delay"`
+	Overlap    *string         `json:"overlap"`
+	Replace    bool            `json:"replace"`
+	Kind       string          `json:"kind"`
+	Args       json.RawMessage `json:"args"`
+	jobOptions
+}
+
+// options checks sr and returns the ScheduleOptions it describes.
+func (sr *scheduleRequest) options() (hopper.ScheduleOptions, error) {
+	o := hopper.ScheduleOptions{FixedDelay: sr.FixedDelay, Replace: sr.Replace, Kind: sr.Kind}
+	if strings.TrimSpace(sr.Name) == "" {
+		return o, invalid("name", "missing: a schedule needs a name")
+	}
+	if strings.TrimSpace(sr.Kind) == "" {
+		return o, invalid("kind", "missing: the kind of the jobs the schedule fires")
+	}
+	if sr.Cron != nil {
+		if strings.TrimSpace(*sr.Cron) == "" {
+			return o, invalid("cron", "must not be empty")
+		}
+		o.Cron = *sr.Cron
+	}
+	if sr.TimeZone != nil {
+		if strings.TrimSpace(*sr.TimeZone) == "" {
+			return o, invalid("time_zone", "must not be empty (leave it out for UTC)")
+		}
+		o.TimeZone = *sr.TimeZone
+	}
+	if sr.Every != nil {
+		d, err := parseDuration("every", *sr.Every)
+		if err != nil {
+			return o, err
+		}
+		if d <= 0 {
+			return o, invalid("every", fmt.Sprintf("must be at least 1s, got %s", d))
+		}
+		o.Every = d
+	}
+	if sr.Overlap != nil {
+		if err := o.Overlap.UnmarshalText([]byte(*sr.Overlap)); err != nil {
+			return o, invalid("overlap", fmt.Sprintf("%q: want skip (the default) or allow", *sr.Overlap))
+		}
+	}
+	eo, err := sr.jobOptions.options("")
+	if err != nil {
+		return o, err
+	}
+	o.Options = eo
+	if len(sr.Args) > 0 && string(sr.Args) != "null" {
+		o.Args = sr.Args
+	}
+	return o, nil
+}
+
+// addSchedule handles POST /schedules: adds a recurring schedule (201), or
+// replaces one of the same name with "replace": true; a name taken is 409
+// duplicate. A bad cron expression, interval or time zone is a 400 naming
+// cron, every or time_zone.
+func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
+	var sr scheduleRequest
+	if err := decodeBody(r, &sr); err != nil {
+		return err
+	}
+	o, err := sr.options()
+	if err != nil {
+		return err
+	}
+	sc, err := a.c.AddSchedule(r.Context(), sr.Name, o)
+	if errors.Is(err, hopper.ErrDuplicate) {
+		return &Error{Status: http.StatusConflict, Code: CodeDuplicate, Field: "name",
+			Message: fmt.Sprintf(`schedule %q exists; give "replace": true to replace it`, sr.Name)}
+	}
+	if err != nil {
+		e := toError(err, func(f string) string {
+			switch f = strings.TrimPrefix(f, "options."); f {
+			case "spec", "next_run_at":
+				if sr.Every != nil {
+					return "every"
+				}
+				return "cron"
+			}
+			return f
+		})
+		if e == nil {
+			return err
+		}
+		return e
+	}
+	reply(w, http.StatusCreated, view(sc))
+	return nil
+}
+
+// setSchedule runs pause or resume on the schedule of the path and replies
+// with it afterwards.
+func (a *api) setSchedule(w http.ResponseWriter, r *http.Request, fn func(*hopper.Client, *http.Request, string) error) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	if err := fn(a.c, r, name); err != nil {
+		return scheduleNotFound(err, name)
+	}
+	sc, err := a.c.GetSchedule(r.Context(), name)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	reply(w, http.StatusOK, view(sc))
+	return nil
+}
+
+// pauseSchedule handles POST /schedules/{name}/pause; pausing a paused
+// schedule succeeds.
+func (a *api) pauseSchedule(w http.ResponseWriter, r *http.Request) error {
+	return a.setSchedule(w, r, func(c *hopper.Client, r *http.Request, name string) error {
+		return c.PauseSchedule(r.Context(), name)
+	})
+}
+
+// resumeSchedule handles POST /schedules/{name}/resume: ticks missed while
+// paused are not replayed.
+func (a *api) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
+	return a.setSchedule(w, r, func(c *hopper.Client, r *http.Request, name string) error {
+		return c.ResumeSchedule(r.Context(), name)
+	})
+}
+
+// removeSchedule handles DELETE /schedules/{name}; the jobs it fired stay.
+func (a *api) removeSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	if err := a.c.RemoveSchedule(r.Context(), name); err != nil {
+		return scheduleNotFound(err, name)
+	}
+	reply(w, http.StatusOK, map[string]string{"removed": name})
+	return nil
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDBURL: --db takes a store URL or a bare path (a SQLite file).
+func TestDBURL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hopper.db")
+	for _, db := range []string{"sqlite:" + path, "sqlite://" + path, path, "sqlite:" + path + "?durability=normal", "SQLITE:" + path} {
+		hop(t, db, "enqueue", "exec", "--", "true").ok(t)
+	}
+	if got := hop(t, path, "jobs", "count").ok(t).out; got != "5\n" {
+		t.Fatalf("the URLs and the path named different files: count %q", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "hopper.db") {
+			t.Errorf("unexpected file %s: a URL was taken as a path", e.Name())
+		}
+	}
+
+	// Clear errors, whatever the form.
+	missing := filepath.Join(dir, "no", "such", "dir", "hopper.db")
+	hop(t, "sqlite:"+missing, "enqueue", "exec", "true").fails(t, 1, "directory "+filepath.Join(dir, "no", "such", "dir")+" does not exist")
+	hop(t, "sqlite:"+filepath.Join(dir, "nope.db"), "jobs", "list").fails(t, 1, "no database at "+filepath.Join(dir, "nope.db"))
+	hop(t, "mysql://localhost/hopper", "jobs", "list").fails(t, 1, `unknown scheme "mysql"`, "postgres", "sqlite")
+	hop(t, "postgres://127.0.0.1:1/hopper?sslmode=disable&connect_timeout=5", "jobs", "list").fails(t, 1, "127.0.0.1:1")
+	hop(t, "sqlite:"+path+"?journal=off", "jobs", "list").fails(t, 2, "--db", `unknown parameter "journal"`)
+	hop(t, "sqlite:", "jobs", "list").fails(t, 2, "--db", "no file path")
+	hop(t, filepath.Join(dir, "a?b.db"), "jobs", "list").fails(t, 2, "--db", `"?"`)
+	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
+		t.Fatal("a directory was created")
+	}
+}
+
+// TestHopperDBEnv: HOPPER_DB takes a URL too. It sets the environment, so
+// it cannot run in parallel.
+func TestHopperDBEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "env.db")
+	t.Setenv("HOPPER_DB", "sqlite:"+path)
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"migrate"}, IO{In: strings.NewReader(""), Out: &out, Err: &errOut}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("HOPPER_DB=sqlite:%s: %v", path, err)
+	}
+}
+
+// TestMigrate: hopper migrate creates a database, upgrades an older schema
+// (which read-only commands refuse, asking for it), and does nothing the
+// second time.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "new.db")
+	hop(t, db, "migrate").ok(t).has(t, "database "+db+": schema created")
+	hop(t, db, "migrate").ok(t).has(t, "schema up to date")
+	var m map[string]string
+	hop(t, db, "migrate", "--json").ok(t).decode(&m)
+	if m["schema"] != "up to date" || m["database"] != db {
+		t.Fatalf("migrate --json: %v", m)
+	}
+	hop(t, db, "jobs", "list").ok(t)
+
+	old := filepath.Join(dir, "v1.db")
+	writeV1(t, old)
+	before, _ := os.ReadFile(old)
+	hop(t, old, "jobs", "list").fails(t, 1, "older", "hopper migrate")
+	if after, _ := os.ReadFile(old); !bytes.Equal(before, after) {
+		t.Fatal("a read-only command changed a file of an older schema")
+	}
+	hop(t, old, "migrate").ok(t).has(t, "schema migrated")
+	hop(t, old, "jobs", "list").ok(t)
+	hop(t, old, "migrate").ok(t).has(t, "schema up to date")
+
+	hop(t, filepath.Join(dir, "nodir", "x.db"), "migrate").fails(t, 1, "does not exist")
+}
+
+// writeV1 writes a database of schema version 1: the first migration only.
+func writeV1(t *testing.T, path string) {
+	t.Helper()
+	ddl, err := os.ReadFile(filepath.Join("..", "..", "store", "sqlitestore", "migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path) // modernc.org/sqlite, linked by sqlitestore
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{string(ddl), "PRAGMA application_id = 1213157458", "PRAGMA user_version = 1"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.40s: %v", q, err)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hopperq/hopper/store"
+)
+
+// heartbeat renews the leases of the attempts running in this engine every
+// third of the lease, cancels those whose cancellation another process
+// requested, and stops those whose lease was lost (the job was rescued while
+// this process was frozen, say): another worker may run them now, and their
+// outcomes will not be written.
+func (e *Engine) heartbeat(ctx context.Context, p *pool) {
+	t := time.NewTicker(e.cfg.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.idle:
+			return
+		case <-t.C:
+		}
+		ls := e.leases()
+		if len(ls) == 0 {
+			continue
+		}
+		now := e.cfg.Now()
+		res, err := e.cfg.Store.Heartbeat(ctx, store.HeartbeatParams{
+			Now: now, Worker: e.cfg.Worker, Jobs: ls, LeaseUntil: now.Add(e.cfg.LeaseDuration),
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.LogAttrs(ctx, slog.LevelError, "renew leases", slog.String("error", err.Error()))
+			}
+			continue
+		}
+		for _, id := range res.Cancel {
+			e.CancelRunning(id)
+		}
+		for _, l := range res.Lost {
+			e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost: stopping its handler",
+				slog.Int64("job", int64(l.ID)), slog.Int("attempt", l.Attempt))
+			e.loseLease(l)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// work runs jobs until the dispatcher closes the channel. A job that arrives
+// after Stop began is given back without running.
+func (e *Engine) work(p *pool) {
+	for j := range p.jobs {
+		select {
+		case <-p.stopClaims:
+			p.done <- finished{j: j, outcome: released(j, 0)}
+			continue
+		default:
+		}
+		p.done <- finished{j: j, outcome: e.attempt(context.Background(), j, e.cfg.Now, p)}
+	}
+}
+
+// attempt runs one attempt of the claimed job j — its handler resolved, with
+// its timeout, its context cancellable by Cancel, by shutdown and by a lost
+// lease, panics recovered — and decides its outcome. clock stamps it; p, if
+// set, is the pool whose forced stop cancels it at once.
+func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time, p *pool) store.Outcome {
+	start := clock()
+	h, set, err := e.cfg.Resolve(j)
+	var res []byte
+	var cause error
+	if err == nil {
+		hctx, cancel := context.WithCancelCause(ctx)
+		unregister := e.register(j, cancel)
+		if p != nil && p.hardStop.Load() {
+			cancel(errShutdown)
+		}
+		res, err, cause = run(hctx, j, h, set)
+		unregister()
+		cancel(nil)
+	}
+	now := clock()
+	return decide(j, set, res, err, cause, now.Sub(start), now, randFloat)
+}
+
+type jobKey struct{}
+
+// jobCtx carries the running job for JobFromContext without an extra
+// allocation beyond itself.
+type jobCtx struct {
+	context.Context
+	j *job.Job
+}
+
+func (c *jobCtx) Value(k any) any {
+	if k == (jobKey{}) {
+		return c.j
+	}
+	return c.Context.Value(k)
+}
+
+// JobFromContext returns the job a handler's context belongs to, or nil.
+func JobFromContext(ctx context.Context) *job.Job {
+	j, _ := ctx.Value(jobKey{}).(*job.Job)
+	return j
+}
+
+// ErrTimeout is the cause of a handler context cancelled by the job's
+// timeout.
+var ErrTimeout = errors.New("job timed out")
+
+// run calls h on j under ctx with j's timeout, recovering a panic into an
+// error carrying its stack. cause is why ctx was cancelled, if it was.
+func run(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, err error, cause error) {
+	if set.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, set.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v\n\n%s", r, debug.Stack())
+			}
+		}()
+		res, err = h(&jobCtx{Context: ctx, j: j}, j)
+	}()
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+		if err != nil && errors.Is(cause, ErrTimeout) {
+			err = fmt.Errorf("timed out after %s: %w", set.Timeout, err)
+		}
+	}
+	return res, err, cause
+}

@@ -1,0 +1,30 @@
+package job
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Attempt records one attempt of a job.
+type Attempt struct {
+	Attempt   int           `json:"attempt"` // 1-based
+	StartedAt time.Time     `json:"started_at"`
+	Duration  time.Duration `json:"duration"`
+	Worker    string        `json:"worker,omitempty"`
+	// Outcome is the state the attempt led to, or "interrupted" when the
+	// worker died, or "released" when shutdown gave the job back.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+	// Result is what the handler returned with its error, if anything: a
+	// failed exec job's exit code and output, say. The result of a
+	// successful attempt is the job's Result.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Backoff is the delay chosen before the next attempt, if any.
+	Backoff time.Duration `json:"backoff,omitempty"`
+}
+
+// Outcome names for attempts that did not end in a state change of their own.
+const (
+	OutcomeInterrupted = "interrupted" // worker died (lease expired)
+	OutcomeReleased    = "released"    // shutdown gave the job back; the attempt does not count
+)

@@ -1,0 +1,83 @@
+package job
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hopperq/hopper/internal/jsondur"
+)
+
+// The JSON form of jobs, attempts and schedules is what the hopper command
+// prints and the HTTP API serves: durations are strings such as "1m30s",
+// states and overlap policies are names. Stores do not use it; each keeps
+// its own encoding.
+
+// In the wrappers below, a field of the outer struct hides the embedded
+// field with the same JSON name.
+
+type (
+	jobFields     Job
+	attemptFields Attempt
+	schedFields   Schedule
+)
+
+type jobJSON struct {
+	*jobFields
+	Timeout jsondur.Duration `json:"timeout,omitempty"`
+}
+
+type attemptJSON struct {
+	*attemptFields
+	Duration jsondur.Duration `json:"duration"`
+	Backoff  jsondur.Duration `json:"backoff,omitempty"`
+}
+
+type schedJSON struct {
+	*schedFields
+	Timeout jsondur.Duration `json:"timeout,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (j Job) MarshalJSON() ([]byte, error) {
+	return json.Marshal(jobJSON{jobFields: (*jobFields)(&j), Timeout: jsondur.Duration(j.Timeout)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	v := jobJSON{jobFields: (*jobFields)(j)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	j.Timeout = time.Duration(v.Timeout)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(attemptJSON{attemptFields: (*attemptFields)(&a), Duration: jsondur.Duration(a.Duration), Backoff: jsondur.Duration(a.Backoff)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *Attempt) UnmarshalJSON(b []byte) error {
+	v := attemptJSON{attemptFields: (*attemptFields)(a)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	a.Duration, a.Backoff = time.Duration(v.Duration), time.Duration(v.Backoff)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Schedule) MarshalJSON() ([]byte, error) {
+	return json.Marshal(schedJSON{schedFields: (*schedFields)(&s), Timeout: jsondur.Duration(s.Timeout)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *Schedule) UnmarshalJSON(b []byte) error {
+	v := schedJSON{schedFields: (*schedFields)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.Timeout = time.Duration(v.Timeout)
+	return nil
+}

@@ -1,0 +1,234 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/job"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// scrape GETs the metrics from h and returns each sample by its series
+// (name and labels, as the exposition format writes them).
+func scrape(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("scrape: %d %s", res.StatusCode, b)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad sample %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// TestScrapeAfterWorkload runs a known workload on a started client and
+// checks what a scrape of /metrics reports.
+func TestScrapeAfterWorkload(t *testing.T) {
+	t.Parallel()
+	m := New(Options{StatsMaxAge: time.Nanosecond})
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "ok", func(ctx context.Context, args json.RawMessage) (any, error) { return nil, nil }, nil)
+	hopper.RegisterRaw(ws, "fail", func(ctx context.Context, args json.RawMessage) (any, error) {
+		return nil, errors.New("failing on purpose")
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{
+		Workers: ws, Concurrency: 4, Logger: slog.New(slog.DiscardHandler),
+		Queues:  map[string]hopper.QueueConfig{"a": {}, "b": {}}, // not "idle"
+		OnEvent: m.OnEvent, OnStoreCall: m.OnStoreCall,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Attach(c)
+	sub := c.Subscribe(job.EventCompleted, job.EventDead)
+	ctx := context.Background()
+	fixed := backoff.Fixed(time.Millisecond)
+	var reqs []hopper.EnqueueRequest
+	for range 10 {
+		reqs = append(reqs, hopper.EnqueueRequest{Kind: "ok", Options: &hopper.EnqueueOptions{Queue: "a"}})
+	}
+	for range 3 {
+		reqs = append(reqs, hopper.EnqueueRequest{Kind: "fail", Options: &hopper.EnqueueOptions{Queue: "b", MaxAttempts: 2, Retry: &fixed}})
+	}
+	for range 2 {
+		reqs = append(reqs, hopper.EnqueueRequest{Kind: "ok", Options: &hopper.EnqueueOptions{Queue: "idle"}})
+	}
+	if _, err := c.EnqueueMany(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	// Subscribers see an event after OnEvent has counted it.
+	for n := 0; n < 13; n++ {
+		<-sub.C
+	}
+
+	got := scrape(t, m)
+	for series, want := range map[string]float64{
+		`hopper_jobs_enqueued_total{kind="ok",queue="a"}`:                           10,
+		`hopper_jobs_enqueued_total{kind="fail",queue="b"}`:                         3,
+		`hopper_jobs_enqueued_total{kind="ok",queue="idle"}`:                        2,
+		`hopper_jobs_finished_total{kind="ok",queue="a",state="completed"}`:         10,
+		`hopper_jobs_finished_total{kind="fail",queue="b",state="dead"}`:            3,
+		`hopper_attempt_failures_total{kind="fail",queue="b",reason="error"}`:       6,
+		`hopper_job_duration_seconds_count{kind="ok",queue="a",state="completed"}`:  10,
+		`hopper_job_duration_seconds_count{kind="fail",queue="b",state="retrying"}`: 3,
+		`hopper_job_duration_seconds_count{kind="fail",queue="b",state="dead"}`:     3,
+		`hopper_job_wait_seconds_count{kind="ok",queue="a"}`:                        10,
+		`hopper_job_wait_seconds_count{kind="fail",queue="b"}`:                      6,
+		`hopper_jobs{queue="a",state="completed"}`:                                  10,
+		`hopper_jobs{queue="a",state="available"}`:                                  0,
+		`hopper_jobs{queue="b",state="dead"}`:                                       3,
+		`hopper_jobs{queue="idle",state="available"}`:                               2,
+		`hopper_oldest_available_job_age_seconds{queue="a"}`:                        0,
+		`hopper_workers`:  4,
+		`hopper_stats_up`: 1,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	if age, ok := got[`hopper_oldest_available_job_age_seconds{queue="idle"}`]; !ok || age < 0 {
+		t.Errorf("oldest available job of queue idle: %v (present %v)", age, ok)
+	}
+	if busy := got[`hopper_workers_busy`]; busy < 0 || busy > 4 {
+		t.Errorf("busy workers %v", busy)
+	}
+	got2 := scrape(t, m) // the first scrape's stats read shows from the second on
+	if n := got2[`hopper_store_operation_duration_seconds_count{op="stats"}`]; n < 1 {
+		t.Errorf("store operation stats observed %v times", n)
+	}
+	for _, op := range []string{"enqueue", "claim", "finish"} {
+		if n := got[`hopper_store_operation_duration_seconds_count{op="`+op+`"}`]; n < 1 {
+			t.Errorf("store operation %s observed %v times", op, n)
+		}
+	}
+	for series := range got {
+		for _, bad := range []string{`id="`, `job="`, `error="`} {
+			if strings.Contains(series, bad) {
+				t.Errorf("a label that grows without bound: %s", series)
+			}
+		}
+	}
+	if _, ok := got["go_goroutines"]; !ok {
+		t.Error("no Go runtime metrics")
+	}
+}
+
+// TestOwnRegistry: an application registers the metrics in its own
+// registry; without Attach only the event-fed metrics are there.
+func TestOwnRegistry(t *testing.T) {
+	t.Parallel()
+	m := New(Options{})
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m); err != nil {
+		t.Fatal(err)
+	}
+	m.OnEvent(hopper.Event{Type: job.EventEnqueued, Job: &hopper.Job{Queue: "q", Kind: "k"}})
+	m.OnStoreCall("enqueue", time.Millisecond, nil)
+	m.OnStoreCall("claim", time.Millisecond, errors.New("disk full"))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{"hopper_jobs_enqueued_total", "hopper_store_operation_duration_seconds", "hopper_store_operation_errors_total"} {
+		if !names[want] {
+			t.Errorf("%s not gathered: %v", want, names)
+		}
+	}
+	if names["hopper_jobs"] || names["hopper_stats_up"] {
+		t.Errorf("gauges without an attached client: %v", names)
+	}
+}
+
+// TestEventClassification: which transitions count as finished jobs,
+// failed attempts and handler time.
+func TestEventClassification(t *testing.T) {
+	t.Parallel()
+	m := New(Options{NoPool: true})
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(attempt int, outcome string) []hopper.Attempt {
+		return []hopper.Attempt{{Attempt: attempt, StartedAt: now, Duration: time.Second, Outcome: outcome}}
+	}
+	for _, ev := range []hopper.Event{
+		// Started after waiting 3s past its run-at.
+		{Type: job.EventStarted, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateRunning, Attempt: 1,
+			RunAt: now.Add(-3 * time.Second), CreatedAt: now.Add(-time.Hour), StartedAt: now}},
+		// A waiting job cancelled: finished, no attempt ended.
+		{Type: job.EventCancelled, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateCancelled, Attempt: 1, Attempts: rec(1, "retrying")}},
+		// A retrying job superseded by its schedule's next tick: dead, no attempt failed.
+		{Type: job.EventDead, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateDead, Attempt: 1, Attempts: rec(1, "retrying")}},
+		// A worker died under the job for the last time: dead, interrupted.
+		{Type: job.EventDead, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateDead, Attempt: 1, StartedAt: now,
+			FinishedAt: now.Add(time.Minute), Attempts: rec(1, job.OutcomeInterrupted)}},
+		// A worker died, the job waits again.
+		{Type: job.EventRescued, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateAvailable, Attempt: 1, Attempts: rec(1, job.OutcomeInterrupted)}},
+		// A handler failed for good.
+		{Type: job.EventDead, Job: &hopper.Job{Queue: "q", Kind: "k", State: hopper.StateDead, Attempt: 2, Attempts: rec(2, "dead")}},
+	} {
+		m.OnEvent(ev)
+	}
+	m.OnEvent(hopper.Event{Type: job.EventDead}) // no job: ignored
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	m.Attach(c)
+	got := scrape(t, m)
+	for series, want := range map[string]float64{
+		`hopper_jobs_finished_total{kind="k",queue="q",state="cancelled"}`:       1,
+		`hopper_jobs_finished_total{kind="k",queue="q",state="dead"}`:            3,
+		`hopper_attempt_failures_total{kind="k",queue="q",reason="interrupted"}`: 2,
+		`hopper_attempt_failures_total{kind="k",queue="q",reason="error"}`:       1,
+		`hopper_job_duration_seconds_count{kind="k",queue="q",state="dead"}`:     1,
+		`hopper_job_wait_seconds_sum{kind="k",queue="q"}`:                        3,
+		`hopper_stats_up`: 1,
+	} {
+		if v := got[series]; v != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+	if _, ok := got["hopper_workers"]; ok {
+		t.Error("hopper_workers exported with NoPool")
+	}
+}

@@ -1,0 +1,103 @@
+package hopper
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/job"
+)
+
+// EnqueueOptions are the options of a job. They are given at three levels,
+// each zero field falling back to the next: the job's own (Enqueue,
+// EnqueueRequest, ScheduleOptions), its kind's (Register), and the client's
+// (Config.Defaults), then Hopper's defaults. A nil *EnqueueOptions means all
+// unset.
+//
+// Queue, Priority and MaxAttempts are fixed when the job is made, because
+// the store orders and limits by them. Timeout and Retry, when the job sets
+// none, are taken from the kind and Config of the process that runs it, so
+// a deployment's new settings apply to jobs already waiting.
+type EnqueueOptions struct {
+	// Queue (default "default").
+	Queue string
+	// Priority: any int; lower runs first (default 0).
+	Priority int
+	// MaxAttempts before the job goes to the dead-letter queue (default
+	// 25).
+	MaxAttempts int
+	// Timeout of each attempt (default none; see ScheduleOptions for the
+	// jobs schedules fire).
+	Timeout time.Duration
+	// Retry is the backoff policy between attempts (default
+	// backoff.Default: exponential from 1s, doubling, capped at 1h, full
+	// jitter).
+	Retry *backoff.Policy
+
+	// The fields below are per job: a kind's or Config's options must
+	// leave them zero.
+
+	// Delay runs the job no earlier than now+Delay. Set Delay or RunAt,
+	// not both.
+	Delay time.Duration
+	// RunAt runs the job no earlier than this time (within 1970-2200).
+	RunAt time.Time
+	// UniqueKey, if set, makes the job unique among unfinished jobs: while
+	// a job with the key is waiting or running, enqueueing another returns
+	// the existing job (see Config.UniqueConflict).
+	UniqueKey string
+}
+
+// validate checks o, naming a bad field as prefix+field ("max_attempts",
+// "Config.Defaults.max_attempts"); perJob says whether the per-job fields
+// may be set.
+func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if o.Queue != "" {
+		if err := job.CheckName(prefix+"queue", o.Queue); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.MaxAttempts < 0:
+		return bad("max_attempts", "must be at least 1 (or 0 for the default), got %d", o.MaxAttempts)
+	case o.Timeout < 0:
+		return bad("timeout", "must not be negative, got %s", o.Timeout)
+	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != ""):
+		return bad("delay", "delay, run_at and unique_key are set per job, not here")
+	case o.Delay < 0:
+		return bad("delay", "must not be negative, got %s", o.Delay)
+	case o.Delay > 0 && !o.RunAt.IsZero():
+		return bad("delay", "set delay or run_at, not both")
+	}
+	if o.Retry != nil {
+		if err := o.Retry.Validate(); err != nil {
+			return bad("retry", "%v", err)
+		}
+	}
+	return job.CheckTime(prefix+"run_at", o.RunAt)
+}
+
+// options returns the options a job of kind runs with: each field from own,
+// else the kind's, else the client's defaults (which hold Hopper's). It is
+// the one place that precedence is written; Enqueue, schedules and the
+// worker that runs a job all ask it.
+func (c *Client) options(kind string, own *EnqueueOptions) EnqueueOptions {
+	var o, k EnqueueOptions
+	if own != nil {
+		o = *own
+	}
+	if kd := c.cfg.Workers.lookup(kind); kd != nil {
+		k = kd.opts
+	}
+	d := &c.cfg.Defaults
+	o.Queue = cmp.Or(o.Queue, k.Queue, d.Queue)
+	o.Priority = cmp.Or(o.Priority, k.Priority, d.Priority)
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, k.MaxAttempts, d.MaxAttempts)
+	o.Timeout = cmp.Or(o.Timeout, k.Timeout, d.Timeout)
+	o.Retry = cmp.Or(o.Retry, k.Retry, d.Retry)
+	return o
+}

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// OpenOptions say how Open opens a store.
+type OpenOptions struct {
+	// ReadOnly opens the store for inspection: nothing is migrated or
+	// created, and every write fails. A read-only store of a database that
+	// does not exist yet, or has no schema yet, reads as empty.
+	ReadOnly bool
+	// Worker names this process in leases (default: chosen by the store).
+	Worker string
+}
+
+// Opener opens the store a URL names. Backends register one per URL scheme.
+type Opener func(ctx context.Context, url string, o OpenOptions) (Store, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]Opener{}
+)
+
+// Register makes a backend available to Open for URLs of scheme, as
+// database/sql drivers register themselves; backends call it from init. It
+// panics if scheme is registered twice.
+func Register(scheme string, open Opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	if _, dup := openers[scheme]; dup {
+		panic("store: Register called twice for scheme " + scheme)
+	}
+	openers[scheme] = open
+}
+
+// Open opens the store url names, by the backend registered for its scheme:
+// "sqlite:PATH" (package sqlitestore) or "postgres://…" (package pgstore),
+// say. Import the backend's package (for its side effect, if nothing else)
+// to register it.
+func Open(ctx context.Context, url string, o OpenOptions) (Store, error) {
+	scheme, _, ok := strings.Cut(url, ":")
+	if !ok || scheme == "" {
+		return nil, fmt.Errorf("store URL %q: no scheme (want, e.g., sqlite:app.db or postgres://host/db)", url)
+	}
+	openersMu.RLock()
+	open := openers[strings.ToLower(scheme)]
+	openersMu.RUnlock()
+	if open == nil {
+		return nil, fmt.Errorf("store URL %q: unknown scheme %q (registered: %s)", url, scheme, strings.Join(Schemes(), ", "))
+	}
+	return open(ctx, url, o)
+}
+
+// Schemes lists the registered URL schemes, sorted.
+func Schemes() []string {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	out := make([]string, 0, len(openers))
+	for s := range openers {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,347 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The claim path: one round trip (a pgx Batch, one implicit transaction)
+// of three statements, each an index search per queue, whatever the number
+// of jobs in the table:
+//
+//  1. promotion: the scheduled and retrying jobs of the claimed queues
+//     whose run-at has come become available (store.ApplyPromote), at most
+//     promoteBatch per queue and claim, by run-at (jobs_due), skipping
+//     rows other transactions hold;
+//  2. the claim: per queue, a LATERAL subquery takes the first
+//     min(Limit, QueueLimits[queue]) available jobs of that queue in claim
+//     order — priority, run-at, ID: exactly the order of jobs_claim, which
+//     it walks with queue = $queue — locking them FOR UPDATE SKIP LOCKED;
+//     the union is sorted and cut to Limit inside a MATERIALIZED CTE (the
+//     fence: the planner cannot re-run it and update more than Limit
+//     rows), and one UPDATE … WHERE id = ANY(ARRAY(SELECT id FROM the
+//     CTE)) moves those to running (store.ApplyClaim) and returns them —
+//     primary-key lookups: joined to the CTE instead, the planner may
+//     hash-join it with a scan of the whole table;
+//  3. NextRunAt: per queue, the first entry of jobs_due (of the claimed
+//     kinds).
+//
+// The claimed queues are ClaimParams.Queues, or, if none is given, the
+// queues that have jobs in the state at hand, found by a loose index scan
+// (a recursive CTE that jumps from one queue to the next in the index).
+// Kinds filter the rows of a queue as they are read: jobs of kinds no
+// worker runs, at the front of a queue, are read and passed over by every
+// claim (give such kinds a queue of their own).
+//
+// SKIP LOCKED makes concurrent claims take disjoint rows without waiting;
+// a row is locked before it is updated, and its state is checked again
+// under the lock, so no job is claimed twice, by any number of processes.
+//
+// A row lock writes to the row (and to the WAL), so a claim locks only the
+// rows it takes. With one queue, the LATERAL subquery does (its LIMIT is
+// the claim's). With several, a first pass without locks reads the
+// candidates of each queue and keeps the first Limit of them in claim
+// order, which says how many to take from each queue; the second pass
+// locks that many per queue (skipping rows locked meanwhile, and taking
+// the next ones in their place). Locking per queue at once would lock up
+// to Limit rows in every queue to keep Limit in all.
+
+// promoteBatch caps the jobs one claim promotes per queue; the rest are
+// promoted by the next claims (NextRunAt is then in the past).
+const promoteBatch = 1000
+
+const (
+	// waitingQueuesAll lists, by a loose index scan of jobs_due, the
+	// queues that have scheduled or retrying jobs.
+	waitingQueuesAll = `WITH RECURSIVE e(name) AS (
+		(SELECT queue FROM {schema}.jobs WHERE ` + sqlWaitingTimed + ` ORDER BY queue LIMIT 1)
+		UNION ALL
+		SELECT (SELECT queue FROM {schema}.jobs WHERE ` + sqlWaitingTimed + ` AND queue > e.name ORDER BY queue LIMIT 1)
+		FROM e WHERE e.name IS NOT NULL)
+	SELECT name FROM e WHERE name IS NOT NULL`
+	// availableQueuesAll lists, by a loose index scan of jobs_claim, the
+	// queues that have available jobs.
+	availableQueuesAll = `RECURSIVE e(name) AS (
+		(SELECT queue FROM {schema}.jobs WHERE state = 'available' ORDER BY queue LIMIT 1)
+		UNION ALL
+		SELECT (SELECT queue FROM {schema}.jobs WHERE state = 'available' AND queue > e.name ORDER BY queue LIMIT 1)
+		FROM e WHERE e.name IS NOT NULL)`
+)
+
+// promoteSQL returns the promotion statement: $1 now, and $2 the queues
+// if given.
+func promoteSQL(given bool) string {
+	qs := `SELECT unnest($2::text[]) AS name`
+	if !given {
+		qs = waitingQueuesAll
+	}
+	return `WITH qs AS (` + qs + `),
+	d AS MATERIALIZED (SELECT x.id FROM qs CROSS JOIN LATERAL (
+		SELECT id FROM {schema}.jobs
+		WHERE ` + sqlWaitingTimed + ` AND queue = qs.name AND run_at <= $1
+		ORDER BY run_at LIMIT ` + strconv.Itoa(promoteBatch) + ` FOR UPDATE SKIP LOCKED) x)
+	UPDATE {schema}.jobs j SET state = 'available' WHERE j.id = ANY(ARRAY(SELECT id FROM d))`
+}
+
+// nextRunSQL returns the NextRunAt query: $1 the kinds (NULL: any), and $2
+// the queues if given.
+func nextRunSQL(given bool) string {
+	qs := `SELECT unnest($2::text[]) AS name`
+	if !given {
+		qs = waitingQueuesAll
+	}
+	return `SELECT min(x.run_at) FROM (` + qs + `) qs CROSS JOIN LATERAL (
+		SELECT run_at FROM {schema}.jobs
+		WHERE ` + sqlWaitingTimed + ` AND queue = qs.name AND ($1::text[] IS NULL OR kind = ANY($1::text[]))
+		ORDER BY run_at LIMIT 1) x`
+}
+
+// claimSQL returns the claim statement: $1 now, $2 worker, $3 lease, $4
+// Limit, $5 the names and $6 the limits of the queues (those given, or
+// the queues with limits when they are found in the table), and, with
+// kinds, $7 the kinds. With one queue given (single), the locking pass is
+// the only one.
+func claimSQL(given, single, kinds bool) string {
+	with := `WITH qs AS (SELECT * FROM unnest($5::text[], $6::int[]) AS qs(name, lim)),`
+	if !given {
+		with = `WITH ` + availableQueuesAll + `,
+		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int)) AS lim
+			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
+			WHERE e.name IS NOT NULL),`
+	}
+	kind := ``
+	if kinds {
+		kind = ` AND kind = ANY($7::text[])`
+	}
+	lanes := `qs`
+	if !single {
+		// The unlocked pass: how many to take from each queue.
+		with += `
+	cand AS (SELECT x.queue, x.priority, x.run_at, x.id FROM qs CROSS JOIN LATERAL (
+		SELECT queue, priority, run_at, id FROM {schema}.jobs
+		WHERE state = 'available' AND queue = qs.name` + kind + `
+		ORDER BY priority, run_at, id LIMIT qs.lim) x
+		ORDER BY x.priority, x.run_at, x.id LIMIT $4::int),
+	k AS (SELECT queue AS name, count(*)::int AS lim FROM cand GROUP BY queue),`
+		lanes = `k`
+	}
+	return with + `
+	c AS MATERIALIZED (SELECT x.id FROM ` + lanes + ` CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM {schema}.jobs
+		WHERE state = 'available' AND queue = ` + lanes + `.name` + kind + `
+		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
+		LIMIT $4::int)
+	UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
+		lease_until = $3, cancel_requested = false
+	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
+	RETURNING ` + jobColsOf("j")
+}
+
+// The statements of each form, built once; sqlClaim is indexed by given,
+// single and kinds.
+var (
+	sqlPromote = [2]string{promoteSQL(false), promoteSQL(true)}
+	sqlNextRun = [2]string{nextRunSQL(false), nextRunSQL(true)}
+	sqlClaim   = func() (qs [2][2][2]string) {
+		for g := range 2 {
+			for s := range 2 {
+				for k := range 2 {
+					qs[g][s][k] = claimSQL(g == 1, g == 1 && s == 1, k == 1)
+				}
+			}
+		}
+		return qs
+	}()
+)
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Claim implements store.Store. It is one round trip and one transaction;
+// no job is claimed twice, even by several processes.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	if err := s.writable(); err != nil {
+		return store.ClaimResult{}, err
+	}
+	queues := dedupe(p.Queues)
+	given := len(queues) > 0
+	var kinds []string
+	if len(p.Kinds) > 0 {
+		kinds = dedupe(p.Kinds)
+	}
+	now, lease := ts(p.Now), ts(p.LeaseUntil)
+
+	b := &pgx.Batch{}
+	if given {
+		b.Queue(s.q(sqlPromote[1]), now, queues)
+	} else {
+		b.Queue(s.q(sqlPromote[0]), now)
+	}
+	claiming := false
+	if p.Limit > 0 {
+		var names []string
+		var lims []int32
+		if given {
+			for _, q := range queues {
+				lim := p.Limit
+				if ql, ok := p.QueueLimits[q]; ok {
+					lim = min(lim, ql)
+				}
+				if lim > 0 {
+					names, lims = append(names, q), append(lims, int32(lim))
+				}
+			}
+		} else {
+			for q, ql := range p.QueueLimits {
+				names, lims = append(names, q), append(lims, int32(max(0, min(p.Limit, ql))))
+			}
+		}
+		if !given || len(names) > 0 {
+			claiming = true
+			args := []any{now, p.Worker, lease, int32(min(p.Limit, 1<<31-1)), names, lims}
+			if kinds != nil {
+				args = append(args, kinds)
+			}
+			b.Queue(s.q(sqlClaim[b2i(given)][b2i(given && len(names) == 1)][b2i(kinds != nil)]), args...)
+		}
+	}
+	if given {
+		b.Queue(s.q(sqlNextRun[1]), kinds, queues)
+	} else {
+		b.Queue(s.q(sqlNextRun[0]), kinds)
+	}
+
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var res store.ClaimResult
+	if _, err := br.Exec(); err != nil {
+		return res, s.translate(err)
+	}
+	if claiming {
+		rows, err := br.Query()
+		if err != nil {
+			return res, s.translate(err)
+		}
+		if res.Jobs, err = scanJobs(rows); err != nil {
+			return store.ClaimResult{}, s.translate(err)
+		}
+	}
+	var next pgtype.Timestamptz
+	if err := br.QueryRow().Scan(&next); err != nil {
+		return store.ClaimResult{}, s.translate(err)
+	}
+	if err := br.Close(); err != nil {
+		return store.ClaimResult{}, s.translate(err)
+	}
+	res.NextRunAt = fromTS(next)
+	// RETURNING has no order: restore the claim order.
+	slices.SortFunc(res.Jobs, func(a, b *job.Job) int {
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+			return c
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return res, nil
+}
+
+// dedupe returns the distinct strings of list, sorted.
+func dedupe(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := slices.Clone(list)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sqlHeartbeat renews the leases of a Heartbeat call in one statement: $1
+// the IDs (sorted) and $2 the attempts of the leases; only jobs running
+// that attempt under worker $3 are renewed until $4. The rows are locked
+// in ID order first, each by its primary key (as sqlFinish), as every
+// multi-row write does, so that it cannot deadlock with a Finish or a bulk
+// action over the same jobs.
+const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint[], $2::int[]) AS l(id, att)
+		CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs j
+			WHERE j.id = l.id AND j.state = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
+	UPDATE {schema}.jobs j SET lease_until = $4
+	FROM k WHERE j.id = k.id
+	RETURNING j.id, j.attempt, j.cancel_requested`
+
+// Heartbeat implements store.Store: one statement whatever the number of
+// leases.
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.HeartbeatResult, error) {
+	if err := s.writable(); err != nil {
+		return store.HeartbeatResult{}, err
+	}
+	if len(p.Jobs) == 0 {
+		return store.HeartbeatResult{}, nil
+	}
+	sorted := slices.SortedFunc(slices.Values(p.Jobs), func(a, b store.Lease) int {
+		if c := cmp.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Attempt, b.Attempt)
+	})
+	sorted = slices.Compact(sorted)
+	ids := make([]int64, len(sorted))
+	atts := make([]int32, len(sorted))
+	for i, l := range sorted {
+		ids[i], atts[i] = int64(l.ID), int32(l.Attempt)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlNestedLoops)
+	b.Queue(s.q(sqlHeartbeat), ids, atts, p.Worker, ts(p.LeaseUntil))
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return store.HeartbeatResult{}, s.translate(err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return store.HeartbeatResult{}, s.translate(err)
+	}
+	renewed := make(map[store.Lease]bool, len(p.Jobs)) // → cancel requested
+	for rows.Next() {
+		var (
+			id, att int64
+			c       bool
+		)
+		if err := rows.Scan(&id, &att, &c); err != nil {
+			rows.Close()
+			return store.HeartbeatResult{}, s.translate(err)
+		}
+		renewed[store.Lease{ID: job.ID(id), Attempt: int(att)}] = c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.HeartbeatResult{}, s.translate(err)
+	}
+	if err := br.Close(); err != nil {
+		return store.HeartbeatResult{}, s.translate(err)
+	}
+	// In the order of p.Jobs.
+	var res store.HeartbeatResult
+	for _, l := range p.Jobs {
+		switch c, ok := renewed[l]; {
+		case !ok:
+			res.Lost = append(res.Lost, l)
+		case c:
+			res.Cancel = append(res.Cancel, l.ID)
+		}
+	}
+	return res, nil
+}

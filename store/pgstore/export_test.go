@@ -1,0 +1,52 @@
+package pgstore
+
+import "context"
+
+// Hooks for the tests of package pgstore_test.
+
+// HoldWriter makes the group writer wait before it takes its next batch,
+// calls queued after each Enqueue it queues, and returns the function that
+// lets it go. Call it before any Enqueue.
+func HoldWriter(s *Store, queued func()) (release func()) {
+	hold := make(chan struct{})
+	s.w.queued = queued
+	s.w.hold.Store(&hold)
+	return func() { close(hold) }
+}
+
+// InsertStatements returns how many INSERT statements the Store has sent.
+func InsertStatements(s *Store) int64 { return s.insertStmts.Load() }
+
+// ListenUp returns a channel closed once the Store's listener first
+// LISTENed.
+func ListenUp(s *Store) <-chan struct{} { return s.listenUp }
+
+// Notifications returns how many notifications the Store's notifier has
+// sent.
+func Notifications(s *Store) int64 { return s.notifications.Load() }
+
+// VacuumOnce runs one round of the self-vacuum.
+func VacuumOnce(s *Store) (bool, error) { return s.vacuumOnce(context.Background()) }
+
+// OnNotify makes the notifier call f after each notification it sends.
+func OnNotify(s *Store, f func()) { s.onNotify.Store(&f) }
+
+// Statements returns the SQL of the hot-path statements, for the plan
+// tests: name → SQL (for this Store's schema).
+func Statements(s *Store) map[string]string {
+	return map[string]string{
+		"promote":       s.q(sqlPromote[1]),
+		"promote/all":   s.q(sqlPromote[0]),
+		"claim":         s.q(sqlClaim[1][0][1]),
+		"claim/one":     s.q(sqlClaim[1][1][1]),
+		"claim/all":     s.q(sqlClaim[0][0][0]),
+		"nextrun":       s.q(sqlNextRun[1]),
+		"nextrun/all":   s.q(sqlNextRun[0]),
+		"finish":        s.q(sqlFinish),
+		"heartbeat":     s.q(sqlHeartbeat),
+		"rescue":        s.q(sqlRescue),
+		"insert":        s.q(sqlInsert),
+		"queuecounts":   s.q(sqlQueueCountsLive),
+		"finishedsince": s.q(sqlFinishedSince),
+	}
+}

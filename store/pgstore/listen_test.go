@@ -1,0 +1,172 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/pgstore"
+	"github.com/jackc/pgx/v5"
+)
+
+// deadline bounds the waits of these tests: they wait on channels and
+// notifications, never for a time; a missing signal fails after it.
+const deadline = 20 * time.Second
+
+// quiet opens a Store whose Wake fires only on notifications (its poll
+// interval is an hour), listening, with nothing pending on Wake.
+func quiet(t *testing.T, schema string) *pgstore.Store {
+	t.Helper()
+	s := openIn(t, schema, pgstore.Options{PollInterval: time.Hour})
+	select {
+	case <-pgstore.ListenUp(s):
+	case <-time.After(deadline):
+		t.Fatal("the listener did not LISTEN")
+	}
+	drain(s)
+	return s
+}
+
+func drain(s *pgstore.Store) {
+	select {
+	case <-s.Wake():
+	default:
+	}
+}
+
+func waitWake(t *testing.T, s *pgstore.Store, what string) {
+	t.Helper()
+	select {
+	case <-s.Wake():
+	case <-time.After(deadline):
+		t.Fatalf("%s: Wake did not fire", what)
+	}
+}
+
+// TestWakeOnEnqueueByAnotherStore: an Enqueue through one Store wakes
+// another Store's Wake channel through LISTEN/NOTIFY.
+func TestWakeOnEnqueueByAnotherStore(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openIn(t, schema, pgstore.Options{})
+	b := quiet(t, schema)
+	enqueue(t, a, newJob(t, "k"))
+	waitWake(t, b, "Enqueue through another store")
+	// And a job another process made available: a retry from the DLQ.
+	res, err := a.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: 1, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("Claim: %v, %v", res, err)
+	}
+	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: res.Jobs[0].ID, Attempt: 1, State: job.StateDead}}}); err != nil {
+		t.Fatal(err)
+	}
+	drain(b)
+	if n, err := a.RetryDead(t.Context(), store.RetryDeadParams{Now: t0, All: true}); err != nil || n != 1 {
+		t.Fatalf("RetryDead: %d, %v", n, err)
+	}
+	waitWake(t, b, "RetryDead through another store")
+}
+
+// listenSide LISTENs on channel on a connection of its own.
+func listenSide(t *testing.T, channel string) *pgx.Conn {
+	t.Helper()
+	c := conn(t)
+	if _, err := c.Exec(t.Context(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// notificationsUntilMark sends a marker notification on channel from
+// another connection and returns the payloads c received before it: all
+// the notifications of the transactions committed before the call.
+func notificationsUntilMark(t *testing.T, c *pgx.Conn, channel string) []string {
+	t.Helper()
+	if _, err := conn(t).Exec(t.Context(), `SELECT pg_notify($1, 'mark')`, channel); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	var got []string
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("waiting for notifications: %v (got %q)", err, got)
+		}
+		if n.Payload == "mark" {
+			return got
+		}
+		got = append(got, n.Payload)
+	}
+}
+
+// TestOneNotifyPerTransaction: an Enqueue of 100 jobs, and a Finish of
+// 100 retried jobs, each send one notification, not one per row.
+func TestOneNotifyPerTransaction(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	side := listenSide(t, s.Channel())
+	sent := make(chan struct{}, 10)
+	pgstore.OnNotify(s, func() { sent <- struct{}{} })
+	jobs := make([]*job.Job, 100)
+	for i := range jobs {
+		jobs[i] = newJob(t, "k")
+	}
+	enqueue(t, s, jobs...)
+	<-sent // the notifier sends after the commit
+	if got := notificationsUntilMark(t, side, s.Channel()); len(got) != 1 {
+		t.Errorf("Enqueue of 100 jobs: %d notifications, want 1", len(got))
+	}
+	res, err := s.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: 100, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
+	if err != nil || len(res.Jobs) != 100 {
+		t.Fatalf("Claim: %d jobs, %v", len(res.Jobs), err)
+	}
+	if got := notificationsUntilMark(t, side, s.Channel()); len(got) != 0 {
+		t.Errorf("Claim: %d notifications, want none", len(got))
+	}
+	outs := make([]store.Outcome, len(res.Jobs))
+	for i, j := range res.Jobs {
+		outs[i] = store.Outcome{ID: j.ID, Attempt: 1, State: job.StateRetrying, RunAt: t0.Add(time.Second), Error: "e"}
+	}
+	if _, err := s.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: outs}); err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	if got := notificationsUntilMark(t, side, s.Channel()); len(got) != 1 {
+		t.Errorf("Finish of 100 retries: %d notifications, want 1", len(got))
+	}
+}
+
+// TestListenerReconnects: when the listener's connection is killed, the
+// store reconnects, LISTENs again and signals Wake.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	s := quiet(t, schema)
+	c := conn(t)
+	// Terminate the listener's backend: the one LISTENing on the channel.
+	var n int
+	if err := c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = $1`, "LISTEN "+pgx.Identifier{s.Channel()}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminate the listener: %d, %v", n, err)
+	}
+	waitWake(t, s, "after the listener reconnected")
+	// It listens again: an enqueue by another store wakes it.
+	other := openIn(t, schema, pgstore.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	for !s.Listening() {
+		// The wake above came from the reconnection itself; wait for the
+		// listener to be up again through its own signal.
+		select {
+		case <-s.Wake():
+		case <-ctx.Done():
+			t.Fatal("the listener did not come back")
+		}
+	}
+	drain(s)
+	enqueue(t, other, newJob(t, "k"))
+	waitWake(t, s, "Enqueue after the reconnection")
+}

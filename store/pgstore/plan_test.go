@@ -1,0 +1,98 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// TestPlans runs EXPLAIN (ANALYZE) on every statement of the hot paths, on
+// a table of 20,000 jobs, most of them finished, analyzed, and fails on a
+// sequential scan of the jobs table: each must be an index search, whatever
+// the number of jobs. The statements run in a transaction rolled back.
+// (The counts of finished jobs may scan: they are most of the table.)
+func TestPlans(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	ctx := t.Context()
+	c := conn(t)
+	// 20,000 jobs: 16,000 completed, 2,000 available, 1,000 running (lease
+	// expired), 1,000 scheduled, over 4 queues.
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.jobs (state, queue, kind, priority, run_at, created_at, finished_at,
+			lease_until, max_attempts, worker)
+		SELECT CASE WHEN i % 10 < 8 THEN 'completed' WHEN i % 10 = 8 THEN 'available'
+				WHEN i % 20 = 9 THEN 'running' ELSE 'scheduled' END::`+s.Schema()+`.job_state,
+			'q' || (i % 4), 'k', 0, $1::timestamptz + (CASE WHEN i % 20 = 19 THEN interval '1 hour' ELSE interval '0' END),
+			$1, CASE WHEN i % 10 < 8 THEN $1::timestamptz END, CASE WHEN i % 20 = 9 THEN $1::timestamptz END, 3,
+			CASE WHEN i % 20 = 9 THEN 'w' END
+		FROM generate_series(1, 20000) i`, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `ANALYZE `+s.Schema()+`.jobs`); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.Statements(s)
+	ts := func(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
+	queues := []string{"q0", "q1"}
+	kinds := []string{"k"}
+	ids, atts := []int64{1, 2, 3}, []int32{1, 1, 1}
+	strs := []string{"completed", "completed", "completed"}
+	empty := []string{"", "", ""}
+	times := []pgtype.Timestamptz{{}, {}, {}}
+	for _, tc := range []struct {
+		name string
+		args []any
+	}{
+		{"promote", []any{ts(t0.Add(2 * time.Hour)), queues}},
+		{"promote/all", []any{ts(t0.Add(2 * time.Hour))}},
+		{"claim", []any{ts(t0), "w", ts(t0), int32(100), queues, []int32{100, 100}, kinds}},
+		{"claim/one", []any{ts(t0), "w", ts(t0), int32(100), queues[:1], []int32{100}, kinds}},
+		{"claim/all", []any{ts(t0), "w", ts(t0), int32(100), []string{}, []int32{}}},
+		{"nextrun", []any{kinds, queues}},
+		{"nextrun/all", []any{[]string(nil)}},
+		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0)}},
+		{"heartbeat", []any{ids, atts, "w", ts(t0)}},
+		{"rescue", []any{ts(t0.Add(time.Minute))}},
+		{"queuecounts", nil},
+	} {
+		plan := explain(t, c, st[tc.name], tc.args)
+		if strings.Contains(plan, "Seq Scan on jobs") {
+			t.Errorf("%s: a sequential scan of jobs:\n%s", tc.name, plan)
+		}
+		t.Logf("%s:\n%s", tc.name, plan)
+	}
+	// The claim claims.
+	res, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 10, Worker: "w", LeaseUntil: t0.Add(time.Minute), Kinds: kinds, Queues: queues})
+	if err != nil || len(res.Jobs) != 10 {
+		t.Errorf("Claim: %d jobs, %v", len(res.Jobs), err)
+	}
+	_ = job.StateAvailable
+}
+
+// explain returns the plan of q with args, executed in a transaction that
+// is rolled back.
+func explain(t *testing.T, c *pgx.Conn, q string, args []any) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, BUFFERS) "+q, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN %s: %v", q, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("EXPLAIN %s: %v", q, err)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,307 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
+	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
+	skipped_ticks, last_skip_at, created_at`
+
+// scheduleArgs are the values of scheduleCols for sc.
+func scheduleArgs(sc *job.Schedule) ([]any, error) {
+	retry, err := policyText(sc.Retry)
+	if err != nil {
+		return nil, err
+	}
+	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
+		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
+		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
+		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt)}, nil
+}
+
+// sqlScheduleValues are the placeholders of scheduleArgs, with the
+// conversions of their columns.
+const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19`
+
+func scanSchedule(r pgx.Row) (*job.Schedule, error) {
+	var (
+		sc                                job.Schedule
+		overlap                           string
+		args, retry                       []byte
+		timeout, lastJob                  int64
+		next, lastFire, lastSkip, created pgtype.Timestamptz
+	)
+	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
+		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	if len(args) > 0 {
+		sc.Args = json.RawMessage(args)
+	}
+	sc.Timeout = time.Duration(timeout)
+	if sc.Retry, err = parsePolicy(retry); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
+	sc.NextRunAt, sc.LastFireAt = fromTS(next), fromTS(lastFire)
+	sc.LastJobID, sc.LastSkipAt = job.ID(lastJob), fromTS(lastSkip)
+	sc.CreatedAt = fromTS(created)
+	return &sc, nil
+}
+
+func notFoundSchedule(name string) error {
+	return fmt.Errorf("schedule %q: %w", name, job.ErrNotFound)
+}
+
+// querier is a pool, a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// getSchedule reads a schedule (FOR UPDATE if lock, in a transaction).
+func (s *Store) getSchedule(ctx context.Context, q querier, name string, lock bool) (*job.Schedule, error) {
+	sql := `SELECT ` + scheduleCols + ` FROM {schema}.schedules WHERE name = $1`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	sc, err := scanSchedule(q.QueryRow(ctx, s.q(sql), name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFoundSchedule(name)
+	}
+	return sc, err
+}
+
+// AddSchedule implements store.Store: one INSERT, ON CONFLICT DO NOTHING
+// (job.ErrDuplicate) or, with p.Replace, DO UPDATE.
+func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if p.Schedule == nil || p.Schedule.Name == "" {
+		return job.Invalid("name", "must not be empty")
+	}
+	args, err := scheduleArgs(p.Schedule)
+	if err != nil {
+		return err
+	}
+	q := `INSERT INTO {schema}.schedules (` + scheduleCols + `) VALUES (` + sqlScheduleValues + `)`
+	if p.Replace {
+		q += ` ON CONFLICT (name) DO UPDATE SET (` + scheduleCols + `) = ROW(` + sqlScheduleValues + `)`
+	} else {
+		q += ` ON CONFLICT (name) DO NOTHING`
+	}
+	tag, err := s.pool.Exec(ctx, s.q(q), args...)
+	if err != nil {
+		return s.translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("schedule %q: %w", p.Schedule.Name, job.ErrDuplicate)
+	}
+	return nil
+}
+
+// GetSchedule implements store.Store.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*job.Schedule, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	if s.empty {
+		return nil, notFoundSchedule(name)
+	}
+	sc, err := s.getSchedule(ctx, s.pool, name, false)
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	return sc, nil
+}
+
+// ListSchedules implements store.Store.
+func (s *Store) ListSchedules(ctx context.Context) ([]*job.Schedule, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	if s.empty {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+scheduleCols+` FROM {schema}.schedules ORDER BY name`))
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	defer rows.Close()
+	var out []*job.Schedule
+	for rows.Next() {
+		sc, err := scanSchedule(rows)
+		if err != nil {
+			return nil, s.translate(err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate(err)
+	}
+	return out, nil
+}
+
+// UpdateSchedule implements store.Store: the schedule is locked, checked
+// (SetNext's compare-and-set, at the microseconds the database keeps) and
+// written in one transaction.
+func (s *Store) UpdateSchedule(ctx context.Context, p store.UpdateScheduleParams) (*job.Schedule, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	var out *job.Schedule
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		sc, err := s.getSchedule(ctx, tx, p.Name, true)
+		if err != nil {
+			return err
+		}
+		if p.SetNext && !sc.NextRunAt.Equal(micro(p.IfNext)) {
+			return fmt.Errorf("schedule %q: next run is %s, not %s: %w", p.Name,
+				sc.NextRunAt.Format(time.RFC3339Nano), p.IfNext.UTC().Format(time.RFC3339Nano), job.ErrConflict)
+		}
+		if p.Paused != nil {
+			sc.Paused = *p.Paused
+		}
+		if p.SetNext {
+			sc.NextRunAt = micro(p.Next)
+		}
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET paused = $1, next_run_at = $2 WHERE name = $3`),
+			sc.Paused, ts(sc.NextRunAt), sc.Name)
+		out = sc
+		return err
+	})
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	return out, nil
+}
+
+// RemoveSchedule implements store.Store.
+func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, s.q(`DELETE FROM {schema}.schedules WHERE name = $1`), name)
+	if err != nil {
+		return s.translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundSchedule(name)
+	}
+	return nil
+}
+
+// FireSchedule implements store.Store, in one transaction that locks the
+// schedule's row first: concurrent firings of one tick queue behind it and
+// find NextRunAt moved. A job whose unique key is held by another waiting
+// or running job is not inserted: the tick then only advances the schedule
+// (Fired false), as when the tick's job exists.
+func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (store.FireResult, error) {
+	if err := s.writable(); err != nil {
+		return store.FireResult{}, err
+	}
+	if p.Job == nil {
+		return store.FireResult{}, job.Invalid("job", "must not be nil")
+	}
+	j := *p.Job
+	j.Schedule, j.FireTime = p.Name, p.FireTime
+	rows, err := makeRows([]*job.Job{&j})
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	now, fire, next := micro(p.Now), micro(p.FireTime), micro(p.Next)
+	var res store.FireResult
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = store.FireResult{}
+		sc, err := s.getSchedule(ctx, tx, p.Name, true)
+		if err != nil {
+			return err
+		}
+		if !sc.NextRunAt.Equal(fire) {
+			return nil // another firing won
+		}
+		advance := func() error {
+			_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1 WHERE name = $2`), ts(next), p.Name)
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE schedule = $1 AND fire_time = $2)`),
+			p.Name, ts(fire)).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return advance()
+		}
+		if p.SkipIfBusy && sc.LastJobID != 0 {
+			skip, superseded, err := s.skipIfBusy(ctx, tx, sc, now, fire)
+			if err != nil {
+				return err
+			}
+			if skip {
+				_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, skipped_ticks = skipped_ticks + 1,
+					last_skip_at = $2 WHERE name = $3`), ts(next), ts(fire), p.Name)
+				res.Skipped = err == nil
+				return err
+			}
+			res.Superseded = superseded
+		}
+		out, err := s.insert(ctx, tx, rows, notifyNone)
+		if err != nil {
+			return err
+		}
+		if out[0].Duplicate { // its unique key is held: the tick only advances
+			return advance()
+		}
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, last_fire_at = $2, last_job_id = $3,
+			skipped_ticks = 0, last_skip_at = NULL WHERE name = $4`), ts(next), ts(fire), int64(out[0].ID), p.Name)
+		res.Fired, res.ID = err == nil, out[0].ID
+		return err
+	})
+	if err != nil {
+		return store.FireResult{}, s.translate(err)
+	}
+	if res.Fired {
+		s.notify()
+	}
+	return res, nil
+}
+
+// skipIfBusy applies the skip overlap policy to the last job of sc at a
+// tick: it reports whether the tick is to be skipped (that job is
+// available or running), or supersedes that job if it is retrying
+// (store.ApplySupersede) and returns its ID.
+func (s *Store) skipIfBusy(ctx context.Context, tx pgx.Tx, sc *job.Schedule, now, tick time.Time) (skip bool, superseded job.ID, err error) {
+	last, err := s.load(ctx, tx, sc.LastJobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return false, 0, nil // purged: nothing to wait for
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	switch last.State {
+	case job.StateAvailable, job.StateRunning:
+		return true, 0, nil
+	case job.StateRetrying:
+		prev := len(last.Attempts)
+		if err := store.ApplySupersede(last, now, tick); err != nil {
+			return false, 0, err
+		}
+		return false, last.ID, s.save(ctx, tx, []*job.Job{last}, []int{prev})
+	}
+	return false, 0, nil
+}

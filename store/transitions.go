@@ -1,0 +1,221 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+)
+
+// The transitions below say, once, what each store operation does to a job.
+// The memory store applies them to its records; the SQL stores apply them in
+// Go where they load rows (rescue, cancel, reschedule, retry) and mirror them
+// in set-based SQL on their hot paths (claim, finish), which the conformance
+// suite checks against these functions as its oracle. Each checks
+// job.CanTransition and changes nothing when it returns an error, and each
+// stores the times it is given in UTC, as stores return them.
+
+// ErrorWorkerLost is the error recorded for an attempt whose worker stopped
+// renewing its lease.
+const ErrorWorkerLost = "worker lost: lease expired"
+
+// ApplyClaim makes the available job j a running attempt of worker, leased
+// until leaseUntil: Attempt+1, StartedAt=now, CancelRequested cleared.
+func ApplyClaim(j *job.Job, now time.Time, worker string, leaseUntil time.Time) error {
+	if err := job.CheckTransition(j.ID, j.State, job.StateRunning); err != nil {
+		return err
+	}
+	j.State = job.StateRunning
+	j.Attempt++
+	j.StartedAt, j.Worker, j.LeaseUntil = now.UTC(), worker, leaseUntil.UTC()
+	j.CancelRequested = false
+	return nil
+}
+
+// FinishState is the state an outcome leaves a job in: o.State, except that
+// a job whose cancellation was requested and whose attempt did not succeed
+// ends cancelled — whether it failed, died or was released by shutdown — so
+// a requested cancel is never lost.
+func FinishState(o Outcome, cancelRequested bool) job.State {
+	if cancelRequested && o.State != job.StateCompleted {
+		return job.StateCancelled
+	}
+	return o.State
+}
+
+// ApplyFinish applies the outcome o of an attempt to j at now. It reports
+// false and changes nothing if j is not running attempt o.Attempt (the lease
+// was lost). Otherwise the worker and lease are cleared, o.Record is
+// appended to the history (its Outcome naming the state reached), and:
+//
+//   - completed: Result=o.Result, LastError cleared, FinishedAt=now, Crashes=0;
+//   - retrying: RunAt=o.RunAt, LastError=o.Error, Crashes=0;
+//   - dead, cancelled: LastError=o.Error (if any), FinishedAt=now, Crashes=0;
+//   - available (released by shutdown): Attempt-1 (the attempt does not
+//     count), RunAt and Crashes unchanged.
+func ApplyFinish(j *job.Job, o Outcome, now time.Time) (bool, error) {
+	if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
+		return false, err
+	}
+	if j.State != job.StateRunning || j.Attempt != o.Attempt {
+		return false, nil
+	}
+	now = now.UTC()
+	to := FinishState(o, j.CancelRequested)
+	rec := o.Record
+	rec.StartedAt = rec.StartedAt.UTC()
+	if to != o.State {
+		rec.Outcome = to.String()
+	}
+	j.State = to
+	j.Worker, j.LeaseUntil = "", time.Time{}
+	j.Attempts = append(j.Attempts, rec)
+	if o.Error != "" {
+		j.LastError = o.Error
+	}
+	switch to {
+	case job.StateCompleted:
+		j.Result, j.LastError = o.Result, ""
+		j.FinishedAt, j.Crashes = now, 0
+	case job.StateRetrying:
+		j.RunAt, j.Crashes = o.RunAt.UTC(), 0
+	case job.StateDead, job.StateCancelled:
+		j.FinishedAt, j.Crashes = now, 0
+	case job.StateAvailable:
+		j.Attempt--
+	}
+	return true, nil
+}
+
+// ApplyRescue gives back the running job j whose worker was lost (its
+// lease expired before now): Crashes+1, an interrupted attempt is recorded
+// and LastError says so, the worker and lease are cleared, and then
+//
+//   - if its cancellation was requested: cancelled, FinishedAt=now;
+//   - else if maxCrashes > 0 and Crashes >= maxCrashes: dead, a poison
+//     pill, FinishedAt=now;
+//   - else if Attempt >= MaxAttempts: dead, attempts exhausted, FinishedAt=now;
+//   - else available, RunAt=now.
+func ApplyRescue(j *job.Job, now time.Time, maxCrashes int) error {
+	if j.State != job.StateRunning {
+		return fmt.Errorf("rescue job %d: it is %s, not running: %w", j.ID, j.State, job.ErrConflict)
+	}
+	now = now.UTC()
+	to := job.StateAvailable
+	switch {
+	case j.CancelRequested:
+		to = job.StateCancelled
+	case maxCrashes > 0 && j.Crashes+1 >= maxCrashes, j.Attempt >= j.MaxAttempts:
+		to = job.StateDead
+	}
+	if err := job.CheckTransition(j.ID, j.State, to); err != nil {
+		return err
+	}
+	j.Crashes++
+	j.Attempts = append(j.Attempts, job.Attempt{
+		Attempt:   j.Attempt,
+		StartedAt: j.StartedAt,
+		Duration:  now.Sub(j.StartedAt),
+		Worker:    j.Worker,
+		Outcome:   job.OutcomeInterrupted,
+		Error:     ErrorWorkerLost,
+	})
+	j.Worker, j.LeaseUntil = "", time.Time{}
+	j.LastError = ErrorWorkerLost
+	j.State = to
+	switch {
+	case to == job.StateCancelled:
+		j.FinishedAt = now
+	case to == job.StateDead && maxCrashes > 0 && j.Crashes >= maxCrashes:
+		j.FinishedAt = now
+		j.LastError = fmt.Sprintf("poison pill: the worker died %d times in a row running this job", j.Crashes)
+	case to == job.StateDead:
+		j.FinishedAt = now
+		j.LastError = fmt.Sprintf("attempts exhausted: the worker died during attempt %d of %d", j.Attempt, j.MaxAttempts)
+	default:
+		j.RunAt = now
+	}
+	return nil
+}
+
+// ApplyCancel cancels j at now: a waiting job becomes cancelled
+// (FinishedAt=now); a running job gets CancelRequested and stays running,
+// for its worker to stop it. A finished job is left unchanged and the error
+// wraps job.ErrNotWaiting.
+func ApplyCancel(j *job.Job, now time.Time) error {
+	switch {
+	case j.State == job.StateRunning:
+		j.CancelRequested = true
+		return nil
+	case j.State.Waiting():
+		if err := job.CheckTransition(j.ID, j.State, job.StateCancelled); err != nil {
+			return err
+		}
+		j.State, j.FinishedAt = job.StateCancelled, now.UTC()
+		return nil
+	}
+	return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
+}
+
+// ApplyReschedule moves the waiting job j to runAt (zero: unchanged) and/or
+// priority (nil: unchanged); its state becomes scheduled or available by
+// the run-at and now. A job in another state is left unchanged and the error
+// wraps job.ErrNotWaiting.
+func ApplyReschedule(j *job.Job, runAt time.Time, priority *int, now time.Time) error {
+	if !j.State.Waiting() {
+		return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
+	}
+	if err := job.CheckTime("run_at", runAt); err != nil {
+		return err
+	}
+	r := j.RunAt
+	if !runAt.IsZero() {
+		r = runAt.UTC()
+	}
+	to := job.WaitingState(r, now)
+	if err := job.CheckTransition(j.ID, j.State, to); err != nil {
+		return err
+	}
+	j.RunAt, j.State = r, to
+	if priority != nil {
+		j.Priority = *priority
+	}
+	return nil
+}
+
+// ApplyRetryDead takes the dead job j out of the dead-letter queue at now:
+// available, Attempt=0, Crashes=0, RunAt=now, FinishedAt cleared,
+// CancelRequested cleared; its history and LastError are kept.
+func ApplyRetryDead(j *job.Job, now time.Time) error {
+	if j.State != job.StateDead {
+		return fmt.Errorf("job %d is %s, not dead: %w", j.ID, j.State, job.ErrConflict)
+	}
+	j.State = job.StateAvailable
+	j.Attempt, j.Crashes = 0, 0
+	j.RunAt, j.FinishedAt = now.UTC(), time.Time{}
+	j.CancelRequested = false
+	return nil
+}
+
+// ApplySupersede sends the retrying job j to the dead-letter queue because
+// a newer tick of its schedule fired at now: FinishedAt=now, and LastError
+// says so, keeping the error that made it retry.
+func ApplySupersede(j *job.Job, now time.Time, tick time.Time) error {
+	if j.State != job.StateRetrying {
+		return fmt.Errorf("job %d is %s, not retrying: %w", j.ID, j.State, job.ErrConflict)
+	}
+	j.State, j.FinishedAt = job.StateDead, now.UTC()
+	j.LastError = fmt.Sprintf("superseded by the tick of %s: its schedule fired again while it waited to retry (last error: %s)",
+		tick.UTC().Format(time.RFC3339), j.LastError)
+	return nil
+}
+
+// ApplyPromote makes the scheduled or retrying job j available: its run-at
+// has come.
+func ApplyPromote(j *job.Job) error {
+	if err := job.CheckTransition(j.ID, j.State, job.StateAvailable); err != nil {
+		return err
+	}
+	j.State = job.StateAvailable
+	return nil
+}

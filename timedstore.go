@@ -1,0 +1,119 @@
+package hopper
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// timedStore reports the duration of every store operation to
+// Config.OnStoreCall. The client wraps its store in one only when the hook
+// is set; it takes the store's optional interfaces (Waker, Clock, Leader,
+// TxEnqueuer) from the store itself.
+type timedStore struct {
+	s  store.Store
+	on func(op string, took time.Duration, err error)
+}
+
+func (t timedStore) done(op string, start time.Time, err error) {
+	t.on(op, time.Since(start), err)
+}
+
+func (t timedStore) Enqueue(ctx context.Context, p store.EnqueueParams) (r []store.EnqueueResult, err error) {
+	defer func(start time.Time) { t.done("enqueue", start, err) }(time.Now())
+	return t.s.Enqueue(ctx, p)
+}
+
+func (t timedStore) Claim(ctx context.Context, p store.ClaimParams) (r store.ClaimResult, err error) {
+	defer func(start time.Time) { t.done("claim", start, err) }(time.Now())
+	return t.s.Claim(ctx, p)
+}
+
+func (t timedStore) Finish(ctx context.Context, p store.FinishParams) (r []job.State, err error) {
+	defer func(start time.Time) { t.done("finish", start, err) }(time.Now())
+	return t.s.Finish(ctx, p)
+}
+
+func (t timedStore) Heartbeat(ctx context.Context, p store.HeartbeatParams) (r store.HeartbeatResult, err error) {
+	defer func(start time.Time) { t.done("heartbeat", start, err) }(time.Now())
+	return t.s.Heartbeat(ctx, p)
+}
+
+func (t timedStore) Rescue(ctx context.Context, p store.RescueParams) (r []*job.Job, err error) {
+	defer func(start time.Time) { t.done("rescue", start, err) }(time.Now())
+	return t.s.Rescue(ctx, p)
+}
+
+func (t timedStore) Get(ctx context.Context, id job.ID) (r *job.Job, err error) {
+	defer func(start time.Time) { t.done("get", start, err) }(time.Now())
+	return t.s.Get(ctx, id)
+}
+
+func (t timedStore) List(ctx context.Context, p store.ListParams) (r []*job.Job, err error) {
+	defer func(start time.Time) { t.done("list", start, err) }(time.Now())
+	return t.s.List(ctx, p)
+}
+
+func (t timedStore) Count(ctx context.Context, p store.ListParams) (r int, err error) {
+	defer func(start time.Time) { t.done("count", start, err) }(time.Now())
+	return t.s.Count(ctx, p)
+}
+
+func (t timedStore) Stats(ctx context.Context, p store.StatsParams) (r store.Stats, err error) {
+	defer func(start time.Time) { t.done("stats", start, err) }(time.Now())
+	return t.s.Stats(ctx, p)
+}
+
+func (t timedStore) Cancel(ctx context.Context, p store.CancelParams) (r *job.Job, err error) {
+	defer func(start time.Time) { t.done("cancel", start, err) }(time.Now())
+	return t.s.Cancel(ctx, p)
+}
+
+func (t timedStore) Reschedule(ctx context.Context, p store.RescheduleParams) (r *job.Job, err error) {
+	defer func(start time.Time) { t.done("reschedule", start, err) }(time.Now())
+	return t.s.Reschedule(ctx, p)
+}
+
+func (t timedStore) RetryDead(ctx context.Context, p store.RetryDeadParams) (r int, err error) {
+	defer func(start time.Time) { t.done("retry_dead", start, err) }(time.Now())
+	return t.s.RetryDead(ctx, p)
+}
+
+func (t timedStore) Purge(ctx context.Context, p store.PurgeParams) (r int, err error) {
+	defer func(start time.Time) { t.done("purge", start, err) }(time.Now())
+	return t.s.Purge(ctx, p)
+}
+
+func (t timedStore) AddSchedule(ctx context.Context, p store.AddScheduleParams) (err error) {
+	defer func(start time.Time) { t.done("add_schedule", start, err) }(time.Now())
+	return t.s.AddSchedule(ctx, p)
+}
+
+func (t timedStore) GetSchedule(ctx context.Context, name string) (r *job.Schedule, err error) {
+	defer func(start time.Time) { t.done("get_schedule", start, err) }(time.Now())
+	return t.s.GetSchedule(ctx, name)
+}
+
+func (t timedStore) ListSchedules(ctx context.Context) (r []*job.Schedule, err error) {
+	defer func(start time.Time) { t.done("list_schedules", start, err) }(time.Now())
+	return t.s.ListSchedules(ctx)
+}
+
+func (t timedStore) UpdateSchedule(ctx context.Context, p store.UpdateScheduleParams) (r *job.Schedule, err error) {
+	defer func(start time.Time) { t.done("update_schedule", start, err) }(time.Now())
+	return t.s.UpdateSchedule(ctx, p)
+}
+
+func (t timedStore) RemoveSchedule(ctx context.Context, name string) (err error) {
+	defer func(start time.Time) { t.done("remove_schedule", start, err) }(time.Now())
+	return t.s.RemoveSchedule(ctx, name)
+}
+
+func (t timedStore) FireSchedule(ctx context.Context, p store.FireScheduleParams) (r store.FireResult, err error) {
+	defer func(start time.Time) { t.done("fire_schedule", start, err) }(time.Now())
+	return t.s.FireSchedule(ctx, p)
+}
+
+func (t timedStore) Close() error { return t.s.Close() }
