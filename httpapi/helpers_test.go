@@ -17,6 +17,8 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/pgtest"
+	_ "github.com/hopperq/hopper/store/pgstore"     // postgres://
 	_ "github.com/hopperq/hopper/store/sqlitestore" // sqlite:
 	"go.uber.org/goleak"
 )
@@ -43,11 +45,15 @@ type env struct {
 	started chan struct{}
 }
 
+// stores are the stores the API's tests run on: the in-memory store, a
+// SQLite file and a PostgreSQL schema (skipped without a server).
+var stores = []string{"memory", "sqlite", "postgres"}
+
 type envOpts struct {
-	sqlite bool
-	auth   *httpauth.Auth
-	cfg    func(*hopper.Config)
-	api    Options
+	store string // one of stores; "" is memory
+	auth  *httpauth.Auth
+	cfg   func(*hopper.Config)
+	api   Options
 }
 
 // newEnv starts an API server on a fresh client with the kinds ok (does
@@ -80,10 +86,15 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.cfg(&cfg)
 	}
 	var err error
-	if o.sqlite {
-		e.c, err = hopper.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "api.db"), cfg)
-	} else {
+	switch o.store {
+	case "", "memory":
 		e.c, err = hopper.NewClient(cfg)
+	case "sqlite":
+		e.c, err = hopper.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "api.db"), cfg)
+	case "postgres":
+		e.c, err = hopper.Open(context.Background(), pgtest.StoreURL(t, 4), cfg)
+	default:
+		t.Fatalf("unknown store %q", o.store)
 	}
 	if err != nil {
 		t.Fatal(err)

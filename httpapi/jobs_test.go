@@ -13,10 +13,10 @@ import (
 
 func TestEnqueue(t *testing.T) {
 	t.Parallel()
-	for _, sqlite := range []bool{false, true} {
-		t.Run(map[bool]string{false: "memory", true: "sqlite"}[sqlite], func(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, envOpts{sqlite: sqlite})
+			e := newEnv(t, envOpts{store: store})
 			at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 			body := fmt.Sprintf(`{"kind":"typed","args":{"n": 7},"queue":"q1","priority":-3,"max_attempts":4,"timeout":"30s",
 				"retry":{"strategy":"fixed","base":"5s"},"run_at":%q,"unique_key":"k1"}`, at.Format(time.RFC3339))
@@ -115,10 +115,10 @@ func TestEnqueueUniqueError(t *testing.T) {
 
 func TestBatch(t *testing.T) {
 	t.Parallel()
-	for _, sqlite := range []bool{false, true} {
-		t.Run(map[bool]string{false: "memory", true: "sqlite"}[sqlite], func(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, envOpts{sqlite: sqlite})
+			e := newEnv(t, envOpts{store: store})
 			e.enqueue(`{"kind":"ok","unique_key":"u"}`)
 			var res batchResult
 			e.do("POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"ok"},{"kind":"typed","args":{"n":1},"queue":"b"},{"kind":"ok","unique_key":"u"}]}`).
@@ -151,10 +151,10 @@ func TestBatch(t *testing.T) {
 
 func TestGetAndList(t *testing.T) {
 	t.Parallel()
-	for _, sqlite := range []bool{false, true} {
-		t.Run(map[bool]string{false: "memory", true: "sqlite"}[sqlite], func(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, envOpts{sqlite: sqlite})
+			e := newEnv(t, envOpts{store: store})
 			completed, dead, cancelled := e.finished()
 			waiting := e.enqueue(`{"kind":"typed","args":{"n":3},"queue":"other"}`)
 

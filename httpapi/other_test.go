@@ -80,10 +80,10 @@ func TestDLQ(t *testing.T) {
 
 func TestSchedules(t *testing.T) {
 	t.Parallel()
-	for _, sqlite := range []bool{false, true} {
-		t.Run(map[bool]string{false: "memory", true: "sqlite"}[sqlite], func(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, envOpts{sqlite: sqlite})
+			e := newEnv(t, envOpts{store: store})
 			type sched struct {
 				Name     string      `json:"name"`
 				Spec     string      `json:"spec"`
@@ -309,7 +309,7 @@ func TestRoutingErrors(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{sqlite: true})
+	e := newEnv(t, envOpts{store: "sqlite"})
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", Health())
 	mux.Handle("/readyz", Ready(e.c, HealthOptions{Logger: slog.New(slog.DiscardHandler)}))

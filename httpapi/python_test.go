@@ -27,7 +27,7 @@ func TestPythonClient(t *testing.T) {
 	if err := auth.Add("py", writeToken, httpauth.Write); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, envOpts{sqlite: true, auth: &auth})
+	e := newEnv(t, envOpts{store: "sqlite", auth: &auth})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, err := exec.CommandContext(ctx, python, filepath.Join("testdata", "api_client.py"), e.srv.URL, writeToken).CombinedOutput()

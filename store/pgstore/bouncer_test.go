@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
 	"github.com/hopperq/hopper/store/storetest"
@@ -14,7 +15,7 @@ import (
 // (transaction pooling) with hopper_pgbouncer=true, on a fresh schema.
 func bouncerStore(t *testing.T, extra string) *pgstore.Store {
 	t.Helper()
-	u := envOrSkip(t, envBouncer, exampleBURL, "the tests behind PgBouncer")
+	u := envOrSkip(t, pgtest.EnvBouncer, exampleBURL, "the tests behind PgBouncer")
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"
@@ -32,7 +33,7 @@ func bouncerStore(t *testing.T, extra string) *pgstore.Store {
 // in transaction mode: no prepared statement, no session state.
 func TestBehindPgBouncer(t *testing.T) {
 	t.Parallel()
-	envOrSkip(t, envBouncer, exampleBURL, "the tests behind PgBouncer")
+	envOrSkip(t, pgtest.EnvBouncer, exampleBURL, "the tests behind PgBouncer")
 	storetest.Run(t, func(t *testing.T) store.Store { return bouncerStore(t, "") })
 }
 

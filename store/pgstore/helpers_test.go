@@ -2,32 +2,25 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
 	"github.com/jackc/pgx/v5"
 )
 
-// The environment variables with the URLs of the PostgreSQL server the
-// tests use and of a PgBouncer in transaction mode in front of it.
-const (
-	envURL      = "HOPPER_TEST_POSTGRES"
-	envBouncer  = "HOPPER_TEST_PGBOUNCER"
-	exampleURL  = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	exampleBURL = "postgres://postgres@127.0.0.1:6432/postgres?sslmode=disable"
-)
+// The PgBouncer the tests behind PgBouncer use (pgtest has the server's).
+const exampleBURL = "postgres://postgres@127.0.0.1:6432/postgres?sslmode=disable"
 
 // testURL returns the test server's URL. Without one the test is skipped,
 // or fails when CI is set.
 func testURL(t testing.TB) string {
 	t.Helper()
-	return envOrSkip(t, envURL, exampleURL, "the PostgreSQL tests")
+	return pgtest.ServerURL(t)
 }
 
 // envOrSkip returns the environment variable name, skipping the test
@@ -48,24 +41,7 @@ func envOrSkip(t testing.TB, name, example, what string) string {
 // it (whatever a test created in it) when the test ends.
 func freshSchema(t testing.TB) string {
 	t.Helper()
-	u := testURL(t)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "hopper_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
+	return pgtest.Schema(t)
 }
 
 // testPoolSize keeps the tests, which run in parallel, well within the
