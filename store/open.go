@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -45,13 +46,13 @@ func Register(scheme string, open Opener) {
 func Open(ctx context.Context, url string, o OpenOptions) (Store, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, fmt.Errorf("store URL %q: no scheme (want, e.g., sqlite:app.db or postgres://host/db)", url)
+		return nil, fmt.Errorf("store URL %q: no scheme (want, e.g., sqlite:app.db or postgres://host/db)", Redacted(url))
 	}
 	openersMu.RLock()
 	open := openers[strings.ToLower(scheme)]
 	openersMu.RUnlock()
 	if open == nil {
-		return nil, fmt.Errorf("store URL %q: unknown scheme %q (registered: %s)", url, scheme, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("store URL %q: unknown scheme %q (registered: %s)", Redacted(url), scheme, strings.Join(Schemes(), ", "))
 	}
 	return open(ctx, url, o)
 }
@@ -66,4 +67,18 @@ func Schemes() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Redacted returns url with its password, if it has one, replaced by
+// "xxxxx", for messages and logs; anything that does not parse as a URL
+// with a password comes back unchanged.
+func Redacted(url string) string {
+	u, err := neturl.Parse(url)
+	if err != nil || u.User == nil {
+		return url
+	}
+	if _, ok := u.User.Password(); !ok {
+		return url
+	}
+	return u.Redacted()
 }

@@ -33,6 +33,9 @@ func TestDBURL(t *testing.T) {
 	hop(t, "sqlite:"+missing, "enqueue", "exec", "true").fails(t, 1, "directory "+filepath.Join(dir, "no", "such", "dir")+" does not exist")
 	hop(t, "sqlite:"+filepath.Join(dir, "nope.db"), "jobs", "list").fails(t, 1, "no database at "+filepath.Join(dir, "nope.db"))
 	hop(t, "mysql://localhost/hopper", "jobs", "list").fails(t, 1, `unknown scheme "mysql"`, "postgres", "sqlite")
+	if r := hop(t, "mysql://app:s3cret@localhost/hopper", "jobs", "list"); strings.Contains(r.err, "s3cret") {
+		t.Errorf("the error shows the URL's password: %q", r.err)
+	}
 	hop(t, "postgres://127.0.0.1:1/hopper?sslmode=disable&connect_timeout=5", "jobs", "list").fails(t, 1, "127.0.0.1:1")
 	hop(t, "sqlite:"+path+"?journal=off", "jobs", "list").fails(t, 2, "--db", `unknown parameter "journal"`)
 	hop(t, "sqlite:", "jobs", "list").fails(t, 2, "--db", "no file path")

@@ -28,10 +28,10 @@ type database struct {
 }
 
 // name is the database for messages: the SQLite file's absolute path, or
-// the URL.
+// the URL without its password.
 func (d database) name() string {
 	if d.path == "" {
-		return d.url
+		return store.Redacted(d.url)
 	}
 	if abs, err := filepath.Abs(d.path); err == nil {
 		return abs
