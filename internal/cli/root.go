@@ -120,8 +120,9 @@ func (a *app) root() *cobra.Command {
 		Short: "Hopper: a durable job scheduler",
 		Long: `Hopper is a durable job scheduler. Jobs, their attempts and recurring
 schedules live in one store: by default the SQLite file ./hopper.db; --db
-(or $HOPPER_DB) takes another file or a store URL such as sqlite:/var/lib/hopper.db.
-"hopper serve" works them; the other commands enqueue and inspect them, and
+(or $HOPPER_DB) takes another file or a store URL: sqlite:/var/lib/hopper.db,
+or postgres://user@host/db?hopper_schema=hopper for a PostgreSQL database
+that servers on many machines share. "hopper serve" works them; the other commands enqueue and inspect them, and
 may run while a server is running.
 
 Exit codes: 0 every target ended as asked (or already was); 1 the command
@@ -141,7 +142,7 @@ New here? Run "hopper demo".`,
 	if v, ok := os.LookupEnv("HOPPER_DB"); ok && v != "" {
 		db = v
 	}
-	root.PersistentFlags().StringVar(&a.db, "db", db, "database: a SQLite file path, or a store URL such as sqlite:PATH (env HOPPER_DB)")
+	root.PersistentFlags().StringVar(&a.db, "db", db, "database: a SQLite file path, or a store URL: sqlite:PATH or postgres://... (env HOPPER_DB)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of tables, for scripts")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
