@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -138,6 +140,9 @@ const (
 	sqlDeadIDs = `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = ANY($1::bigint[]) AND state = 'dead'
 		ORDER BY id FOR UPDATE`
 	sqlHeldKeys = `SELECT unique_key FROM {schema}.jobs WHERE unique_key = ANY($1::text[]) AND ` + sqlUnfinished
+	// sqlLockKeyed serialises the batches of RetryDead that hand out
+	// unique keys (see RetryDead).
+	sqlLockKeyed = `SELECT pg_advisory_xact_lock(hashtextextended('hopper retry keyed ' || $1::text, 0))`
 )
 
 // RetryDead implements store.Store: store.ApplyRetryDead on the dead jobs p
@@ -145,6 +150,19 @@ const (
 // job holds (of two dead jobs with one key, the lower ID moves). It works
 // in transactions of retryBatch jobs, locking each batch's rows in ID
 // order.
+//
+// Dead jobs may share a unique key (it binds unfinished jobs only). A
+// batch that has keyed jobs takes a transaction advisory lock, the same
+// for every such batch of the schema, before it looks for the keys'
+// holders: without it, two concurrent calls moving dead jobs of the same
+// keys both found them free, and the second one's UPDATE waited for the
+// first one's index entries, then failed with a unique violation — or,
+// with two keys taken in opposite orders, deadlocked. The rows are locked
+// first and nothing waits for this lock while holding it, so it adds no
+// deadlock. A job given a key by an Enqueue that committed meanwhile
+// still fails the batch with a unique violation (a deadlock, if the
+// Enqueue took several keys): the batch, rolled back, runs again, and
+// then finds the key held.
 func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
@@ -156,10 +174,12 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 	ids := slices.Sorted(slices.Values(p.IDs))
 	ids = slices.Compact(ids)
 	taken := make(map[string]bool) // keys given to jobs retried by this call
-	total := 0
+	total, tries := 0, 0
 	var after int64
 	for {
 		var loaded, moved int
+		var last int64
+		give := make(map[string]bool) // keys this batch gives out
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var rows pgx.Rows
 			var err error
@@ -182,7 +202,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			}
 			loaded = len(dead)
 			if loaded > 0 {
-				after = int64(dead[loaded-1].ID)
+				last = int64(dead[loaded-1].ID)
 			}
 			var keys []string
 			for _, j := range dead {
@@ -192,6 +212,9 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			}
 			held := make(map[string]bool)
 			if len(keys) > 0 {
+				if _, err := tx.Exec(ctx, sqlLockKeyed, s.schema); err != nil {
+					return err
+				}
 				krows, err := tx.Query(ctx, s.q(sqlHeldKeys), keys)
 				if err != nil {
 					return err
@@ -212,10 +235,10 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			var retried []*job.Job
 			for _, j := range dead {
 				if k := j.UniqueKey; k != "" {
-					if held[k] || taken[k] {
+					if held[k] || taken[k] || give[k] {
 						continue // another unfinished job holds the key: stays dead
 					}
-					taken[k] = true
+					give[k] = true
 				}
 				if err := store.ApplyRetryDead(j, now); err != nil {
 					return err
@@ -229,9 +252,18 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			}
 			return s.save(ctx, tx, retried, prev)
 		})
+		if err != nil && keyConflict(err) && tries < maxHolderRetries {
+			tries++
+			continue // rolled back: again, finding the key held
+		}
 		if err != nil {
 			return total, s.translate(err)
 		}
+		tries = 0
+		if loaded > 0 {
+			after = last
+		}
+		maps.Copy(taken, give)
 		if moved > 0 {
 			s.notify()
 		}
@@ -247,6 +279,14 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			return total, nil
 		}
 	}
+}
+
+// keyConflict reports whether err is a unique violation of a key (jobs_unique)
+// or a deadlock: what a transaction moving keyed jobs back to waiting may
+// meet when an Enqueue of the same keys commits meanwhile.
+func keyConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeUniqueViolation && pe.ConstraintName == "jobs_unique")
 }
 
 // purgeBatch is how many jobs one DELETE of Purge removes; Purge repeats it
