@@ -100,7 +100,9 @@ type Store interface {
 	// RemoveSchedule deletes a schedule (its jobs stay), or job.ErrNotFound.
 	RemoveSchedule(ctx context.Context, name string) error
 	// FireSchedule handles one tick atomically, only if the schedule's
-	// NextRunAt still equals p.FireTime (compare-and-set): it enqueues the
+	// NextRunAt still equals p.FireTime (compare-and-set) and the schedule
+	// is not paused (a pause that commits while a tick is being fired wins):
+	// it enqueues the
 	// tick's job unless one exists for (schedule, fire time) or p.SkipIfBusy
 	// finds the previous job busy, and advances the schedule. A tick is thus
 	// fired at most once, even by several processes racing. See

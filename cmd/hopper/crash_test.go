@@ -109,8 +109,8 @@ type server struct {
 }
 
 // serve starts hopper serve as a child process, logging every transition
-// (debug level) through a watcher.
-func (c *hop) serve(workers int) *server {
+// (debug level) through a watcher; flags are added to its command line.
+func (c *hop) serve(workers int, flags ...string) *server {
 	c.t.Helper()
 	c.servers++
 	log, err := os.Create(filepath.Join(c.logs, fmt.Sprintf("serve-%d.log", c.servers)))
@@ -119,7 +119,7 @@ func (c *hop) serve(workers int) *server {
 	}
 	c.t.Cleanup(func() { log.Close() })
 	w := newWatcher(log)
-	cmd := exec.Command(c.bin, "--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug")
+	cmd := exec.Command(c.bin, append([]string{"--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug"}, flags...)...)
 	cmd.Stdout, cmd.Stderr = log, w
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

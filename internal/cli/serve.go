@@ -32,10 +32,11 @@ func (a *app) serveCmd() *cobra.Command {
 		queues, level   string
 		external        string
 		shutdownTimeout time.Duration
+		lease, rescue   time.Duration
 		hf              serverFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
@@ -96,11 +97,17 @@ before it takes any job. Several servers may share one database.`,
 			if shutdownTimeout < 0 {
 				return usagef("bad --shutdown-timeout %s: must not be negative", shutdownTimeout)
 			}
+			if lease < 3*time.Millisecond {
+				return usagef("bad --lease %s: must be at least 3ms", lease)
+			}
+			if rescue <= 0 {
+				return usagef("bad --rescue-interval %s: must be positive", rescue)
+			}
 			ext, err := parseExternalKinds(external)
 			if err != nil {
 				return err
 			}
-			o := serveOpts{workers: workers, queues: qs, external: ext, shutdownTimeout: shutdownTimeout}
+			o := serveOpts{workers: workers, queues: qs, external: ext, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue}
 			if addr != "" {
 				if o.auth, err = hf.auth(os.Getenv(TokensEnv)); err != nil {
 					return err
@@ -118,6 +125,8 @@ before it takes any job. Several servers may share one database.`,
 	c.Flags().StringVar(&queues, "queues", "", "work only these queues, each with an optional limit of jobs at once (default: every queue)")
 	c.Flags().StringVar(&level, "log-level", "debug", "debug (every transition), info, warn (failures) or error (dead jobs)")
 	c.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running jobs may finish")
+	c.Flags().DurationVar(&lease, "lease", hopper.DefaultLeaseDuration, "how long a running job stays this server's without a renewal (renewed every third of it); a job whose server died runs again once it expires")
+	c.Flags().DurationVar(&rescue, "rescue-interval", hopper.DefaultRescueInterval, "how often expired leases are looked for (by the elected server on PostgreSQL)")
 	c.Flags().StringVar(&external, "external-kinds", "", "kinds other programs run on this database, which the API may enqueue and schedule (comma-separated)")
 	hf.register(c.Flags())
 	return c
@@ -129,6 +138,7 @@ type serveOpts struct {
 	queues          map[string]hopper.QueueConfig
 	external        []string
 	shutdownTimeout time.Duration
+	lease, rescue   time.Duration // Config.LeaseDuration, Config.RescueInterval (0: the defaults)
 	// ln, if set, is where the HTTP server listens, with auth.
 	ln       net.Listener
 	auth     *httpauth.Auth
@@ -173,6 +183,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	}()
 	s, err := a.open(startCtx, openOpts{access: create, config: func(c *hopper.Config) {
 		c.Concurrency, c.Queues, c.Logger, c.ExternalKinds = max(o.workers, 1), o.queues, log, o.external
+		c.LeaseDuration, c.RescueInterval = o.lease, o.rescue
 		if m != nil {
 			c.OnEvent, c.OnStoreCall = m.OnEvent, m.OnStoreCall
 		}
@@ -263,7 +274,7 @@ func (a *app) logServing(log *slog.Logger, s *session, o serveOpts) {
 		if qnames == nil {
 			qnames = []string{"(all)"}
 		}
-		attrs = append(attrs, "queues", strings.Join(qnames, ","), "kinds", "exec,http")
+		attrs = append(attrs, "queues", strings.Join(qnames, ","), "kinds", "exec,http", "lease", o.lease, "rescue_interval", o.rescue)
 	}
 	if o.ln != nil {
 		auth := "tokens"

@@ -99,7 +99,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if sc == nil {
 		return store.FireResult{}, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)
 	}
-	if !sc.NextRunAt.Equal(p.FireTime) {
+	if sc.Paused || !sc.NextRunAt.Equal(p.FireTime) {
 		return store.FireResult{}, nil
 	}
 	sc.NextRunAt = p.Next

@@ -48,6 +48,7 @@ const (
 	codeInvalidSchemaName = "3F000"
 	codeUndefinedObject   = "42704"
 	codeQueryCanceled     = "57014"
+	codeLockNotAvailable  = "55P03"
 )
 
 // translate turns a pgx error into a domain error of package job or one of

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -206,6 +208,11 @@ func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
+// fireLockTimeout bounds how long FireSchedule waits for a schedule's row.
+const fireLockTimeout = time.Second
+
+var sqlFireLockTimeout = `SELECT set_config('lock_timeout', '` + strconv.Itoa(int(fireLockTimeout.Milliseconds())) + `', true)`
+
 // FireSchedule implements store.Store, in one transaction that locks the
 // schedule's row first: concurrent firings of one tick queue behind it and
 // find NextRunAt moved. A job whose unique key is held by another waiting
@@ -228,12 +235,24 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	var res store.FireResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = store.FireResult{}
+		// Another process holding the row (firing, pausing) lets go within
+		// milliseconds, unless it is frozen or cut off mid-transaction: wait
+		// no longer than fireLockTimeout, so that the leader goes on with
+		// the other schedules and tries this one again at its next pass.
+		if _, err := tx.Exec(ctx, sqlFireLockTimeout); err != nil {
+			return err
+		}
 		sc, err := s.getSchedule(ctx, tx, p.Name, true)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == codeLockNotAvailable {
+			return fmt.Errorf("pgstore: schedule %q: its row has been locked by another session for over %s (a process frozen or cut off in a transaction?): %w",
+				p.Name, fireLockTimeout, job.ErrConflict)
+		}
 		if err != nil {
 			return err
 		}
-		if !sc.NextRunAt.Equal(fire) {
-			return nil // another firing won
+		if sc.Paused || !sc.NextRunAt.Equal(fire) {
+			return nil // paused meanwhile, or another firing won
 		}
 		advance := func() error {
 			_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1 WHERE name = $2`), ts(next), p.Name)

@@ -164,8 +164,8 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if store.UnixNanos(sc.NextRunAt) != fire {
-			return nil // another firing won
+		if sc.Paused || store.UnixNanos(sc.NextRunAt) != fire {
+			return nil // paused meanwhile, or another firing won
 		}
 		exists, err := fired(w, p.Name, fire)
 		if err != nil {

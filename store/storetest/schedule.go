@@ -253,6 +253,20 @@ func scheduleCases() []testCase {
 			e.wantIDs("after stale FireSchedule calls")
 			e.wantSchedule("s", at(60000), time.Time{}, 0)
 		}},
+		{"FireSchedulePausedChangesNothing", func(t *testing.T, e *env) {
+			// A pause that commits while a process is firing the tick it read
+			// before wins: the tick neither fires nor advances.
+			s := newSchedule("s", at(60000))
+			e.addSchedule(s)
+			if _, err := e.s.UpdateSchedule(e.ctx, store.UpdateScheduleParams{Name: "s", Paused: boolp(true)}); err != nil {
+				t.Fatal(err)
+			}
+			if r := e.fire(s, at(60010), at(60000), at(120000)); r.Fired || r.ID != 0 || r.Skipped {
+				t.Errorf("FireSchedule of a paused schedule: got %+v, want nothing", r)
+			}
+			e.wantIDs("after firing a paused schedule")
+			e.wantSchedule("s", at(60000), time.Time{}, 0)
+		}},
 		{"FireScheduleOfFiredTickOnlyAdvances", func(t *testing.T, e *env) {
 			s := newSchedule("s", at(60000))
 			e.addSchedule(s)
