@@ -28,6 +28,7 @@ type Client struct {
 	engine *engine.Engine
 	maint  *maintenance.Services
 	events *broker
+	fence  enqueueFence // EventEnqueued before EventStarted
 
 	clock func() time.Time // the store's (store.Clock), else nil: time.Now
 	txer  store.TxEnqueuer // the store's, if it has one
@@ -206,6 +207,9 @@ func (c *Client) closed() bool {
 // observe receives every transition: it feeds the OnEvent and OnDead hooks,
 // subscribers and waiters.
 func (c *Client) observe(ev job.Event) {
+	if ev.Type == job.EventStarted {
+		c.fence.wait()
+	}
 	if c.cfg.OnEvent != nil {
 		c.cfg.OnEvent(ev)
 	}

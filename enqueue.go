@@ -126,6 +126,10 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	p := store.EnqueueParams{Now: t, Jobs: jobs}
 	var res []store.EnqueueResult
 	var err error
+	listening := c.reported() && inTx == nil
+	if listening { // the jobs' EventEnqueued before their EventStarted
+		defer c.fence.leave(c.fence.enter())
+	}
 	if inTx != nil {
 		res, err = inTx(p)
 	} else {
@@ -136,7 +140,6 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	}
 	out := make([]EnqueueResult, len(res))
 	inserted := false
-	listening := c.reported() && inTx == nil
 	for i, r := range res {
 		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, State: r.State}
 		inserted = inserted || !r.Duplicate

@@ -146,3 +146,56 @@ func (b *broker) close() {
 	}
 	b.n.Store(0)
 }
+
+// enqueueFence keeps each job's events in order: a job is in the store as
+// soon as the store's Enqueue commits, and the dispatcher may claim it and
+// report EventStarted before the enqueuing call has reported its
+// EventEnqueued. Enqueue calls that report events hold a ticket from before
+// the store call until they have reported; the report of a start first
+// waits for the tickets taken before it. Tickets are per call, never held
+// while waiting, so an OnEvent hook that enqueues cannot deadlock.
+type enqueueFence struct {
+	mu       sync.Mutex
+	cond     sync.Cond
+	next     uint64              // the next ticket
+	inflight map[uint64]struct{} // tickets not yet released
+}
+
+func (f *enqueueFence) enter() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inflight == nil {
+		f.inflight = make(map[uint64]struct{})
+		f.cond.L = &f.mu
+	}
+	t := f.next
+	f.next++
+	f.inflight[t] = struct{}{}
+	return t
+}
+
+func (f *enqueueFence) leave(t uint64) {
+	f.mu.Lock()
+	delete(f.inflight, t)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// wait returns once every ticket taken before the call is released.
+func (f *enqueueFence) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	before := f.next
+	for f.older(before) {
+		f.cond.Wait()
+	}
+}
+
+func (f *enqueueFence) older(than uint64) bool {
+	for t := range f.inflight {
+		if t < than {
+			return true
+		}
+	}
+	return false
+}

@@ -249,7 +249,7 @@ func lines(file string) int {
 }
 
 // TestCrashSafety kills hopper serve with SIGKILL at random moments while it
-// works 3,000 jobs, restarts it each time, and checks that no job is lost,
+// works 2,000 jobs, restarts it each time, and checks that no job is lost,
 // that jobs ran twice only when a kill interrupted them, and that the
 // dead-letter queue and the schedules survive.
 func TestCrashSafety(t *testing.T) {
@@ -257,7 +257,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Skip("builds the binary and runs it for a while; skipped with -short")
 	}
 	const (
-		total   = 3000
+		total   = 2000
 		workers = 8
 		kills   = 5
 	)
@@ -312,7 +312,9 @@ func TestCrashSafety(t *testing.T) {
 	// (those of killed servers are rescued when it opens the file).
 	left := c.stats()
 	srv = c.serve(workers)
-	srv.log.until(t, 120*time.Second, "the jobs to drain", func(completed, _ int) bool {
+	// The bound only ends a failing test: under CI, beside the PostgreSQL
+	// crash tests, an exec job can take a second of this 2-core machine.
+	srv.log.until(t, 5*time.Minute, "the jobs to drain", func(completed, _ int) bool {
 		return completed >= left.Waiting+left.Running
 	})
 	c.stop(srv)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +20,15 @@ const demoSchedule = "demo-tick"
 func (a *app) demoCmd() *cobra.Command {
 	var duration time.Duration
 	c := &cobra.Command{
-		Use:   "demo [--duration 15s]",
+		Use:   "demo [--duration 30s]",
 		Short: "See Hopper work: enqueue a few jobs and a schedule, run them, narrate",
 		Long: `A first look at Hopper. On the --db file (default ./hopper.db) it enqueues:
 three echo jobs with different priorities (they run in priority order, lower
 first), a job delayed by 5s, a job that fails (exit 3) with 3 attempts 1s
 apart and so ends in the dead-letter queue, and a recurring schedule firing
-"echo tick" every 2s. Then it runs them for --duration with one worker,
-printing every transition, stops gracefully and sums up.
+"echo tick" every 2s. Then it runs them with one worker, printing every
+transition, until all of that has happened (about 6s) or --duration has
+passed, stops gracefully and sums up.
 
 It may be run again on the same file: the schedule is replaced, and paused
 when the demo ends.`,
@@ -38,7 +40,7 @@ when the demo ends.`,
 			return a.demo(cmd.Context(), duration)
 		},
 	}
-	c.Flags().DurationVar(&duration, "duration", 15*time.Second, "how long to run the jobs")
+	c.Flags().DurationVar(&duration, "duration", 30*time.Second, "the longest the demo runs the jobs")
 	return c
 }
 
@@ -52,7 +54,7 @@ func (a *app) demo(ctx context.Context, duration time.Duration) error {
 	}
 	defer s.closeQuick()
 	out := a.Out
-	fmt.Fprintf(out, "Hopper demo on %s: one worker, built-in kinds exec and http, for %s.\n\n", s.db.name(), duration)
+	fmt.Fprintf(out, "Hopper demo on %s: one worker, built-in kinds exec and http, for at most %s.\n\n", s.db.name(), duration)
 
 	sub := s.Subscribe()
 	echo := func(words ...string) kinds.ExecArgs { return kinds.ExecArgs{Command: "echo", Args: words} }
@@ -90,6 +92,7 @@ func (a *app) demo(ctx context.Context, duration time.Duration) error {
 	}
 
 	counts := map[hopper.EventType]int{}
+	seen := map[hopper.ID][]hopper.EventType{}
 	var order []hopper.ID
 	timer := time.NewTimer(duration)
 	defer timer.Stop()
@@ -101,10 +104,16 @@ loop:
 				break loop
 			}
 			counts[ev.Type]++
+			seen[ev.Job.ID] = append(seen[ev.Job.ID], ev.Type)
 			if ev.Type == job.EventStarted && ev.Job.Priority >= 1 && ev.Job.Priority <= 3 && ev.Job.ID >= ids[0] && ev.Job.ID <= ids[2] {
 				order = append(order, ev.Job.ID)
 			}
 			fmt.Fprintln(out, describeEvent(ev))
+			if slices.Contains(seen[ids[3]], job.EventCompleted) && slices.Contains(seen[ids[4]], job.EventDead) &&
+				counts[job.EventEnqueued]-len(reqs) >= 2 {
+				fmt.Fprintf(out, "%s all shown: priorities, a delay, retries, the dead-letter queue and two ticks\n", clockNow())
+				break loop
+			}
 		case <-timer.C:
 			break loop
 		case <-sigs:
@@ -131,10 +140,22 @@ loop:
 	fmt.Fprintf(out, "\nSummary: %d jobs enqueued (%d by the schedule), %d attempts started, %d completed, %d failed and retried, %d dead.\n",
 		counts[job.EventEnqueued], counts[job.EventEnqueued]-len(reqs), counts[job.EventStarted],
 		counts[job.EventCompleted], counts[job.EventRetrying], counts[job.EventDead])
-	if len(order) == 3 {
+	switch {
+	case slices.Equal(order, []hopper.ID{ids[1], ids[2], ids[0]}):
 		fmt.Fprintf(out, "The three echo jobs ran in priority order: jobs %d, %d, %d (priorities 1, 2, 3), not in enqueue order.\n", order[0], order[1], order[2])
+	case len(order) > 0:
+		fmt.Fprintf(out, "The echo jobs started in the order %v.\n", order)
 	}
-	fmt.Fprintf(out, "Job %d failed 3 times, 1s apart, and is now in the dead-letter queue with its attempt history.\n", ids[4])
+	failing, err := s.Get(context.Background(), ids[4])
+	if err != nil {
+		return err
+	}
+	if failing.State == job.StateDead {
+		fmt.Fprintf(out, "Job %d failed %d times, 1s apart, and is now in the dead-letter queue with its attempt history.\n", ids[4], len(failing.Attempts))
+	} else {
+		fmt.Fprintf(out, "Job %d has failed %d of its %d attempts so far and is %s: hopper serve (or a longer --duration) takes it to the dead-letter queue.\n",
+			ids[4], len(failing.Attempts), failing.MaxAttempts, failing.State)
+	}
 	fmt.Fprintf(out, "Everything is in %s; the schedule %s is paused (hopper schedule resume %s lets hopper serve fire it).\n\n", a.db, demoSchedule, demoSchedule)
 	fmt.Fprintf(out, "now try: hopper jobs list / hopper dlq list\n    and: hopper jobs get %d / hopper dlq retry %d / hopper stats / hopper serve\n", ids[4], ids[4])
 	return nil
