@@ -33,7 +33,9 @@ func (s *Subscription) Unsubscribe() { s.b.remove(s) }
 // (all types if none is given): every job this client enqueues, starts,
 // finishes, cancels, reschedules, rescues or retries from the dead-letter
 // queue. Transitions made by other processes sharing a durable store are not
-// seen.
+// seen. A job's events arrive in the order of its transitions (its
+// EventEnqueued before its EventStarted, even when a worker claims it the
+// moment it is stored).
 func (c *Client) Subscribe(types ...EventType) *Subscription {
 	return c.events.add(types)
 }
