@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/pgtest"
+	"github.com/hopperq/hopper/store"
+	_ "github.com/hopperq/hopper/store/pgstore" // postgres://
 	"github.com/hopperq/hopper/store/sqlitestore"
 )
 
@@ -38,6 +41,23 @@ func BenchmarkEndToEndSQLite(b *testing.B) {
 			}
 			defer st.Close()
 			endToEnd(b, hopper.Config{Store: st, Concurrency: workers, WorkerID: st.WorkerID()})
+		})
+	}
+}
+
+// BenchmarkEndToEndPostgres is the same on the PostgreSQL store, in a
+// fresh schema (dropped afterwards) of the server HOPPER_TEST_POSTGRES
+// names, as store/pgstore's tests. cpu-ns/job is this process's CPU only:
+// the server's is not in it.
+func BenchmarkEndToEndPostgres(b *testing.B) {
+	for _, workers := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			st, err := store.Open(context.Background(), pgtest.StoreURL(b, 0), store.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			endToEnd(b, hopper.Config{Store: st, Concurrency: workers})
 		})
 	}
 }
