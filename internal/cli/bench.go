@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +22,7 @@ import (
 	"github.com/hopperq/hopper/internal/jsondur"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
+	"github.com/hopperq/hopper/store/pgstore"
 	"github.com/hopperq/hopper/store/sqlitestore"
 	"github.com/spf13/cobra"
 )
@@ -35,6 +39,7 @@ type benchConfig struct {
 type benchResult struct {
 	Store      string `json:"store"`
 	File       string `json:"file,omitempty"`
+	Schema     string `json:"schema,omitempty"` // postgres: the schema bench made
 	Durability string `json:"durability,omitempty"`
 	Jobs       int    `json:"jobs"`
 	Batch      int    `json:"batch"`
@@ -58,7 +63,7 @@ type benchResult struct {
 func (a *app) benchCmd() *cobra.Command {
 	var cfg benchConfig
 	c := &cobra.Command{
-		Use:   "bench [--store memory|sqlite] [--jobs N] [--workers N] [--batch N] [--durability full|normal]",
+		Use:   "bench [--store memory|sqlite|postgres] [--jobs N] [--workers N] [--batch N] [--durability full|normal]",
 		Short: "Measure Hopper's own throughput and latency",
 		Long: `Measure Hopper on this machine, like "river bench": a client with a no-op job
 kind works jobs while N of them are enqueued in batches; it reports jobs
@@ -67,17 +72,23 @@ the last completion is recorded in the store) and then, on the idle pool,
 the latency from just before Enqueue to the handler's start, over jobs
 enqueued one at a time.
 
-The database is a new file in a temporary directory (deleted afterwards
-unless --keep); --db is not used. Progress goes to stderr when it is a
-terminal.`,
+With --store sqlite (the default) the database is a new file in a
+temporary directory, and --db is not used. With --store postgres, --db (or
+$HOPPER_DB) names the PostgreSQL database, and bench works in a new schema
+of its own there, hopper_bench_<random> (its hopper_schema parameter is
+replaced). Either is deleted afterwards unless --keep. Progress goes to
+stderr when it is a terminal.`,
 		Example: `  hopper bench
   hopper bench --store memory --jobs 1000000
-  hopper bench --durability normal --workers 50 --json`,
+  hopper bench --durability normal --workers 50 --json
+  hopper bench --store postgres --db postgres://app@db/app --workers 1000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case cfg.store != "memory" && cfg.store != "sqlite":
-				return usagef("bad --store %q: want memory or sqlite", cfg.store)
+			case cfg.store != "memory" && cfg.store != "sqlite" && cfg.store != "postgres":
+				return usagef("bad --store %q: want memory, sqlite or postgres", cfg.store)
+			case cfg.store == "postgres" && !strings.HasPrefix(strings.ToLower(a.db), "postgres"):
+				return usagef("--store postgres needs --db (or HOPPER_DB) to name a database: postgres://user@host/db")
 			case cfg.durability != "full" && cfg.durability != "normal":
 				return usagef("bad --durability %q: want full or normal", cfg.durability)
 			case cfg.jobs < 1 || cfg.batch < 1 || cfg.latency < 0:
@@ -89,13 +100,13 @@ terminal.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&cfg.store, "store", "sqlite", "memory or sqlite")
+	f.StringVar(&cfg.store, "store", "sqlite", "memory, sqlite or postgres (in a new schema of the --db database)")
 	f.IntVar(&cfg.jobs, "jobs", 100000, "jobs to enqueue and work")
 	f.IntVar(&cfg.workers, "workers", 100, "worker goroutines (the library default)")
 	f.IntVar(&cfg.batch, "batch", 1000, "jobs per EnqueueMany call")
 	f.StringVar(&cfg.durability, "durability", "full", "sqlite only: full (fsync every commit) or normal (survives kill -9, not power loss)")
 	f.IntVar(&cfg.latency, "latency-jobs", 2000, "jobs enqueued one at a time to measure latency")
-	f.BoolVar(&cfg.keep, "keep", false, "keep the temporary database file")
+	f.BoolVar(&cfg.keep, "keep", false, "keep the temporary database file (or PostgreSQL schema)")
 	return c
 }
 
@@ -106,9 +117,29 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}
 	var st store.Store
-	if cfg.store == "memory" {
+	switch cfg.store {
+	case "memory":
 		st = memstore.New()
-	} else {
+	case "postgres":
+		u, err := benchSchemaURL(a.db)
+		if err != nil {
+			return err
+		}
+		r.Schema = u.Query().Get("hopper_schema")
+		st, err = store.Open(ctx, u.String(), store.OpenOptions{})
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		if !cfg.keep {
+			defer func() {
+				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := pgstore.DropSchema(dctx, u.String()); err != nil {
+					fmt.Fprintf(a.Err, "hopper: drop the schema %s: %v\n", r.Schema, err)
+				}
+			}()
+		}
+	default:
 		dir, err := os.MkdirTemp("", "hopper-bench-")
 		if err != nil {
 			return err
@@ -234,6 +265,9 @@ func (a *app) bench(ctx context.Context, cfg benchConfig) error {
 	if cfg.keep && r.File != "" {
 		fmt.Fprintf(a.Out, "\ndatabase kept at %s\n", r.File)
 	}
+	if cfg.keep && r.Schema != "" {
+		fmt.Fprintf(a.Out, "\nschema %s kept\n", r.Schema)
+	}
 	return nil
 }
 
@@ -244,10 +278,14 @@ func (a *app) printConditions(r *benchResult) {
 	}
 	fmt.Fprintln(w, "hopper bench")
 	t := newTable(w)
-	if r.Store == "sqlite" {
+	switch r.Store {
+	case "sqlite":
 		t.row("  store", fmt.Sprintf("sqlite, durability %s", r.Durability))
 		t.row("  file", r.File)
-	} else {
+	case "postgres":
+		t.row("  store", "postgres")
+		t.row("  schema", r.Schema)
+	default:
 		t.row("  store", "memory")
 	}
 	t.row("  workers", r.Workers)
@@ -313,4 +351,19 @@ func (p *progress) stop() {
 		<-p.wait
 		p.done = nil
 	}
+}
+
+// benchSchemaURL returns the --db URL with hopper_schema set to a new
+// schema name of its own.
+func benchSchemaURL(db string) (*url.URL, error) {
+	u, err := url.Parse(db)
+	if err != nil {
+		return nil, usagef("bad --db: %s", store.Redacted(db))
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	q := u.Query()
+	q.Set("hopper_schema", "hopper_bench_"+hex.EncodeToString(b[:]))
+	u.RawQuery = q.Encode()
+	return u, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 )
 
@@ -231,5 +233,28 @@ func TestBench(t *testing.T) {
 	}
 	if _, err := os.Stat(res.File); err == nil {
 		t.Error("bench left its database behind")
+	}
+}
+
+// TestBenchPostgres: bench --store postgres works in a schema of its own in
+// the --db database and drops it afterwards.
+func TestBenchPostgres(t *testing.T) {
+	t.Parallel()
+	hop(t, "unused.db", "bench", "--store", "postgres").fails(t, 2, "--store postgres needs --db")
+	db := pgtest.ServerURL(t)
+	var res benchResult
+	hop(t, db, "bench", "--json", "--store", "postgres", "--jobs", "300", "--workers", "4", "--latency-jobs", "20").ok(t).decode(&res)
+	if res.Store != "postgres" || res.Jobs != 300 || res.WorkRate <= 0 || res.P50 <= 0 || !strings.HasPrefix(res.Schema, "hopper_bench_") {
+		b, _ := json.Marshal(res)
+		t.Fatalf("bench: %s", b)
+	}
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var left bool
+	if err := conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, res.Schema).Scan(&left); err != nil || left {
+		t.Fatalf("bench left its schema %s behind (%v)", res.Schema, err)
 	}
 }

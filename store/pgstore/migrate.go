@@ -80,13 +80,40 @@ type MigrateResult struct {
 // if a newer Hopper migrated the schema. It is what `hopper migrate` runs; a
 // read-write Open does the same unless Options.NoMigrate.
 func Migrate(ctx context.Context, rawURL string) (MigrateResult, error) {
-	connString, opts, err := ParseURL(rawURL)
+	conn, schema, err := connectURL(ctx, rawURL)
 	if err != nil {
 		return MigrateResult{}, err
 	}
+	defer conn.Close(context.Background())
+	return migrate(ctx, conn, schema)
+}
+
+// DropSchema drops the schema a store URL names (hopper_schema, default
+// "hopper") with everything in it — jobs, schedules, leases — at once and
+// for good: it is for throwaway schemas, such as hopper bench's and tests'.
+// A schema that does not exist is not an error.
+func DropSchema(ctx context.Context, rawURL string) error {
+	conn, schema, err := connectURL(ctx, rawURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		return translate(schema, err)
+	}
+	return nil
+}
+
+// connectURL opens one connection (no pool) to the database of a store
+// URL, in the URL's PgBouncer mode, and returns the schema it names.
+func connectURL(ctx context.Context, rawURL string) (*pgx.Conn, string, error) {
+	connString, opts, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, "", err
+	}
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return MigrateResult{}, fmt.Errorf("pgstore: connection string: %w", err)
+		return nil, "", fmt.Errorf("pgstore: connection string: %w", err)
 	}
 	if opts.PgBouncer {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
@@ -98,10 +125,9 @@ func Migrate(ctx context.Context, rawURL string) (MigrateResult, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return MigrateResult{}, translate(schema, err)
+		return nil, "", translate(schema, err)
 	}
-	defer conn.Close(context.Background())
-	return migrate(ctx, conn, schema)
+	return conn, schema, nil
 }
 
 // lockKey is the advisory lock of migrations of a schema.
