@@ -4,15 +4,19 @@ package sqlitestore
 //
 //	go test -run '^$' -bench . -benchtime 3s ./store/sqlitestore/
 //
-// BenchmarkScale builds a 1M-job file once per process (about a minute).
+// BenchmarkScale builds a 1M-job file once per process (about a minute),
+// and a 10M-job file (≈ 2.6 GB, 1–2.5 minutes) only when the -bench
+// pattern names rows=10000k.
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"go.uber.org/goleak"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,7 +28,7 @@ import (
 
 var bt0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func bOpen(b *testing.B, path string, opts Options) *Store {
+func bOpen(b testing.TB, path string, opts Options) *Store {
 	b.Helper()
 	s, err := Open(context.Background(), path, opts)
 	if err != nil {
@@ -46,13 +50,13 @@ func bJobs(n int, queue string) []*job.Job {
 	return js
 }
 
-func bEnqueue(b *testing.B, s *Store, js []*job.Job) {
+func bEnqueue(b testing.TB, s *Store, js []*job.Job) {
 	if _, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: bt0, Jobs: js}); err != nil {
 		b.Fatal(err)
 	}
 }
 
-func bClaim(b *testing.B, s *Store, n int, queues ...string) []*job.Job {
+func bClaim(b testing.TB, s *Store, n int, queues ...string) []*job.Job {
 	res, err := s.Claim(context.Background(), store.ClaimParams{Now: bt0, Limit: n, Queues: queues,
 		Worker: s.WorkerID(), LeaseUntil: bt0.Add(time.Hour)})
 	if err != nil {
@@ -64,7 +68,7 @@ func bClaim(b *testing.B, s *Store, n int, queues ...string) []*job.Job {
 	return res.Jobs
 }
 
-func bFinish(b *testing.B, s *Store, js []*job.Job, st job.State) {
+func bFinish(b testing.TB, s *Store, js []*job.Job, st job.State) {
 	outs := make([]store.Outcome, len(js))
 	for i, j := range js {
 		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st,
@@ -208,76 +212,125 @@ func BenchmarkClaimFinishFiltered(b *testing.B) {
 	}
 }
 
-// scaleFiles are database files of n jobs, built once per process.
+// scaleFiles are database files of n jobs, built once per process (by
+// scaleFile through the store's API, by scaleFileDirect with SQL) in a
+// temporary directory that TestMain removes.
 var scaleFiles struct {
 	sync.Mutex
 	dir   string
-	paths map[int]string
+	paths map[scaleKey]string
 }
 
-// scaleFile returns a closed database file holding n jobs: 60% completed
-// (history), 30% available in 4 queues, 10% scheduled in the future.
-func scaleFile(b *testing.B, n int) string {
+type scaleKey struct {
+	n      int
+	direct bool
+}
+
+// scaleCached returns the path of a scale file: the one built earlier in
+// this process, or the one build writes (to the path it is given).
+func scaleCached(tb testing.TB, k scaleKey, build func(path string)) string {
 	scaleFiles.Lock()
 	defer scaleFiles.Unlock()
-	if p := scaleFiles.paths[n]; p != "" {
+	if p := scaleFiles.paths[k]; p != "" {
 		return p
 	}
 	if scaleFiles.dir == "" {
 		dir, err := os.MkdirTemp("", "hopper-sqlitestore-bench-")
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		scaleFiles.dir, scaleFiles.paths = dir, make(map[int]string)
+		scaleFiles.dir, scaleFiles.paths = dir, make(map[scaleKey]string)
 	}
+	how := "api"
+	if k.direct {
+		how = "direct"
+	}
+	path := filepath.Join(scaleFiles.dir, fmt.Sprintf("scale-%d-%s.db", k.n, how))
 	start := time.Now()
-	path := filepath.Join(scaleFiles.dir, fmt.Sprintf("scale-%d.db", n))
-	s := bOpen(b, path, Options{Durability: DurabilityNormal})
-	const batch = 1000
-	queues := []string{"default", "email", "reports", "webhooks"}
-	for i := 0; i < n; i += batch {
-		js := bJobs(min(batch, n-i), queues[(i/batch)%len(queues)])
-		for k, j := range js {
-			switch r := (i + k) % 10; {
-			case r < 6: // becomes completed below
-			case r < 9:
-			default:
-				j.RunAt, j.State = bt0.Add(time.Duration(1+k)*time.Hour), job.StateScheduled
-			}
-		}
-		bEnqueue(b, s, js)
-		// Complete the first 60%: claim and finish them.
-		for left := len(js) * 6 / 10; left > 0; left -= min(left, 100) {
-			bFinish(b, s, bClaim(b, s, min(left, 100), queues[(i/batch)%len(queues)]), job.StateCompleted)
-		}
+	build(path)
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
-	fi, _ := os.Stat(path)
-	b.Logf("built %s: %d jobs, %d MB, in %s", path, n, fi.Size()>>20, time.Since(start).Round(time.Millisecond))
-	scaleFiles.paths[n] = path
+	tb.Logf("built %s (%s): %d jobs, %d MB, in %s", path, how, k.n, fi.Size()>>20, time.Since(start).Round(time.Millisecond))
+	scaleFiles.paths[k] = path
 	return path
 }
 
-// BenchmarkScale: the same operations on a file of 10k and of 1M jobs.
+// scaleQueues are the queues of the scale files, one per 1,000-job batch
+// in turn.
+var scaleQueues = []string{"default", "email", "reports", "webhooks"}
+
+// scaleFile returns a closed database file holding n jobs, built through
+// the store's API: 60% completed (history), 30% available in 4 queues,
+// 10% scheduled in the future.
+func scaleFile(tb testing.TB, n int) string {
+	return scaleCached(tb, scaleKey{n: n}, func(path string) {
+		s := bOpen(tb, path, Options{Durability: DurabilityNormal})
+		const batch = 1000
+		for i := 0; i < n; i += batch {
+			queue := scaleQueues[(i/batch)%len(scaleQueues)]
+			js := bJobs(min(batch, n-i), queue)
+			for k, j := range js {
+				if (i+k)%10 == 9 {
+					j.RunAt, j.State = bt0.Add(time.Duration(1+k)*time.Hour), job.StateScheduled
+				}
+			}
+			bEnqueue(tb, s, js)
+			// Complete 60%: claim and finish 600 of the batch's 900
+			// available jobs, in claim order those of priority 0 and 1
+			// (see scaleFileDirect).
+			for left := len(js) * 6 / 10; left > 0; left -= min(left, 100) {
+				bFinish(tb, s, bClaim(tb, s, min(left, 100), queue), job.StateCompleted)
+			}
+		}
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkScale: the same operations on a file of 10k, of 1M and of 10M
+// jobs, the sizes of one operation one after the other. The 10M-job file
+// (≈ 2.6 GB) is built with SQL (scaleFileDirect), the others through the
+// API; it is built, once per process, only when the -bench pattern names
+// it (rows=10000k), e.g.
+//
+//	go test -run '^$' -bench 'Scale/rows=(10k|10000k)/(Claim100|Enqueue100)' -benchtime 2000x ./store/sqlitestore/
 func BenchmarkScale(b *testing.B) {
-	for _, n := range []int{10_000, 1_000_000} {
-		name := fmt.Sprintf("rows=%dk", n/1000)
-		b.Run(name+"/Claim100", func(b *testing.B) {
-			s := bOpen(b, scaleFile(b, n), Options{})
+	sizes := []int{10_000, 1_000_000, 10_000_000}
+	file := func(b *testing.B, n int) string {
+		if n < 10_000_000 {
+			return scaleFile(b, n)
+		}
+		if !strings.Contains(benchPattern(), "10000k") {
+			b.Skip("the 10M-job file (≈ 2.6 GB, minutes to build) is built only when -bench names rows=10000k")
+		}
+		return scaleFileDirect(b, n)
+	}
+	name := func(n int) string { return fmt.Sprintf("rows=%dk", n/1000) }
+	for _, n := range sizes {
+		b.Run(name(n)+"/Claim100", func(b *testing.B) {
+			s := bOpen(b, file(b, n), Options{})
 			defer s.Close()
 			b.ResetTimer()
+			var setup time.Duration
+			cpu := cpuTime()
 			for range b.N {
 				claimed := bClaim(b, s, 100)
 				b.StopTimer()
+				c := cpuTime()
 				bUnclaim(b, s, claimed) // the file stays the same
+				setup += cpuTime() - c
 				b.StartTimer()
 			}
+			cpuPerOp(b, cpu+setup)
 		})
-		for _, since := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/Stats/finishedSince=%v", name, since), func(b *testing.B) {
-				s := bOpen(b, scaleFile(b, n), Options{})
+	}
+	for _, since := range []bool{false, true} {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/Stats/finishedSince=%v", name(n), since), func(b *testing.B) {
+				s := bOpen(b, file(b, n), Options{})
 				defer s.Close()
 				p := store.StatsParams{Now: bt0}
 				if since { // counts all 60% finished jobs
@@ -291,12 +344,16 @@ func BenchmarkScale(b *testing.B) {
 				}
 			})
 		}
-		b.Run(name+"/Enqueue100", func(b *testing.B) {
-			s := bOpen(b, scaleFile(b, n), Options{})
+	}
+	for _, n := range sizes {
+		b.Run(name(n)+"/Enqueue100", func(b *testing.B) {
+			s := bOpen(b, file(b, n), Options{})
 			defer s.Close()
 			var first job.ID
 			js := bJobs(100, "default")
 			b.ResetTimer()
+			var setup time.Duration
+			cpu := cpuTime()
 			for i := range b.N {
 				res, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: bt0, Jobs: js})
 				if err != nil {
@@ -307,18 +364,29 @@ func BenchmarkScale(b *testing.B) {
 				}
 				if i%100 == 99 { // keep the size: drop what we added
 					b.StopTimer()
+					c := cpuTime()
 					bDeleteFrom(b, s, first)
+					setup += cpuTime() - c
 					b.StartTimer()
 				}
 			}
+			cpuPerOp(b, cpu+setup)
 			b.StopTimer()
 			bDeleteFrom(b, s, first)
 		})
 	}
 }
 
+// benchPattern is the -bench flag's value.
+func benchPattern() string {
+	if f := flag.Lookup("test.bench"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
 // bUnclaim puts claimed jobs back as they were before the claim.
-func bUnclaim(b *testing.B, s *Store, js []*job.Job) {
+func bUnclaim(b testing.TB, s *Store, js []*job.Job) {
 	ids := make([]job.ID, len(js))
 	for i, j := range js {
 		ids[i] = j.ID
@@ -333,7 +401,7 @@ func bUnclaim(b *testing.B, s *Store, js []*job.Job) {
 	}
 }
 
-func bDeleteFrom(b *testing.B, s *Store, id job.ID) {
+func bDeleteFrom(b testing.TB, s *Store, id job.ID) {
 	err := s.write(context.Background(), func(w *writer) error {
 		_, err := w.exec(`DELETE FROM jobs WHERE id >= ?`, int64(id))
 		return err
