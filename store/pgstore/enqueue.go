@@ -151,7 +151,7 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		if j.MaxAttempts > 1<<31-1 {
 			return nil, job.Invalid("max_attempts", "job %d of %d (%s): at most %d", i+1, len(jobs), j.Kind, 1<<31-1)
 		}
-		retry, err := policyText(j.Retry)
+		retry, err := store.EncodePolicy(j.Retry)
 		if err != nil {
 			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
 		}

@@ -121,7 +121,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
 		}
-		rec, err := recordText(o.Record)
+		rec, err := store.EncodeAttempt(o.Record)
 		if err != nil {
 			return nil, job.Invalid("record", "job %d: %v", o.ID, err)
 		}
@@ -129,7 +129,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		if o.State != job.StateCompleted && o.State != job.StateCancelled {
 			r := o.Record
 			r.Outcome = job.StateCancelled.String()
-			if recC, err = recordText(r); err != nil {
+			if recC, err = store.EncodeAttempt(r); err != nil {
 				return nil, job.Invalid("record", "job %d: %v", o.ID, err)
 			}
 		}

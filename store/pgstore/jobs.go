@@ -63,7 +63,7 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, jobs []*job.Job, prev []int
 		cancels                  = make([]bool, n)
 	)
 	for i, j := range jobs {
-		app, err := recordsText(j.Attempts[prev[i]:])
+		app, err := store.EncodeAttemptList(j.Attempts[prev[i]:])
 		if err != nil {
 			return err
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -56,73 +56,6 @@ func parseState(name string) (job.State, error) {
 	return st, nil
 }
 
-// attemptRow is one entry of the attempts column, a JSON array of the
-// attempt history, oldest first: durations in integer nanoseconds,
-// started_at as RFC 3339 text.
-type attemptRow struct {
-	Attempt   int             `json:"attempt"`
-	StartedAt time.Time       `json:"started_at"`
-	Duration  int64           `json:"duration"`
-	Worker    string          `json:"worker,omitempty"`
-	Outcome   string          `json:"outcome"`
-	Error     string          `json:"error,omitempty"`
-	Backoff   int64           `json:"backoff,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-func toAttemptRow(a job.Attempt) attemptRow {
-	return attemptRow{Attempt: a.Attempt, StartedAt: a.StartedAt.UTC(), Duration: int64(a.Duration), Worker: a.Worker,
-		Outcome: a.Outcome, Error: a.Error, Backoff: int64(a.Backoff), Result: a.Result}
-}
-
-func (r attemptRow) attempt() job.Attempt {
-	a := job.Attempt{Attempt: r.Attempt, StartedAt: r.StartedAt, Duration: time.Duration(r.Duration), Worker: r.Worker,
-		Outcome: r.Outcome, Error: r.Error, Backoff: time.Duration(r.Backoff), Result: r.Result}
-	if !a.StartedAt.IsZero() {
-		a.StartedAt = a.StartedAt.UTC()
-	}
-	return a
-}
-
-// recordText encodes one attempt record, an element of the attempts array.
-func recordText(a job.Attempt) (string, error) {
-	b, err := json.Marshal(toAttemptRow(a))
-	if err != nil {
-		return "", fmt.Errorf("encoding attempt record: %w", err)
-	}
-	return string(b), nil
-}
-
-// recordsText encodes attempt records as the elements of a JSON array,
-// comma-separated, without the brackets: what an append adds to the
-// attempts column. Empty for none.
-func recordsText(as []job.Attempt) (string, error) {
-	var b strings.Builder
-	for i, a := range as {
-		t, err := recordText(a)
-		if err != nil {
-			return "", err
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(t)
-	}
-	return b.String(), nil
-}
-
-func parseAttempts(b []byte) ([]job.Attempt, error) {
-	var rows []attemptRow
-	if err := json.Unmarshal(b, &rows); err != nil {
-		return nil, fmt.Errorf("decoding attempts: %w", err)
-	}
-	as := make([]job.Attempt, len(rows))
-	for i, r := range rows {
-		as[i] = r.attempt()
-	}
-	return as, nil
-}
-
 // sqlAppendAttempts is the new value of the attempts column after
 // appending the records in the SQL text expression recs (recordsText; NULL
 // or empty appends nothing). It works on the column's text, so the stored
@@ -131,50 +64,6 @@ func sqlAppendAttempts(col, recs string) string {
 	return `CASE WHEN coalesce(` + recs + `, '') = '' THEN ` + col + `
 		WHEN ` + col + ` IS NULL THEN ('[' || ` + recs + ` || ']')::json
 		ELSE (left(rtrim(` + col + `::text), -1) || ',' || ` + recs + ` || ']')::json END`
-}
-
-// policyRow is a retry policy in the retry columns, durations in integer
-// nanoseconds.
-type policyRow struct {
-	Strategy string  `json:"strategy,omitempty"`
-	Base     int64   `json:"base,omitempty"`
-	Max      int64   `json:"max,omitempty"`
-	Factor   float64 `json:"factor,omitempty"`
-	Jitter   string  `json:"jitter,omitempty"`
-	Delays   []int64 `json:"delays,omitempty"`
-}
-
-// policyText encodes a retry policy, nil as "" (NULL).
-func policyText(p *backoff.Policy) (string, error) {
-	if p == nil {
-		return "", nil
-	}
-	r := policyRow{Strategy: string(p.Strategy), Base: int64(p.Base), Max: int64(p.Max), Factor: p.Factor, Jitter: string(p.Jitter)}
-	for _, d := range p.Delays {
-		r.Delays = append(r.Delays, int64(d))
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return "", fmt.Errorf("encoding retry policy: %w", err)
-	}
-	return string(b), nil
-}
-
-// parsePolicy decodes a retry policy; empty is nil.
-func parsePolicy(b []byte) (*backoff.Policy, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var r policyRow
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decoding retry policy: %w", err)
-	}
-	p := &backoff.Policy{Strategy: backoff.Strategy(r.Strategy), Base: time.Duration(r.Base), Max: time.Duration(r.Max),
-		Factor: r.Factor, Jitter: backoff.Jitter(r.Jitter)}
-	for _, d := range r.Delays {
-		p.Delays = append(p.Delays, time.Duration(d))
-	}
-	return p, nil
 }
 
 // ts is a time as the store writes it: NULL for the zero time, otherwise
@@ -244,11 +133,11 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 	if len(result) > 0 {
 		j.Result = json.RawMessage(result)
 	}
-	if j.Retry, err = parsePolicy(retry); err != nil {
+	if j.Retry, err = store.DecodePolicy(retry); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	if len(attempts) > 0 {
-		if j.Attempts, err = parseAttempts(attempts); err != nil {
+		if j.Attempts, err = store.DecodeAttempts(attempts); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}

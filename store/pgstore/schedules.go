@@ -21,7 +21,7 @@ const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind,
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
-	retry, err := policyText(sc.Retry)
+	retry, err := store.EncodePolicy(sc.Retry)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 		sc.Args = json.RawMessage(args)
 	}
 	sc.Timeout = time.Duration(timeout)
-	if sc.Retry, err = parsePolicy(retry); err != nil {
+	if sc.Retry, err = store.DecodePolicy(retry); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
 	}
 	sc.NextRunAt, sc.LastFireAt = fromTS(next), fromTS(lastFire)

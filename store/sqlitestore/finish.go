@@ -82,7 +82,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
 		}
-		rec, err := recordText(o.Record)
+		rec, err := store.EncodeAttempt(o.Record)
 		if err != nil {
 			return nil, job.Invalid("record", "job %d: %v", o.ID, err)
 		}

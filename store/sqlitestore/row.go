@@ -44,114 +44,20 @@ func parseState(name string) (job.State, error) {
 	return st, nil
 }
 
-// attemptRow is one entry of the attempts column, a JSON array of the
-// attempt history, oldest first. These names and formats (durations in
-// integer nanoseconds, started_at as RFC 3339 text) are what schema
-// version 1 wrote; result is new in version 2.
-type attemptRow struct {
-	Attempt   int             `json:"attempt"`
-	StartedAt time.Time       `json:"started_at"`
-	Duration  int64           `json:"duration"`
-	Worker    string          `json:"worker,omitempty"`
-	Outcome   string          `json:"outcome"`
-	Error     string          `json:"error,omitempty"`
-	Backoff   int64           `json:"backoff,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-func toAttemptRow(a job.Attempt) attemptRow {
-	return attemptRow{Attempt: a.Attempt, StartedAt: a.StartedAt, Duration: int64(a.Duration), Worker: a.Worker,
-		Outcome: a.Outcome, Error: a.Error, Backoff: int64(a.Backoff), Result: a.Result}
-}
-
-func (r attemptRow) attempt() job.Attempt {
-	a := job.Attempt{Attempt: r.Attempt, StartedAt: r.StartedAt, Duration: time.Duration(r.Duration), Worker: r.Worker,
-		Outcome: r.Outcome, Error: r.Error, Backoff: time.Duration(r.Backoff), Result: r.Result}
-	if !a.StartedAt.IsZero() {
-		a.StartedAt = a.StartedAt.UTC()
-	}
-	return a
-}
-
-// recordText encodes one attempt record for the attempts column.
-func recordText(a job.Attempt) (string, error) {
-	b, err := json.Marshal(toAttemptRow(a))
-	if err != nil {
-		return "", fmt.Errorf("encoding attempt record: %w", err)
-	}
-	return string(b), nil
-}
-
-// attemptsText encodes an attempt history, empty as NULL.
+// attemptsText encodes an attempt history for the attempts column, empty
+// as NULL.
 func attemptsText(as []job.Attempt) (any, error) {
-	if len(as) == 0 {
-		return nil, nil
+	s, err := store.EncodeAttemptList(as)
+	if s == "" || err != nil {
+		return nil, err
 	}
-	rows := make([]attemptRow, len(as))
-	for i, a := range as {
-		rows[i] = toAttemptRow(a)
-	}
-	b, err := json.Marshal(rows)
-	if err != nil {
-		return nil, fmt.Errorf("encoding attempts: %w", err)
-	}
-	return string(b), nil
+	return "[" + s + "]", nil
 }
 
-func parseAttempts(b []byte) ([]job.Attempt, error) {
-	var rows []attemptRow
-	if err := json.Unmarshal(b, &rows); err != nil {
-		return nil, fmt.Errorf("decoding attempts: %w", err)
-	}
-	as := make([]job.Attempt, len(rows))
-	for i, r := range rows {
-		as[i] = r.attempt()
-	}
-	return as, nil
-}
-
-// policyRow is a retry policy in the retry columns: the names and formats
-// (integer nanoseconds) schema version 1 wrote.
-type policyRow struct {
-	Strategy string  `json:"strategy,omitempty"`
-	Base     int64   `json:"base,omitempty"`
-	Max      int64   `json:"max,omitempty"`
-	Factor   float64 `json:"factor,omitempty"`
-	Jitter   string  `json:"jitter,omitempty"`
-	Delays   []int64 `json:"delays,omitempty"`
-}
-
-// policyText encodes a retry policy, nil as NULL.
+// policyText encodes a retry policy for the retry columns, nil as NULL.
 func policyText(p *backoff.Policy) (any, error) {
-	if p == nil {
-		return nil, nil
-	}
-	r := policyRow{Strategy: string(p.Strategy), Base: int64(p.Base), Max: int64(p.Max), Factor: p.Factor, Jitter: string(p.Jitter)}
-	for _, d := range p.Delays {
-		r.Delays = append(r.Delays, int64(d))
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encoding retry policy: %w", err)
-	}
-	return string(b), nil
-}
-
-// parsePolicy decodes a retry policy; empty is nil.
-func parsePolicy(b []byte) (*backoff.Policy, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var r policyRow
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decoding retry policy: %w", err)
-	}
-	p := &backoff.Policy{Strategy: backoff.Strategy(r.Strategy), Base: time.Duration(r.Base), Max: time.Duration(r.Max),
-		Factor: r.Factor, Jitter: backoff.Jitter(r.Jitter)}
-	for _, d := range r.Delays {
-		p.Delays = append(p.Delays, time.Duration(d))
-	}
-	return p, nil
+	s, err := store.EncodePolicy(p)
+	return nullStr(s), err
 }
 
 // nullStr stores "" as NULL.
@@ -221,11 +127,11 @@ func scanJob(r scanner) (*job.Job, error) {
 	if unique != nil {
 		j.UniqueKey = *unique
 	}
-	if j.Retry, err = parsePolicy(retry); err != nil {
+	if j.Retry, err = store.DecodePolicy(retry); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	if len(attempts) > 0 {
-		if j.Attempts, err = parseAttempts(attempts); err != nil {
+		if j.Attempts, err = store.DecodeAttempts(attempts); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}

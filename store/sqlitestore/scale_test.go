@@ -59,7 +59,7 @@ func scaleFileDirect(tb testing.TB, n int) string {
 		a := tmpl.args // insertCols order
 		kind, args, maxAttempts, timeout, unique, retry, created, schedule, fire :=
 			a[0], a[2], a[6], a[7], a[8], a[9], a[10], a[11], a[12]
-		rec, err := recordText(job.Attempt{Attempt: 1, StartedAt: bt0, Duration: time.Millisecond,
+		rec, err := store.EncodeAttempt(job.Attempt{Attempt: 1, StartedAt: bt0, Duration: time.Millisecond,
 			Worker: worker, Outcome: job.StateCompleted.String()})
 		if err != nil {
 			tb.Fatal(err)

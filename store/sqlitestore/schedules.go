@@ -50,7 +50,7 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 		sc.Args = json.RawMessage(args)
 	}
 	sc.Timeout = time.Duration(timeout)
-	if sc.Retry, err = parsePolicy(retry); err != nil {
+	if sc.Retry, err = store.DecodePolicy(retry); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
 	}
 	sc.NextRunAt, sc.LastFireAt = store.FromUnixNanos(next), store.FromUnixNanos(lastFire)
