@@ -8,19 +8,14 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/internal/statsview"
 )
 
 // statsView is the response of GET /stats, in the shape of `hopper stats
 // --json` (but over the last hour, StatsWindow), with each queue's oldest
 // ready job.
 type statsView struct {
-	Queues map[string]map[string]int `json:"queues"`
-	Totals map[string]int            `json:"totals"`
-	// Waiting is scheduled + available + retrying.
-	Waiting int `json:"waiting"`
-	Running int `json:"running"`
-	Total   int `json:"total"`
+	statsview.Counts
 	// Finished counts the jobs finished in the last hour (StatsWindow) by
 	// final state.
 	Finished map[string]int `json:"finished_last_hour"`
@@ -45,30 +40,7 @@ func (a *api) stats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := statsView{
-		Queues: map[string]map[string]int{}, Totals: map[string]int{}, Finished: map[string]int{},
-		Throughput: st.Throughput, OldestAvailable: map[string]time.Time{}, At: st.At,
-	}
-	for _, s := range job.States {
-		out.Totals[s.String()] = 0
-	}
-	for q, byState := range st.Queues {
-		m := make(map[string]int, len(job.States))
-		for _, s := range job.States {
-			n := byState[s]
-			m[s.String()] = n
-			out.Totals[s.String()] += n
-			out.Total += n
-			switch {
-			case s.Waiting():
-				out.Waiting += n
-			case s == hopper.StateRunning:
-				out.Running += n
-			}
-		}
-		out.Queues[q] = m
-	}
-	for _, s := range []hopper.State{hopper.StateCompleted, hopper.StateCancelled, hopper.StateDead} {
-		out.Finished[s.String()] = st.Finished[s]
+		Counts: statsview.Of(st), Finished: statsview.Finished(st), Throughput: st.Throughput, OldestAvailable: map[string]time.Time{}, At: st.At,
 	}
 	for q, t := range st.OldestAvailable {
 		out.OldestAvailable[q] = t

@@ -5,19 +5,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/statsview"
 	"github.com/hopperq/hopper/job"
 	"github.com/spf13/cobra"
 )
 
 // statsJSON is stats --json.
 type statsJSON struct {
-	Queues   map[string]map[string]int `json:"queues"`
-	Totals   map[string]int            `json:"totals"`
-	Waiting  int                       `json:"waiting"` // scheduled + available + retrying
-	Running  int                       `json:"running"`
-	Total    int                       `json:"total"`
-	Finished map[string]int            `json:"finished_last_minute"`
+	statsview.Counts
+	Finished map[string]int `json:"finished_last_minute"`
 	// Throughput is the jobs completed per second in the last minute,
 	// measured from the first job finished in it (hopper.Stats).
 	Throughput float64 `json:"throughput_per_second"`
@@ -39,29 +35,7 @@ started 20 seconds ago is not divided by 60).`,
 				if err != nil {
 					return err
 				}
-				out := statsJSON{Queues: map[string]map[string]int{}, Totals: map[string]int{}, Finished: map[string]int{}}
-				for _, state := range job.States {
-					out.Totals[state.String()] = 0
-				}
-				for q, byState := range st.Queues {
-					m := map[string]int{}
-					for _, state := range job.States {
-						n := byState[state]
-						m[state.String()] = n
-						out.Totals[state.String()] += n
-						out.Total += n
-						switch {
-						case state.Waiting():
-							out.Waiting += n
-						case state == hopper.StateRunning:
-							out.Running += n
-						}
-					}
-					out.Queues[q] = m
-				}
-				for _, state := range []hopper.State{hopper.StateCompleted, hopper.StateCancelled, hopper.StateDead} {
-					out.Finished[state.String()] = st.Finished[state]
-				}
+				out := statsJSON{Counts: statsview.Of(st), Finished: statsview.Finished(st)}
 				out.Throughput = st.Throughput
 				if a.json {
 					return printJSON(a.Out, out)
