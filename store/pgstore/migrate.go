@@ -5,12 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,38 +19,9 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in order.
-var migrations = sync.OnceValues(func() ([]migration, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+var migrations = sync.OnceValues(func() ([]store.Migration, error) {
+	return store.ReadMigrations(migrationFS, "migrations")
 })
 
 // SchemaVersion returns the schema version this build of Hopper uses: the
@@ -168,13 +137,13 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string) (MigrateResult,
 			return fmt.Errorf("pgstore: schema %q: %w (it has version %d, this Hopper knows up to %d)", schema, ErrSchemaTooNew, res.From, len(ms))
 		}
 		for _, m := range ms[res.From:] {
-			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{schema}", ident)); err != nil {
-				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.SQL, "{schema}", ident)); err != nil {
+				return fmt.Errorf("pgstore: migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+ident+`.schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO `+ident+`.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 				return err
 			}
-			res.To = m.version
+			res.To = m.Version
 		}
 		return nil
 	})

@@ -5,11 +5,9 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/hopperq/hopper/store"
 )
 
 // The schema is a sequence of migrations, migrations/NNNN_name.sql, applied
@@ -20,39 +18,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in order.
-func migrations() ([]migration, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", e.Name())
-		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+var migrations = sync.OnceValues(func() ([]store.Migration, error) {
+	return store.ReadMigrations(migrationFS, "migrations")
+})
 
 // schemaVersion is the number of the last embedded migration.
 var schemaVersion = sync.OnceValue(func() int {
@@ -132,8 +101,8 @@ func applyMigrations(db interface {
 		return err
 	}
 	for _, m := range ms[version:] {
-		if _, err := db.ExecContext(bg, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := db.ExecContext(bg, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil

@@ -94,7 +94,7 @@ func writeV1(t *testing.T, path string) {
 		}
 	}
 	mustExec("PRAGMA journal_mode = WAL")
-	mustExec(ms[0].sql)
+	mustExec(ms[0].SQL)
 	mustExec(fmt.Sprintf("PRAGMA application_id = %d", applicationID))
 	mustExec("PRAGMA user_version = 1")
 	null := func(s string) any {
