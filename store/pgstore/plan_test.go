@@ -66,6 +66,10 @@ func TestPlans(t *testing.T) {
 		if strings.Contains(plan, "Seq Scan on jobs") {
 			t.Errorf("%s: a sequential scan of jobs:\n%s", tc.name, plan)
 		}
+		// Stats.OldestAvailable: a seek of jobs_claim per (queue, priority).
+		if tc.name == "queuecounts" && !strings.Contains(plan, "Index Cond: (ROW(queue, priority) > ROW(") {
+			t.Errorf("%s: the earliest run-at by queue is not a loose index scan of jobs_claim:\n%s", tc.name, plan)
+		}
 		t.Logf("%s:\n%s", tc.name, plan)
 	}
 	// The claim claims.

@@ -148,19 +148,37 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 	return int(n), nil
 }
 
+// sqlOldestAvailable reads the earliest run-at of each queue's available
+// jobs (Stats.OldestAvailable) with a loose index scan of jobs_claim
+// (queue, priority, run_at, id): g walks the index from one (queue,
+// priority) group to the next, each step a seek, and the first entry of a
+// group has the group's earliest run-at. O(groups × log n), where
+// min(run_at) by queue reads every entry (the index orders a queue's jobs
+// by priority first).
+const sqlOldestAvailable = `WITH RECURSIVE g (queue, priority, run_at) AS (
+		(SELECT queue, priority, run_at FROM {schema}.jobs WHERE state = 'available'
+			ORDER BY queue, priority, run_at LIMIT 1)
+		UNION ALL
+		SELECT n.queue, n.priority, n.run_at FROM g, LATERAL (SELECT queue, priority, run_at FROM {schema}.jobs
+			WHERE state = 'available' AND (queue, priority) > (g.queue, g.priority)
+			ORDER BY queue, priority, run_at LIMIT 1) n)
+	SELECT queue, min(run_at) AS oldest FROM g GROUP BY queue`
+
 // queueCountsSQL counts the jobs of states by queue and state, state by
 // state so that each arm reads the partial index of its state; the arm of
-// available jobs also reads the earliest run-at of each queue
-// (Stats.OldestAvailable).
+// available jobs also carries the earliest run-at of each queue
+// (sqlOldestAvailable).
 func queueCountsSQL(states []job.State) string {
 	var arms []string
 	for _, st := range states {
-		oldest := `NULL::timestamptz`
+		count := `SELECT queue, ` + stateLiteral(st) + `::text, count(*), NULL::timestamptz FROM {schema}.jobs
+			WHERE state = ` + stateLiteral(st) + ` GROUP BY queue`
 		if st == job.StateAvailable {
-			oldest = `min(run_at)`
+			count = `SELECT c.queue, ` + stateLiteral(st) + `::text, c.n, o.oldest
+			FROM (SELECT queue, count(*) AS n FROM {schema}.jobs WHERE state = ` + stateLiteral(st) + ` GROUP BY queue) c
+			LEFT JOIN (` + sqlOldestAvailable + `) o USING (queue)`
 		}
-		arms = append(arms, `SELECT queue, `+stateLiteral(st)+`::text, count(*), `+oldest+` FROM {schema}.jobs
-			WHERE state = `+stateLiteral(st)+` GROUP BY queue`)
+		arms = append(arms, count)
 	}
 	return strings.Join(arms, "\nUNION ALL\n")
 }

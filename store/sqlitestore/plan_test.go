@@ -83,6 +83,7 @@ func checkPlans(t *testing.T, s *Store) {
 		{"retry all dead", sqlDeadAll, nil, "INDEX jobs_finished "},
 		{"retry dead by ID", sqlDeadIDs, []any{"[1,2]"}, "INTEGER PRIMARY KEY"},
 		{"finished since", sqlFinishedSince, []any{1}, "INDEX jobs_finished "},
+		{"oldest available", sqlOldestAvailable, nil, "INDEX jobs_claim "},
 		{"purge before", purge(store.PurgeParams{Before: now}), []any{"dead", 1}, "INDEX jobs_finished "},
 		{"purge keep newest", purge(store.PurgeParams{KeepNewest: 5}), []any{"dead", "dead", 5}, "INDEX jobs_finished "},
 		{"purge by ID", purge(store.PurgeParams{IDs: []job.ID{1, 2}, Before: now}), []any{"dead", "[1,2]", 1}, "INTEGER PRIMARY KEY"},

@@ -124,9 +124,30 @@ const sqlFinishedSince = `SELECT state, count(*), min(finished_at) FROM jobs
 	WHERE ` + sqlFinished + ` AND finished_at >= ? GROUP BY state`
 
 // sqlOldestAvailable reads the earliest run-at of each queue's available
-// jobs from the claim index (a scan of its entries: the index is ordered by
-// priority first).
-const sqlOldestAvailable = `SELECT queue, min(run_at) FROM jobs WHERE state = 'available' GROUP BY queue`
+// jobs with a loose index scan of jobs_claim (queue, kind, priority,
+// run_at, id): the claim index orders a queue's jobs by priority before
+// run-at, so min(run_at) per queue would read all its entries. Instead g
+// walks the index from one (queue, kind, priority) group to the next, each
+// step a seek; the first entry of a group has the group's earliest run-at,
+// and the earliest of a queue's groups is the queue's. The cost is
+// O(groups × log n), whatever the backlog. The step seeks the next group
+// level by level (a higher priority in the same lane, else the next kind
+// of the queue, else the next queue): SQLite seeks a row-value comparison
+// (queue, kind, priority) > (…) on queue only, then reads the rest of the
+// queue. Each group costs up to three index seeks and a rowid lookup.
+const sqlOldestAvailable = `WITH RECURSIVE g(queue, kind, priority, run_at) AS (
+		SELECT queue, kind, priority, run_at FROM jobs WHERE id = (SELECT id FROM jobs
+			WHERE state = 'available' AND queue = (SELECT min(queue) FROM jobs WHERE state = 'available')
+			ORDER BY kind, priority, run_at, id LIMIT 1)
+		UNION ALL
+		SELECT j.queue, j.kind, j.priority, j.run_at FROM g JOIN jobs j ON j.id = coalesce(
+			(SELECT id FROM jobs WHERE state = 'available' AND queue = g.queue AND kind = g.kind
+				AND priority > g.priority ORDER BY priority, run_at, id LIMIT 1),
+			(SELECT id FROM jobs WHERE state = 'available' AND queue = g.queue AND kind > g.kind
+				ORDER BY kind, priority, run_at, id LIMIT 1),
+			(SELECT id FROM jobs WHERE state = 'available' AND queue > g.queue
+				ORDER BY queue, kind, priority, run_at, id LIMIT 1)))
+	SELECT queue, min(run_at) FROM g GROUP BY queue`
 
 // sqlFinishedSteps counts jobs finished since a time by final state and
 // step, from the jobs_finished index.
