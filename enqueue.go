@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -111,8 +112,14 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		return nil, ErrClosed
 	}
 	t := c.now()
-	jobs := make([]*job.Job, len(reqs))
-	slab := make([]job.Job, len(reqs)) // one allocation for the batch
+	listening := c.reported() && inTx == nil
+	buf := getEnqueueBuf(len(reqs))
+	if !listening {
+		// No event keeps a job: the copies serve the next call too (the
+		// store keeps none of them, store.EnqueueParams).
+		defer putEnqueueBuf(buf)
+	}
+	jobs, slab := buf.jobs, buf.slab
 	for i := range reqs {
 		j, err := c.newJob(&reqs[i], &slab[i], t)
 		if err != nil {
@@ -126,7 +133,6 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	p := store.EnqueueParams{Now: t, Jobs: jobs}
 	var res []store.EnqueueResult
 	var err error
-	listening := c.reported() && inTx == nil
 	if listening { // the jobs' EventEnqueued before their EventStarted
 		defer c.fence.leave(c.fence.enter())
 	}
@@ -158,6 +164,37 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		c.engine.Notify()
 	}
 	return out, nil
+}
+
+// enqueueBuf holds the jobs of one enqueue call: pointers and the jobs
+// themselves, allocated together.
+type enqueueBuf struct {
+	jobs []*job.Job
+	slab []job.Job
+}
+
+// enqueueBufs keeps the buffers of calls whose jobs nobody kept.
+var enqueueBufs sync.Pool
+
+// maxPooledJobs caps the buffers kept for reuse.
+const maxPooledJobs = 4096
+
+func getEnqueueBuf(n int) *enqueueBuf {
+	b, _ := enqueueBufs.Get().(*enqueueBuf)
+	if b == nil || cap(b.slab) < n {
+		b = &enqueueBuf{jobs: make([]*job.Job, n), slab: make([]job.Job, n)}
+	}
+	b.jobs, b.slab = b.jobs[:n], b.slab[:n]
+	return b
+}
+
+func putEnqueueBuf(b *enqueueBuf) {
+	if cap(b.slab) > maxPooledJobs {
+		return
+	}
+	clear(b.jobs)
+	clear(b.slab)
+	enqueueBufs.Put(b)
 }
 
 // newJob fills j from r at t: the job's options resolved (Client.options),

@@ -203,4 +203,9 @@ func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
 
 // JobFromContext returns the job whose handler got ctx, or nil outside a
 // handler. Handlers read the attempt number, ID or queue from it.
+//
+// The *Job is valid until the handler returns: the worker pool then reuses
+// it for another job, so a handler must neither modify it nor keep it (or
+// let a goroutine use it) afterwards; copy the fields it needs (a Job's
+// Args, a json.RawMessage, is never overwritten and may be kept).
 func JobFromContext(ctx context.Context) *Job { return engine.JobFromContext(ctx) }

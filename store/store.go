@@ -189,8 +189,11 @@ type TxEnqueuer interface {
 
 // EnqueueParams are the arguments of Store.Enqueue.
 type EnqueueParams struct {
-	Now  time.Time
-	Jobs []*job.Job // validated; the store sets ID and keeps its own copy
+	Now time.Time
+	// Jobs are validated. The store keeps its own copy of what it needs:
+	// it holds no reference to them, or to anything they point to, once
+	// Enqueue returns.
+	Jobs []*job.Job
 }
 
 // EnqueueResult is the outcome of one enqueued job.
@@ -214,6 +217,11 @@ type ClaimParams struct {
 	// QueueLimits caps how many jobs of a queue this claim may take
 	// (absent: no cap beyond Limit; 0: none from that queue).
 	QueueLimits map[string]int
+	// Reuse, if set, holds jobs the caller has done with: a store may
+	// overwrite Reuse[i] with the i-th claimed job and return it as
+	// ClaimResult.Jobs[i] instead of allocating a new one. It keeps no
+	// reference to them. Stores are free to ignore it.
+	Reuse []*job.Job
 }
 
 // ClaimResult is the outcome of Store.Claim.

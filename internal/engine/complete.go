@@ -36,7 +36,8 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 			if c := p.perQ[batch[i].j.Queue]; c != nil {
 				c.Add(-1)
 			}
-			batch[i] = finished{} // drop references to results and errors
+			p.giveSpare(batch[i].j, e.cfg.Workers) // the attempt is over: reuse its copy
+			batch[i] = finished{}                  // drop references to results and errors
 		}
 		select {
 		case p.freed <- struct{}{}:

@@ -14,7 +14,7 @@ const claimRetry = time.Second
 
 // claim claims up to limit jobs at now from the engine's queues and kinds,
 // with at most room[q] from a limited queue q, and reports each start.
-func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[string]int) (store.ClaimResult, error) {
+func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[string]int, reuse []*job.Job) (store.ClaimResult, error) {
 	if len(e.cfg.Kinds) == 0 {
 		return store.ClaimResult{}, nil // nothing this engine could run
 	}
@@ -26,13 +26,18 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 		Queues:      e.cfg.Queues,
 		Kinds:       e.cfg.Kinds,
 		QueueLimits: room,
+		Reuse:       reuse,
 	})
 	if err != nil {
 		return res, err
 	}
+	observing := e.observing()
 	for _, j := range res.Jobs {
 		e.logJob(job.EventStarted, j, 0, "")
-		e.observe(job.EventStarted, j, now)
+		if observing {
+			// A copy: the pool reuses j once the attempt is recorded.
+			e.cfg.Observe(job.Event{Type: job.EventStarted, Job: j.Clone(), At: now})
+		}
 	}
 	return res, nil
 }
@@ -42,6 +47,7 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 // the next one to free up takes whatever is most urgent at that moment.
 func (e *Engine) dispatch(ctx context.Context, p *pool) {
 	defer close(p.jobs)
+	var reuse []*job.Job // job copies offered to the store's claim
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -56,7 +62,14 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 		if free > 0 {
 			limit := min(free, claimBatch)
 			now := e.cfg.Now()
-			res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits))
+			reuse = p.takeSpare(reuse, limit)
+			res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits), reuse)
+			for i, j := range reuse {
+				if i >= len(res.Jobs) || res.Jobs[i] != j {
+					p.giveSpare(j, e.cfg.Workers) // not filled by the store
+				}
+			}
+			clear(reuse)
 			if err != nil {
 				if ctx.Err() != nil {
 					return

@@ -25,7 +25,9 @@ import (
 )
 
 // Handler runs one attempt of a job and returns its JSON result. A result
-// returned with an error is kept with the failed attempt.
+// returned with an error is kept with the failed attempt. j is the pool's
+// until the handler returns, when it is reused for another claim: a
+// handler must not keep it (j.Args itself is never overwritten).
 type Handler func(ctx context.Context, j *job.Job) (result []byte, err error)
 
 // Settings are the per-job settings the engine needs, resolved from the job,
@@ -106,6 +108,30 @@ type pool struct {
 	stopOnce   sync.Once
 	hardStop   atomic.Bool   // handlers starting now are cancelled at once
 	idle       chan struct{} // closed when every worker has returned
+
+	spareMu sync.Mutex
+	spare   []*job.Job // finished jobs' copies, for the next claim to fill
+}
+
+// takeSpare moves up to n job copies nobody uses any more into dst[:0].
+func (p *pool) takeSpare(dst []*job.Job, n int) []*job.Job {
+	p.spareMu.Lock()
+	defer p.spareMu.Unlock()
+	k := min(n, len(p.spare))
+	dst = append(dst[:0], p.spare[len(p.spare)-k:]...)
+	clear(p.spare[len(p.spare)-k:])
+	p.spare = p.spare[:len(p.spare)-k]
+	return dst
+}
+
+// giveSpare keeps j, which nobody uses any more, for a later claim; at
+// most as many as there are workers are kept.
+func (p *pool) giveSpare(j *job.Job, workers int) {
+	p.spareMu.Lock()
+	if len(p.spare) < workers {
+		p.spare = append(p.spare, j)
+	}
+	p.spareMu.Unlock()
 }
 
 // finished is an attempt's outcome on its way to the store.
@@ -209,18 +235,18 @@ func (e *Engine) Stop(ctx context.Context) {
 	e.svc.Stop()
 }
 
-// register records a running attempt's cancel function; the returned
-// function removes it.
-func (e *Engine) register(j *job.Job, cancel context.CancelCauseFunc) func() {
-	l := store.Lease{ID: j.ID, Attempt: j.Attempt}
+// register records the cancel function of a running attempt; unregister
+// removes it.
+func (e *Engine) register(l store.Lease, cancel context.CancelCauseFunc) {
 	e.mu.Lock()
 	e.running[l] = cancel
 	e.mu.Unlock()
-	return func() {
-		e.mu.Lock()
-		delete(e.running, l)
-		e.mu.Unlock()
-	}
+}
+
+func (e *Engine) unregister(l store.Lease) {
+	e.mu.Lock()
+	delete(e.running, l)
+	e.mu.Unlock()
 }
 
 // cancelAll cancels every running handler with cause.

@@ -14,7 +14,7 @@ import (
 // so tests and simulations step through schedules, retries and backoffs
 // without waiting.
 func (e *Engine) ProcessNext(ctx context.Context, now time.Time) (*job.Job, bool, error) {
-	res, err := e.claim(ctx, now, 1, nil)
+	res, err := e.claim(ctx, now, 1, nil, nil)
 	if err != nil || len(res.Jobs) == 0 {
 		return nil, false, err
 	}

@@ -30,22 +30,24 @@ func (e *Engine) work(p *pool) {
 // lease, panics recovered — and decides its outcome. clock stamps it; p, if
 // set, is the pool whose forced stop cancels it at once.
 func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time, p *pool) store.Outcome {
-	start := clock()
 	h, set, err := e.cfg.Resolve(j)
 	var res []byte
 	var cause error
 	if err == nil {
 		hctx, cancel := context.WithCancelCause(ctx)
-		unregister := e.register(j, cancel)
+		l := store.Lease{ID: j.ID, Attempt: j.Attempt}
+		e.register(l, cancel)
 		if p != nil && p.hardStop.Load() {
 			cancel(errShutdown)
 		}
 		res, err, cause = run(hctx, j, h, set)
-		unregister()
+		e.unregister(l)
 		cancel(nil)
 	}
+	// The attempt lasted from its claim, which stamped StartedAt: the
+	// time it waited for this worker is a claim's hand-off, negligible.
 	now := clock()
-	return decide(j, set, res, err, cause, now.Sub(start), now, randFloat)
+	return decide(j, set, res, err, cause, max(now.Sub(j.StartedAt), 0), now, randFloat)
 }
 
 type jobKey struct{}

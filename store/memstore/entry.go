@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
@@ -30,21 +31,34 @@ type entry struct {
 	c        *cold
 }
 
+// cold holds what a job needs only once it has run, or when an option is
+// set. A plain success — the last attempt completed the job, with no error
+// and no result kept with it — is not stored in attempts but implied by the
+// fields beside it (lastImplied), so a completed job's record costs one
+// allocation.
 type cold struct {
-	timeout    time.Duration
-	unique     string
-	retry      *backoff.Policy
-	result     json.RawMessage
-	lastError  string
-	attempts   []job.Attempt
-	startedAt  int64
-	finishedAt int64
-	leaseUntil int64
-	worker     string
-	crashes    int
-	schedule   string
-	fireTime   int64
-	prev, next *entry // links in Store.running or Store.finished
+	opt         *options
+	result      json.RawMessage
+	lastError   string
+	attempts    []job.Attempt // the history, but for an implied last attempt
+	startedAt   int64
+	finishedAt  int64
+	leaseUntil  int64
+	worker      string
+	crashes     int32
+	lastImplied bool   // the last attempt is {attempt, startedAt, lastDur, lastWorker, completed}
+	lastDur     int64  // its duration
+	lastWorker  string // its worker
+	prev, next  *entry // links in Store.running or Store.finished
+}
+
+// options are the enqueue-time settings most jobs leave unset.
+type options struct {
+	timeout  time.Duration
+	unique   string
+	retry    *backoff.Policy
+	schedule string
+	fireTime int64
 }
 
 func (e *entry) cold() *cold {
@@ -53,6 +67,16 @@ func (e *entry) cold() *cold {
 	}
 	return e.c
 }
+
+// opt returns the entry's options; the zero options if none is set.
+func (e *entry) opt() *options {
+	if e.c == nil || e.c.opt == nil {
+		return &noOptions
+	}
+	return e.c.opt
+}
+
+var noOptions options
 
 // newEntry makes the entry of a validated job, copying everything mutable.
 func newEntry(j *job.Job, id job.ID, l *lane) *entry {
@@ -69,12 +93,13 @@ func newEntry(j *job.Job, id job.ID, l *lane) *entry {
 		state:    j.State,
 	}
 	if j.Timeout != 0 || j.UniqueKey != "" || j.Retry != nil || j.Schedule != "" {
-		c := e.cold()
-		c.timeout = j.Timeout
-		c.unique = j.UniqueKey
-		c.retry = j.Retry.Clone()
-		c.schedule = j.Schedule
-		c.fireTime = store.UnixNanos(j.FireTime)
+		e.cold().opt = &options{
+			timeout:  j.Timeout,
+			unique:   j.UniqueKey,
+			retry:    j.Retry.Clone(),
+			schedule: j.Schedule,
+			fireTime: store.UnixNanos(j.FireTime),
+		}
 	}
 	return e
 }
@@ -86,12 +111,7 @@ func clone(b json.RawMessage) json.RawMessage {
 	return append(json.RawMessage(nil), b...)
 }
 
-func (e *entry) uniqueKey() string {
-	if e.c == nil {
-		return ""
-	}
-	return e.c.unique
-}
+func (e *entry) uniqueKey() string { return e.opt().unique }
 
 // job returns a copy of the entry as a job.Job.
 func (e *entry) job() *job.Job {
@@ -132,9 +152,13 @@ func (e *entry) view(j *job.Job) {
 		CancelRequested: e.cancel,
 	}
 	if c := e.c; c != nil {
-		j.Timeout = c.timeout
-		j.UniqueKey = c.unique
-		j.Retry = c.retry
+		if o := c.opt; o != nil {
+			j.Timeout = o.timeout
+			j.UniqueKey = o.unique
+			j.Retry = o.retry
+			j.Schedule = o.schedule
+			j.FireTime = store.FromUnixNanos(o.fireTime)
+		}
 		j.Result = c.result
 		j.LastError = c.lastError
 		j.Attempts = c.attempts
@@ -142,8 +166,40 @@ func (e *entry) view(j *job.Job) {
 		j.FinishedAt = store.FromUnixNanos(c.finishedAt)
 		j.LeaseUntil = store.FromUnixNanos(c.leaseUntil)
 		j.Worker = c.worker
-		j.Crashes = c.crashes
-		j.Schedule = c.schedule
-		j.FireTime = store.FromUnixNanos(c.fireTime)
+		j.Crashes = int(c.crashes)
+		if c.lastImplied {
+			// A new array: the entry's own stays as it is.
+			j.Attempts = append(j.Attempts[:len(j.Attempts):len(j.Attempts)], job.Attempt{
+				Attempt: int(e.attempt), StartedAt: j.StartedAt, Duration: time.Duration(c.lastDur),
+				Worker: c.lastWorker, Outcome: outcomeCompleted,
+			})
+		}
 	}
 }
+
+// keepAttempts stores the history of j, which a transition has just
+// applied to a view of the entry, implying its last attempt if it is a
+// plain success. scratch is the store's spare array the history may be in
+// (Store.finishView); it is copied out of it if it must be kept.
+func (c *cold) keepAttempts(j *job.Job, scratch *job.Attempt) {
+	as := j.Attempts
+	c.lastImplied = false
+	if n := len(as); n > 0 && j.State == job.StateCompleted {
+		a := &as[n-1]
+		if a.Attempt == j.Attempt && a.StartedAt.Equal(j.StartedAt) && a.Outcome == outcomeCompleted &&
+			a.Error == "" && a.Backoff == 0 && a.Result == nil {
+			c.lastImplied, c.lastDur, c.lastWorker = true, int64(a.Duration), a.Worker
+			as = as[:n-1]
+		}
+	}
+	switch {
+	case len(as) == 0:
+		as = nil
+	case &as[0] == scratch:
+		as = slices.Clone(as)
+	}
+	c.attempts = as
+}
+
+// outcomeCompleted is the Outcome of an attempt that completed its job.
+var outcomeCompleted = job.StateCompleted.String()

@@ -48,6 +48,11 @@ func (h *jobHeap) peek() *entry {
 func (h *jobHeap) head() *item { return &h.items[0] }
 
 func (h *jobHeap) push(e *entry) {
+	if len(h.items) == cap(h.items) {
+		// Double, where append would grow a large slice by a quarter and
+		// so copy it over and over while a backlog builds up.
+		h.items = append(make([]item, 0, max(2*cap(h.items), 64)), h.items...)
+	}
 	h.items = append(h.items, item{priority: e.priority, runAt: e.runAt, id: e.id, e: e})
 	i := len(h.items) - 1
 	e.idx = int32(i)

@@ -34,6 +34,18 @@ type Store struct {
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
 	leases    map[string]*lease // by led name
+	claimed   laneFilter        // the lanes of the latest claim's filter
+	// scratch is the spare array a first attempt's record is appended to
+	// (finishView); update copies it out if it must be kept.
+	scratch [1]job.Attempt
+}
+
+// laneFilter is the answer of claimLanes for one filter. Lanes are never
+// removed, so it holds while the number of lanes stays the same.
+type laneFilter struct {
+	queues, kinds []string
+	nlanes        int
+	lanes         []*lane
 }
 
 // lane holds the jobs of one queue and kind.
@@ -134,9 +146,10 @@ func (s *Store) update(e *entry, j *job.Job) {
 	e.cancel = j.CancelRequested
 	if e.c != nil || j.Attempts != nil || j.LastError != "" || !j.FinishedAt.IsZero() || j.Worker != "" {
 		c := e.cold()
-		c.result, c.lastError, c.attempts = j.Result, j.LastError, j.Attempts
+		c.result, c.lastError = j.Result, j.LastError
+		c.keepAttempts(j, &s.scratch[0])
 		c.startedAt, c.finishedAt = store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt)
-		c.leaseUntil, c.worker, c.crashes = store.UnixNanos(j.LeaseUntil), j.Worker, j.Crashes
+		c.leaseUntil, c.worker, c.crashes = store.UnixNanos(j.LeaseUntil), j.Worker, int32(j.Crashes)
 	}
 	if j.State != e.state {
 		s.setState(e, j.State)
@@ -226,10 +239,16 @@ func (s *Store) promote(l *lane, now int64) {
 	}
 }
 
-// claimLanes returns the lanes a claim for p looks at.
+// claimLanes returns the lanes a claim for queues and kinds looks at. The
+// answer for the latest filter is kept until it or the lanes change: an
+// engine claims with the same filter every time.
 func (s *Store) claimLanes(queues, kinds []string) []*lane {
 	if len(queues) == 0 && len(kinds) == 0 {
 		return s.llist
+	}
+	c := &s.claimed
+	if c.nlanes == len(s.llist) && slices.Equal(c.queues, queues) && slices.Equal(c.kinds, kinds) {
+		return c.lanes
 	}
 	var out []*lane
 	for _, l := range s.llist {
@@ -237,6 +256,7 @@ func (s *Store) claimLanes(queues, kinds []string) []*lane {
 			out = append(out, l)
 		}
 	}
+	*c = laneFilter{queues: slices.Clone(queues), kinds: slices.Clone(kinds), nlanes: len(s.llist), lanes: out}
 	return out
 }
 
@@ -285,12 +305,21 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 			return store.ClaimResult{}, err // an available job can always be claimed
 		}
 		s.update(e, &v)
-		if len(slab) == cap(slab) {
-			slab = make([]job.Job, 0, min(p.Limit-len(res.Jobs), 64))
+		var j *job.Job
+		if i := len(res.Jobs); i < len(p.Reuse) {
+			j = p.Reuse[i]
+		} else {
+			if len(slab) == cap(slab) {
+				slab = make([]job.Job, 0, min(p.Limit-len(res.Jobs), 64))
+			}
+			slab = slab[:len(slab)+1]
+			j = &slab[len(slab)-1]
 		}
-		slab = slab[:len(slab)+1]
-		e.fill(&slab[len(slab)-1])
-		res.Jobs = append(res.Jobs, &slab[len(slab)-1])
+		e.fill(j)
+		if res.Jobs == nil {
+			res.Jobs = make([]*job.Job, 0, min(p.Limit, 64))
+		}
+		res.Jobs = append(res.Jobs, j)
 	}
 	var next int64
 	for _, l := range ls {
@@ -300,6 +329,18 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	}
 	res.NextRunAt = store.FromUnixNanos(next)
 	return res, nil
+}
+
+// finishView is view for a transition that records an attempt: a job's
+// first record is appended to the store's scratch array rather than a new
+// one, which update copies out only if the record must be kept (a plain
+// success is implied instead, cold.keepAttempts).
+func (s *Store) finishView(e *entry, v *job.Job) {
+	e.view(v)
+	if v.Attempts == nil {
+		s.scratch[0] = job.Attempt{}
+		v.Attempts = s.scratch[:0]
+	}
 }
 
 // Finish implements store.Store.
@@ -322,7 +363,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			continue
 		}
 		o.Result, o.Record.Result = clone(o.Result), clone(o.Record.Result)
-		e.view(&v)
+		s.finishView(e, &v)
 		ok, err := store.ApplyFinish(&v, o, p.Now)
 		if err != nil {
 			return nil, err // checked above: cannot happen

@@ -183,7 +183,7 @@ func (s *Store) delete(e *entry) {
 	s.finished[e.state].remove(e)
 	e.l.counts[e.state]--
 	s.jobs.del(e.id)
-	if e.c != nil && e.c.schedule != "" {
-		delete(s.fired, fireKey{e.c.schedule, e.c.fireTime})
+	if o := e.opt(); o.schedule != "" {
+		delete(s.fired, fireKey{o.schedule, o.fireTime})
 	}
 }

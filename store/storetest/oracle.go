@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -106,6 +107,61 @@ func oracleCases() []testCase {
 				if g.State == job.StateCompleted && g.LastError != "" {
 					t.Errorf("Finish %s: completed job keeps LastError %q", c.name, g.LastError)
 				}
+			}
+		}},
+		{"OracleFinishFirstAttempt", func(t *testing.T, e *env) {
+			// A first attempt ending every way, in one Finish call: a store
+			// may keep a first record, or a plain success, in a form of its
+			// own, but must give back exactly what the rules say.
+			type tc struct {
+				name string
+				o    store.Outcome
+				edit func(r *job.Attempt)
+				id   job.ID
+				want *job.Job
+			}
+			cases := []*tc{
+				{name: "plain success", o: store.Outcome{State: job.StateCompleted}},
+				{name: "success with result", o: store.Outcome{State: job.StateCompleted, Result: json.RawMessage(`[1]`)}},
+				{name: "success with an attempt result", o: store.Outcome{State: job.StateCompleted},
+					edit: func(r *job.Attempt) { r.Result = json.RawMessage(`{"out":"x"}`) }},
+				{name: "success recorded by another worker", o: store.Outcome{State: job.StateCompleted},
+					edit: func(r *job.Attempt) { r.Worker = "other" }},
+				{name: "success started earlier", o: store.Outcome{State: job.StateCompleted},
+					edit: func(r *job.Attempt) { r.StartedAt = r.StartedAt.Add(-time.Second) }},
+				{name: "retrying", o: store.Outcome{State: job.StateRetrying, RunAt: at(900), Error: "e"},
+					edit: func(r *job.Attempt) { r.Backoff = 400 * time.Millisecond }},
+				{name: "dead", o: store.Outcome{State: job.StateDead, Error: "fatal"}},
+				{name: "cancelled", o: store.Outcome{State: job.StateCancelled, Error: "stop"}},
+				{name: "released", o: store.Outcome{State: job.StateAvailable}},
+				{name: "plain success again", o: store.Outcome{State: job.StateCompleted}},
+			}
+			outs := make([]store.Outcome, len(cases))
+			for i, c := range cases {
+				q := "first-" + c.name
+				c.id = e.add(t0, &job.Job{Kind: "k", Queue: q})
+				j := e.claimExpect(at(10), q, c.id)
+				c.o.ID, c.o.Attempt = j.ID, j.Attempt
+				c.o.Record = record(j, at(500), c.o.State.String(), c.o.Error)
+				if c.o.State == job.StateAvailable {
+					c.o.Record.Outcome = job.OutcomeReleased
+				}
+				if c.edit != nil {
+					c.edit(&c.o.Record)
+				}
+				c.want = e.expect(c.id, func(j *job.Job) error {
+					_, err := store.ApplyFinish(j, c.o, at(500))
+					return err
+				})
+				outs[i] = c.o
+			}
+			for i, ok := range e.finish(at(500), outs...) {
+				if !ok {
+					t.Errorf("%s: not applied", cases[i].name)
+				}
+			}
+			for _, c := range cases {
+				e.wantJob("Finish "+c.name, e.get(c.id), c.want)
 			}
 		}},
 		{"OracleRescue", func(t *testing.T, e *env) {
