@@ -9,7 +9,7 @@ import (
 type Attempt struct {
 	Attempt   int           `json:"attempt"` // 1-based
 	StartedAt time.Time     `json:"started_at"`
-	Duration  time.Duration `json:"duration"`
+	Duration  time.Duration `json:"duration"` // from StartedAt to the attempt's end
 	Worker    string        `json:"worker,omitempty"`
 	// Outcome is the state the attempt led to, or "interrupted" when the
 	// worker died, or "released" when shutdown gave the job back.

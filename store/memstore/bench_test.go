@@ -56,6 +56,40 @@ func BenchmarkMemoryPerWaitingJob(b *testing.B) {
 	}
 }
 
+// BenchmarkMemoryPerCompletedJob reports the heap bytes one completed job
+// costs while retention keeps it: 1M jobs (no args, no result) claimed and
+// completed at their first attempt, as a worker pool records them.
+func BenchmarkMemoryPerCompletedJob(b *testing.B) {
+	const n = 1_000_000
+	ctx := context.Background()
+	for range b.N {
+		base := heapInUse()
+		s := New()
+		fill(b, s, n)
+		at := t0.Add(time.Hour)
+		for {
+			res, err := s.Claim(ctx, store.ClaimParams{Now: at, Limit: 1000, Worker: "w", LeaseUntil: at.Add(time.Minute)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Jobs) == 0 {
+				break
+			}
+			outs := make([]store.Outcome, len(res.Jobs))
+			for i, j := range res.Jobs {
+				outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted,
+					Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: j.Worker, Outcome: "completed"}}
+			}
+			if _, err := s.Finish(ctx, store.FinishParams{Now: at, Outcomes: outs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := heapInUse()
+		b.ReportMetric(float64(after-base)/n, "bytes/job")
+		runtime.KeepAlive(s)
+	}
+}
+
 // BenchmarkCancel1M cancels random jobs out of 1M waiting ones.
 func BenchmarkCancel1M(b *testing.B) {
 	const n = 1_000_000
