@@ -385,7 +385,8 @@ func benchPattern() string {
 	return ""
 }
 
-// bUnclaim puts claimed jobs back as they were before the claim.
+// bUnclaim puts claimed jobs back as they were before the claim, counts
+// included.
 func bUnclaim(b testing.TB, s *Store, js []*job.Job) {
 	ids := make([]job.ID, len(js))
 	for i, j := range js {
@@ -394,6 +395,9 @@ func bUnclaim(b testing.TB, s *Store, js []*job.Job) {
 	err := s.write(context.Background(), func(w *writer) error {
 		_, err := w.exec(`UPDATE jobs SET state = 'available', attempt = 0, started_at = 0, worker = NULL,
 			claimed_by = NULL, lease_until = 0 WHERE id IN (SELECT value FROM json_each(?))`, idList(ids))
+		for _, j := range js {
+			w.req.move(job.StateRunning, job.StateAvailable, j.Queue, j.Kind, 1)
+		}
 		return err
 	})
 	if err != nil {
@@ -401,10 +405,26 @@ func bUnclaim(b testing.TB, s *Store, js []*job.Job) {
 	}
 }
 
+// bDeleteFrom deletes the jobs from ID id on, counts included.
 func bDeleteFrom(b testing.TB, s *Store, id job.ID) {
 	err := s.write(context.Background(), func(w *writer) error {
-		_, err := w.exec(`DELETE FROM jobs WHERE id >= ?`, int64(id))
-		return err
+		rows, err := w.query(`DELETE FROM jobs WHERE id >= ? RETURNING state, queue, kind`, int64(id))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name, queue, kind string
+			if err := rows.Scan(&name, &queue, &kind); err != nil {
+				return err
+			}
+			st, err := parseState(name)
+			if err != nil {
+				return err
+			}
+			w.req.move(st, 0, queue, kind, 1)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		b.Fatal(err)

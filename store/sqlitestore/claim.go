@@ -53,6 +53,16 @@ const (
 	sqlPromoteLanes = `UPDATE jobs SET state = 'available' WHERE id IN (SELECT j.id
 		FROM (` + sqlWaitingLanes + `) AS l CROSS JOIN jobs AS j
 		WHERE j.state IN ('scheduled', 'retrying') AND j.queue = l.queue AND j.kind = l.kind AND j.run_at <= ?3)`
+	// sqlPromotedAll and sqlPromotedLanes count, by state and lane, the
+	// jobs that sqlPromoteAll and sqlPromoteLanes (same arguments) are
+	// about to promote, for lane_counts: RETURNING would give only the
+	// state they reach.
+	sqlPromotedAll = `SELECT state, queue, kind, count(*) FROM jobs
+		WHERE state IN ('scheduled', 'retrying') AND run_at <= ? GROUP BY state, queue, kind`
+	sqlPromotedLanes = `SELECT j.state, j.queue, j.kind, count(*)
+		FROM (` + sqlWaitingLanes + `) AS l CROSS JOIN jobs AS j
+		WHERE j.state IN ('scheduled', 'retrying') AND j.queue = l.queue AND j.kind = l.kind AND j.run_at <= ?3
+		GROUP BY j.state, j.queue, j.kind`
 	sqlReadyLanes = `SELECT queue, kind FROM lane_counts WHERE state = 'available' AND n > 0 AND ` + laneFilter + `
 		ORDER BY queue, kind`
 	sqlCandidates = `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ? AND kind = ?
@@ -197,18 +207,21 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	var res store.ClaimResult
 	now := store.UnixNanos(p.Now)
 	all := filter[0] == nil && filter[1] == nil
-	// 1. When to ask again; promotion if something is due.
+	// 1. When to ask again; promotion if something is due. The statements
+	// reading lane_counts (those of a filter) first need the counts of
+	// the transaction's changes; after the promotion, lanes it emptied
+	// still count waiting jobs there, which only costs nextRunAt a look.
+	if !all {
+		if err := w.syncCounts(); err != nil {
+			return res, err
+		}
+	}
 	next, err := nextRunAt(w, all, filter)
 	if err != nil {
 		return res, err
 	}
 	if next != 0 && next <= now {
-		if all {
-			_, err = w.exec(sqlPromoteAll, now)
-		} else {
-			_, err = w.exec(sqlPromoteLanes, filter[0], filter[1], now)
-		}
-		if err != nil {
+		if err := promote(w, all, filter, now); err != nil {
 			return res, err
 		}
 		if next, err = nextRunAt(w, all, filter); err != nil {
@@ -220,6 +233,9 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 		return res, nil
 	}
 	// 2. The lanes to claim from, and their limits.
+	if err := w.syncCounts(); err != nil {
+		return res, err
+	}
 	lanes, capped, err := readyLanes(w, p, filter)
 	if err != nil || len(lanes) == 0 {
 		return res, err
@@ -234,6 +250,11 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	if err != nil {
 		return res, err
 	}
+	c := counter{d: w.req}
+	for _, j := range jobs {
+		c.job(job.StateAvailable, job.StateRunning, j.Queue, j.Kind)
+	}
+	c.flush()
 	// RETURNING has no order: restore the claim order.
 	slices.SortFunc(jobs, func(a, b *job.Job) int {
 		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
@@ -342,6 +363,37 @@ func (s *Store) claimMerged(w *writer, p store.ClaimParams, lanes []lane) ([]*jo
 		return nil, nil
 	}
 	return w.queryJobs(sqlClaim, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, idList(ids))
+}
+
+// promote makes the scheduled and retrying jobs due by now available, in
+// the lanes filter selects (in all lanes if all), and counts them.
+func promote(w *writer, all bool, filter []any, now int64) error {
+	count, update, args := sqlPromotedAll, sqlPromoteAll, []any{now}
+	if !all {
+		count, update, args = sqlPromotedLanes, sqlPromoteLanes, []any{filter[0], filter[1], now}
+	}
+	rows, err := w.query(count, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, queue, kind string
+		var n int64
+		if err := rows.Scan(&name, &queue, &kind, &n); err != nil {
+			return err
+		}
+		st, err := parseState(name)
+		if err != nil {
+			return err
+		}
+		w.req.move(st, job.StateAvailable, queue, kind, n)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = w.exec(update, args...)
+	return err
 }
 
 // nextRunAt returns the earliest run-at of the scheduled and retrying jobs

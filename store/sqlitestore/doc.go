@@ -24,9 +24,11 @@
 // transaction (BEGIN IMMEDIATE … COMMIT), each request in its own SAVEPOINT
 // so that a failing request rolls back alone; the plain Enqueues of a batch
 // (no unique key, no schedule) are inserted together by one multi-row
-// INSERT. One fsync thus acknowledges many operations. Reads (Get, List,
-// Count, Stats, GetSchedule, ListSchedules) use a separate pool of
-// read-only connections.
+// INSERT. The job counts by (state, queue, kind) that Stats, Count and
+// Claim read (lane_counts) are kept by the writer: each transaction's
+// changes, summed in Go, are written once before its COMMIT. One fsync thus
+// acknowledges many operations. Reads (Get, List, Count, Stats,
+// GetSchedule, ListSchedules) use a separate pool of read-only connections.
 //
 // Several processes may open the same file and work together: every claim
 // is one write transaction, so no job is claimed twice. Wake signals,

@@ -39,21 +39,22 @@ func finishSetClause(st, run, msg, res, rec, now string) string {
 }
 
 // sqlFinish applies one outcome, fenced by state and attempt; the attempt
-// record is appended to the JSON history by SQLite itself.
+// record is appended to the JSON history by SQLite itself. It returns the
+// state reached and the job's lane (for lane_counts).
 //
 //	?1 state  ?2 record (JSON)  ?3 error  ?4 result  ?5 now  ?6 run-at
 //	?7 id     ?8 attempt
 var sqlFinish = `UPDATE jobs SET ` + finishSetClause("?1", "?6", "?3", "?4", "?2", "?5") + `
 	WHERE id = ?7 AND state = 'running' AND attempt = ?8
-	RETURNING state`
+	RETURNING state, queue, kind`
 
 // finishSQL[n] applies n outcomes of a Finish call in one statement: the
 // outcomes are a VALUES list of n rows (id, attempt, state, run-at, error,
 // result, record) joined to jobs by primary key, with the effects and the
-// fence (state, attempt) of sqlFinish; RETURNING tells which applied. The
-// IDs of one statement must be distinct (Finish falls back to sqlFinish
-// otherwise): UPDATE … FROM would apply one arbitrary outcome of a job
-// listed twice. A first attempt's history is built by concatenation (the
+// fence (state, attempt) of sqlFinish; RETURNING tells which applied, the
+// states they reached and their lanes. The IDs of one statement must be
+// distinct (Finish falls back to sqlFinish otherwise): UPDATE … FROM would
+// apply one arbitrary outcome of a job listed twice. A first attempt's history is built by concatenation (the
 // record is compact JSON from encoding/json), sparing json_insert's parse.
 const (
 	nFinishCols   = 7
@@ -67,7 +68,7 @@ var finishSQL = func() (qs [maxFinishRows + 1]string) {
 	UPDATE jobs SET ` + finishSetClause("o.st", "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*nFinishCols+1)) + `
 	FROM o
 	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.attempt = o.att
-	RETURNING jobs.id, jobs.state`
+	RETURNING jobs.id, jobs.state, jobs.queue, jobs.kind`
 	}
 	return qs
 }()
@@ -119,9 +120,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			return nil
 		}
 		for i, o := range p.Outcomes {
-			var name string
+			var name, queue, kind string
 			err := w.scanRow(sqlFinish, []any{stateName(o.State), records[i], o.Error, jsonText(o.Result),
-				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt}, &name)
+				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt}, &name, &queue, &kind)
 			switch {
 			case errors.Is(err, sql.ErrNoRows): // lease lost
 			case err != nil:
@@ -130,6 +131,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				if reached[i], err = parseState(name); err != nil {
 					return err
 				}
+				w.req.move(job.StateRunning, reached[i], queue, kind, 1)
 			}
 		}
 		return nil
@@ -140,18 +142,20 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	return reached, nil
 }
 
-// finishSet runs finishSQL[k] and records the state each applied outcome
-// reached.
+// finishSet runs finishSQL[k], records the state each applied outcome
+// reached and counts the moves.
 func (w *writer) finishSet(k int, args []any, index map[job.ID]int, reached []job.State) error {
 	rows, err := w.query(finishSQL[k], args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	c := counter{d: w.req}
+	defer c.flush()
 	for rows.Next() {
 		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
+		var name, queue, kind string
+		if err := rows.Scan(&id, &name, &queue, &kind); err != nil {
 			return err
 		}
 		st, err := parseState(name)
@@ -159,6 +163,7 @@ func (w *writer) finishSet(k int, args []any, index map[job.ID]int, reached []jo
 			return err
 		}
 		reached[index[job.ID(id)]] = st
+		c.job(job.StateRunning, st, queue, kind)
 	}
 	return rows.Err()
 }
@@ -202,7 +207,7 @@ func rescue(w *writer, p store.RescueParams) ([]*job.Job, error) {
 		if err := store.ApplyRescue(j, now, p.MaxCrashes); err != nil {
 			return nil, err
 		}
-		if err := w.save(j); err != nil {
+		if err := w.save(j, job.StateRunning); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,13 @@ type jobWriter interface {
 	scanRow(q string, args []any, dest ...any) error
 	// insertN runs insertSQL[n] with args (nInsertCols per row).
 	insertN(n int, args []any) (sql.Result, error)
+	// counts returns the changes to lane_counts that go with the
+	// statements' (see counts.go).
+	counts() countDeltas
 }
+
+// counts implements jobWriter: the running request's changes.
+func (w *writer) counts() countDeltas { return w.req }
 
 // insertN runs insertSQL[n], prepared once per row count.
 func (w *writer) insertN(n int, args []any) (sql.Result, error) {
@@ -86,17 +92,30 @@ func (w *writer) insertN(n int, args []any) (sql.Result, error) {
 	return st.ExecContext(bg, args...)
 }
 
-// insertRows inserts rows idx of r (all if idx is nil), in order, and
-// returns their IDs.
+// insertRows inserts rows idx of r (all if idx is nil), in order, counts
+// them (q.counts) and returns their IDs.
 func insertRows(q jobWriter, r *newRows, idx []int) ([]job.ID, error) {
-	if idx == nil {
-		return insertArgs(q, r.args, len(r.jobs))
+	args, n := r.args, len(r.jobs)
+	if idx != nil {
+		args, n = make([]any, 0, len(idx)*nInsertCols), len(idx)
+		for _, i := range idx {
+			args = append(args, r.args[i*nInsertCols:(i+1)*nInsertCols]...)
+		}
 	}
-	buf := make([]any, 0, len(idx)*nInsertCols)
-	for _, i := range idx {
-		buf = append(buf, r.args[i*nInsertCols:(i+1)*nInsertCols]...)
+	ids, err := insertArgs(q, args, n)
+	if err != nil {
+		return nil, err
 	}
-	return insertArgs(q, buf, len(idx))
+	c := counter{d: q.counts()}
+	for k := range n {
+		i := k
+		if idx != nil {
+			i = idx[k]
+		}
+		c.job(0, r.states[i], r.jobs[i].Queue, r.jobs[i].Kind)
+	}
+	c.flush()
+	return ids, nil
 }
 
 // insertArgs inserts n rows of INSERT arguments (nInsertCols each), in
@@ -299,8 +318,8 @@ func (w *writer) load(id job.ID) (*job.Job, error) {
 }
 
 // save writes back the mutable fields of a job changed in Go by one of
-// the store.Apply… transitions.
-func (w *writer) save(j *job.Job) error {
+// the store.Apply… transitions, and counts its move from state from.
+func (w *writer) save(j *job.Job, from job.State) error {
 	attempts, err := attemptsText(j.Attempts)
 	if err != nil {
 		return err
@@ -314,6 +333,9 @@ func (w *writer) save(j *job.Job) error {
 		stateName(j.State), store.UnixNanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
 		store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt), j.Worker, store.UnixNanos(j.LeaseUntil),
 		j.Crashes, j.CancelRequested, int64(j.ID))
+	if err == nil {
+		w.req.move(from, j.State, j.Queue, j.Kind, 1)
+	}
 	return err
 }
 
@@ -330,10 +352,11 @@ func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) er
 			return err
 		}
 		out = j
+		from := j.State
 		if applyErr = apply(j); applyErr != nil {
 			return nil // the transitions change nothing when they fail
 		}
-		return w.save(j)
+		return w.save(j, from)
 	})
 	if err != nil {
 		return nil, err
@@ -390,7 +413,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			if err := store.ApplyRetryDead(j, now); err != nil {
 				return err
 			}
-			if err := w.save(j); err != nil {
+			if err := w.save(j, job.StateDead); err != nil {
 				return err
 			}
 			n++
@@ -403,9 +426,10 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 	return n, nil
 }
 
-// purgeSQL returns the DELETE of the jobs of one state that p selects and
-// its arguments: margs[0], the state, is to be set; with KeepNewest, the
-// arguments are margs twice and then KeepNewest.
+// purgeSQL returns the DELETE of the jobs of one state that p selects,
+// returning their lanes (for lane_counts), and its arguments: margs[0],
+// the state, is to be set; with KeepNewest, the arguments are margs twice
+// and then KeepNewest.
 func purgeSQL(p store.PurgeParams) (q string, margs []any) {
 	match, margs := sqlFinished+` AND state = ?`, []any{nil}
 	if !p.Before.IsZero() {
@@ -425,7 +449,29 @@ func purgeSQL(p store.PurgeParams) (q string, margs []any) {
 	if p.KeepNewest > 0 {
 		q += ` AND id NOT IN (SELECT id FROM jobs WHERE ` + match + ` ORDER BY finished_at DESC, id DESC LIMIT +?)`
 	}
-	return q, margs
+	return q + ` RETURNING queue, kind`, margs
+}
+
+// purge runs a statement of purgeSQL deleting jobs of state st, counts
+// them and returns how many it deleted.
+func (w *writer) purge(q string, st job.State, args []any) (int, error) {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	c := counter{d: w.req}
+	defer c.flush()
+	n := 0
+	for rows.Next() {
+		var queue, kind string
+		if err := rows.Scan(&queue, &kind); err != nil {
+			return 0, err
+		}
+		c.job(st, 0, queue, kind)
+		n++
+	}
+	return n, rows.Err()
 }
 
 // Purge implements store.Store.
@@ -444,11 +490,11 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 			if p.KeepNewest > 0 {
 				args = append(append(append([]any(nil), margs...), margs...), p.KeepNewest)
 			}
-			m, err := w.execN(q, args...)
+			m, err := w.purge(q, st, args)
 			if err != nil {
 				return err
 			}
-			n += int(m)
+			n += m
 		}
 		return nil
 	})

@@ -14,7 +14,7 @@ import (
 // by one statement (runMerged), each get the IDs of their own jobs, in
 // order, with a cancelled request and a non-plain one (a unique key, run
 // by its own function in a savepoint) in the same transaction, and that
-// queue_counts counts them.
+// lane_counts counts them.
 func TestMergedEnqueues(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)

@@ -241,3 +241,132 @@ func idsOf(js []*job.Job) []job.ID {
 	}
 	return ids
 }
+
+// writeV2 creates a version 2 file at path: the version 1 file of writeV1
+// upgraded by migration 0002 alone, so that its lane_counts was kept by
+// version 2's triggers; then a count is made wrong, as a file's counts
+// could drift, and a row left for a lane without jobs.
+func writeV2(t *testing.T, path string) {
+	t.Helper()
+	writeV1(t, path)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	defer db.Close()
+	for _, q := range []string{
+		"BEGIN", ms[1].SQL, "PRAGMA user_version = 2", "COMMIT",
+		// As version 2 wrote it: a job enqueued, through the triggers.
+		`INSERT INTO jobs (kind, queue, run_at, state, max_attempts, created_at) VALUES ('email', 'q3', 1, 'available', 1, 1)`,
+		`UPDATE lane_counts SET n = n + 5 WHERE state = 'running'`,
+		`INSERT INTO lane_counts (state, queue, kind, n) VALUES ('dead', 'gone', 'k', 3)`,
+		"PRAGMA wal_checkpoint(TRUNCATE)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+}
+
+// TestMigrateV2: at Open, a version 2 file (jobs in every state) loses its
+// counting triggers and gets lane_counts recomputed from its jobs, wrong
+// counts included; its jobs read back unchanged, and every transition
+// keeps the counts right on the upgraded file.
+func TestMigrateV2(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v2.db")
+	writeV2(t, path)
+	s, err := Open(t.Context(), path, Options{Worker: "w"})
+	if err != nil {
+		t.Fatalf("Open of a version 2 file: %v", err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	var version, triggers int
+	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion() {
+		t.Fatalf("user_version after Open: %d, %v; want %d", version, err, schemaVersion())
+	}
+	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").Scan(&triggers); err != nil || triggers != 0 {
+		t.Errorf("triggers after the migration: %d, %v; want none", triggers, err)
+	}
+	checkCounts := func(after string) {
+		t.Helper()
+		if d, err := countsDiff(ctx, s.rdb); err != nil || d != "" {
+			t.Errorf("after %s, lane_counts differs from the jobs (%v):\n%s", after, err, d)
+		}
+	}
+	checkCounts("the migration")
+	for _, v := range v1Jobs() {
+		got, err := s.Get(ctx, v.want.ID)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", v.want.ID, err)
+		}
+		if g, w := jsonOf(got), jsonOf(&v.want); g != w {
+			t.Errorf("job %d after the migration:\n got %s\nwant %s", v.want.ID, g, w)
+		}
+	}
+	st, err := s.Stats(ctx, store.StatsParams{Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStats := map[string]map[job.State]int{
+		"q1": {job.StateScheduled: 1, job.StateRunning: 1, job.StateRetrying: 1, job.StateCompleted: 1, job.StateCancelled: 1, job.StateDead: 1},
+		"q2": {job.StateAvailable: 1},
+		"q3": {job.StateAvailable: 1},
+	}
+	if fmt.Sprint(st.ByQueue) != fmt.Sprint(wantStats) {
+		t.Errorf("Stats after the migration: %v, want %v", st.ByQueue, wantStats)
+	}
+	if n, err := s.Count(ctx, store.ListParams{Kind: "email"}); err != nil || n != 7 {
+		t.Errorf("Count of kind email: %d, %v; want 7", n, err)
+	}
+
+	// Every transition on the upgraded file keeps the counts: enqueue
+	// (a duplicate of the scheduled job's key too), a claim of kind email
+	// promoting the due scheduled and retrying jobs, finishes, rescue of
+	// the running job (its lease expired), cancel, RetryDead, Purge.
+	res, err := s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{
+		{Kind: "email", Queue: "q1", MaxAttempts: 1, RunAt: t0, CreatedAt: t0, State: job.StateAvailable},
+		{Kind: "email", Queue: "q1", MaxAttempts: 1, RunAt: t0, CreatedAt: t0, State: job.StateAvailable, UniqueKey: "u-1"},
+	}})
+	if err != nil || res[0].ID != 11 || !res[1].Duplicate || res[1].ID != 1 {
+		t.Fatalf("Enqueue on the upgraded file: %+v, %v; want ID 11 and a duplicate of job 1", res, err)
+	}
+	checkCounts("Enqueue")
+	cl, err := s.Claim(ctx, store.ClaimParams{Now: t0.Add(time.Hour), Limit: 10, Worker: "w", LeaseUntil: t0.Add(2 * time.Hour),
+		Kinds: []string{"email"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(idsOf(cl.Jobs)); got != "[4 1 10 11]" {
+		t.Errorf("Claim of kind email: got %s, want [4 1 10 11]", got)
+	}
+	checkCounts("Claim")
+	var outs []store.Outcome
+	for i, j := range cl.Jobs {
+		st := []job.State{job.StateCompleted, job.StateDead, job.StateRetrying, job.StateCancelled}[i]
+		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st, RunAt: t0.Add(3 * time.Hour),
+			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Outcome: st.String()}})
+	}
+	if _, err := s.Finish(ctx, store.FinishParams{Now: t0.Add(time.Hour), Outcomes: outs}); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts("Finish")
+	if moved, err := s.Rescue(ctx, store.RescueParams{Now: t0.Add(2 * time.Minute)}); err != nil || len(moved) != 1 || moved[0].ID != 3 {
+		t.Errorf("Rescue: %v, %v; want job 3", moved, err)
+	}
+	checkCounts("Rescue")
+	if _, err := s.Cancel(ctx, store.CancelParams{Now: t0, ID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts("Cancel")
+	if n, err := s.RetryDead(ctx, store.RetryDeadParams{Now: t0, All: true}); err != nil || n != 2 {
+		t.Errorf("RetryDead: %d, %v; want 2", n, err)
+	}
+	checkCounts("RetryDead")
+	if _, err := s.Purge(ctx, store.PurgeParams{States: []job.State{job.StateCompleted, job.StateCancelled}, All: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts("Purge")
+}

@@ -242,12 +242,18 @@ func (s *Store) txn(fn func(w *writer) error) error {
 	if err := w.begin(s.opts.BusyTimeout); err != nil {
 		return err
 	}
+	w.resetCounts()
 	err := fn(w)
+	if err == nil {
+		w.endRequest(true)
+		err = w.flushCounts()
+	}
 	if err == nil {
 		_, err = w.exec("COMMIT")
 	}
 	if err != nil {
 		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		w.resetCounts()
 	}
 	return err
 }

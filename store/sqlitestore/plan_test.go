@@ -64,6 +64,8 @@ func checkPlans(t *testing.T, s *Store) {
 		{"promote lanes of queues", sqlPromoteLanes, []any{queues, nil, 1}, "INDEX jobs_due_lane "},
 		{"promote lanes of kinds", sqlPromoteLanes, []any{nil, kinds, 1}, "INDEX jobs_due_lane "},
 		{"promote lanes", sqlPromoteLanes, []any{queues, kinds, 1}, "INDEX jobs_due_lane "},
+		{"count promoted all", sqlPromotedAll, []any{1}, "INDEX jobs_due "},
+		{"count promoted lanes", sqlPromotedLanes, []any{queues, kinds, 1}, "INDEX jobs_due_lane "},
 		{"ready lanes", sqlReadyLanes, []any{queues, kinds}, "PRIMARY KEY (state=?)"},
 		{"candidates", sqlCandidates, []any{"a", "k", 10}, "INDEX jobs_claim "},
 		{"claim", sqlClaim, []any{1, "w", 2, "me", "[1,2,3]"}, "INTEGER PRIMARY KEY"},

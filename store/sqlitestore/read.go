@@ -57,8 +57,9 @@ func filter(p store.ListParams) (where []string, args []any) {
 	return where, args
 }
 
-// Count implements store.Store. It sums the trigger-kept lane_counts
-// (state, queue, kind), whatever the filters: O(lanes), not O(jobs).
+// Count implements store.Store. It sums the store-kept lane_counts
+// (state, queue, kind; counts.go), whatever the filters: O(lanes), not
+// O(jobs).
 func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 	if err := s.errIfClosed(); err != nil {
 		return 0, err
@@ -209,7 +210,7 @@ func oldestAvailable(ctx context.Context, tx *sql.Tx) (map[string]time.Time, err
 const sqlQueueCounts = `SELECT queue, state, sum(n) FROM lane_counts GROUP BY queue, state HAVING sum(n) > 0`
 
 // Stats implements store.Store. The counts by queue and state come from
-// the lane_counts table that triggers keep up to date (O(lanes)); the
+// the lane_counts table the store keeps (counts.go; O(lanes)); the
 // Finished counts read the index entries of the jobs finished since
 // p.FinishedSince.
 func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, error) {

@@ -20,9 +20,10 @@ import (
 // Claim and Finish calls. The schema comes from Open (the migrations);
 // then one connection, with the journal off and synchronous=OFF for the
 // build only, inserts the final rows in ID order with INSERT … SELECT over
-// a recursive CTE, 1M rows per transaction; the indexes, the lane_counts
-// triggers and the AUTOINCREMENT sequence do their usual work (plus the
-// zero counts of running jobs that the claims leave in lane_counts). The file
+// a recursive CTE, 1M rows per transaction; the indexes and the
+// AUTOINCREMENT sequence do their usual work, and lane_counts is filled
+// from the jobs at the end (plus the zero counts of running jobs that the
+// claims leave in lane_counts). The file
 // is put back in WAL mode, fsynced and checked with the store itself
 // (checkScaleFile).
 //
@@ -112,7 +113,10 @@ func scaleFileDirect(tb testing.TB, n int) string {
 				maxAttempts, timeout, unique, retry, `{"ok":true}`, "["+rec+"]", created, schedule, fire)
 			exec("COMMIT")
 		}
-		// Each lane's jobs went through running, which left a zero count.
+		// The counts the store keeps; each lane's jobs went through
+		// running, which left a zero count.
+		exec(`INSERT INTO lane_counts (state, queue, kind, n)
+			SELECT state, queue, kind, count(*) FROM jobs GROUP BY state, queue, kind`)
 		exec(`INSERT INTO lane_counts (state, queue, kind, n)
 			SELECT 'running', queue, kind, 0 FROM lane_counts WHERE state = 'completed'`)
 		// Back to what the store leaves on disk.

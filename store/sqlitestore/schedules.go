@@ -230,7 +230,7 @@ func (w *writer) skipIfBusy(sc *job.Schedule, now, tick time.Time) (skip bool, s
 		if err := store.ApplySupersede(last, now, tick); err != nil {
 			return false, 0, err
 		}
-		return false, last.ID, w.save(last)
+		return false, last.ID, w.save(last, job.StateRetrying)
 	}
 	return false, 0, nil
 }

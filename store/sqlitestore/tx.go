@@ -13,17 +13,27 @@ import (
 var _ store.TxEnqueuer = (*Store)(nil)
 
 // Transactional enqueue. EnqueueTx runs Enqueue's statements (the unique-key
-// and fire-tick lookups, the multi-row INSERT) in a *sql.Tx of the
-// application's own on the store's file, not through the writer goroutine:
-// the jobs are part of that transaction and exist if and only if it commits.
+// and fire-tick lookups, the multi-row INSERT, the upsert of lane_counts)
+// in a *sql.Tx of the application's own on the store's file, not through
+// the writer goroutine, inside a savepoint of its own: the jobs and their
+// counts are part of that transaction and exist if and only if it commits,
+// and a call that fails leaves nothing of its jobs in it.
 // Workers learn of them as of any other process's commit, through the
 // data_version watcher (Wake).
 
 // appTx runs the statements of EnqueueTx in the application's transaction.
 type appTx struct {
-	ctx context.Context
-	tx  *sql.Tx
+	ctx    context.Context
+	tx     *sql.Tx
+	deltas countDeltas // the changes to lane_counts, written by enqueue
 }
+
+func (a appTx) exec(q string, args ...any) error {
+	_, err := a.tx.ExecContext(a.ctx, q, args...)
+	return err
+}
+
+func (a appTx) counts() countDeltas { return a.deltas }
 
 func (a appTx) scanRow(q string, args []any, dest ...any) error {
 	return a.tx.QueryRowContext(a.ctx, q, args...).Scan(dest...)
@@ -67,11 +77,11 @@ func (s *Store) EnqueueTx(ctx context.Context, tx any, p store.EnqueueParams) ([
 	if err != nil {
 		return nil, err
 	}
-	a := appTx{ctx: ctx, tx: t}
+	a := appTx{ctx: ctx, tx: t, deltas: make(countDeltas)}
 	if err := s.checkTx(a); err != nil {
 		return nil, err
 	}
-	res, err := enqueueRows(a, rows)
+	res, err := a.enqueue(rows)
 	if err != nil {
 		if code, ok := driverCode(err); ok && code == codeBusySnapshot {
 			return nil, fmt.Errorf("sqlitestore: %s: %w: the transaction read the file before another connection wrote to it, "+
@@ -79,6 +89,30 @@ func (s *Store) EnqueueTx(ctx context.Context, tx any, p store.EnqueueParams) ([
 				"(DSN parameter _txlock=immediate): %w", s.path, ErrLocked, err)
 		}
 		return nil, s.translate(err)
+	}
+	return res, nil
+}
+
+// enqueue runs enqueueRows and writes its counts under a savepoint: if it
+// fails, nothing of it remains in the transaction.
+func (a appTx) enqueue(rows *newRows) ([]store.EnqueueResult, error) {
+	if err := a.exec("SAVEPOINT hopper_enqueue"); err != nil {
+		return nil, err
+	}
+	res, err := enqueueRows(a, rows)
+	if err == nil {
+		err = writeCounts(a.exec, a.deltas)
+	}
+	if err == nil {
+		err = a.exec("RELEASE hopper_enqueue")
+	}
+	if err != nil {
+		// Even if ctx is done: the transaction stays the application's.
+		undo := appTx{ctx: context.WithoutCancel(a.ctx), tx: a.tx}
+		if undo.exec("ROLLBACK TO hopper_enqueue") == nil {
+			undo.exec("RELEASE hopper_enqueue") //nolint:errcheck // err is the error to report
+		}
+		return nil, err
 	}
 	return res, nil
 }

@@ -17,10 +17,12 @@ import (
 // maxBatch) and runs them in one transaction, BEGIN IMMEDIATE … COMMIT, each
 // inside its own SAVEPOINT so that a request that fails rolls back only its
 // own changes (the plain Enqueues of a batch are inserted together first,
-// see runMerged). Callers are answered after COMMIT returns, that is after the
-// transaction is durable (fsynced in DurabilityFull). While one transaction
-// commits, new requests queue up and go together into the next one, so the
-// number of fsyncs per second no longer caps the number of operations.
+// see runMerged); the requests' changes to the job counts are written,
+// summed, just before COMMIT (counts.go). Callers are answered after COMMIT
+// returns, that is after the transaction is durable (fsynced in
+// DurabilityFull). While one transaction commits, new requests queue up and
+// go together into the next one, so the number of fsyncs per second no
+// longer caps the number of operations.
 
 // maxBatch caps the requests of one transaction, bounding how long the write
 // lock is held (other processes wait for it) and the latency of the batch.
@@ -57,10 +59,16 @@ type writer struct {
 	conn    *sql.Conn
 	stmts   map[string]*sql.Stmt
 	inserts [maxInsertRows + 1]*sql.Stmt // multi-row INSERTs by row count
+	// The transaction's changes to lane_counts (see counts.go): those of
+	// the requests done, not yet written (pending); those of the running
+	// request, not yet written (req); and those of pending that the
+	// running request wrote (synced), pending again if it rolls back.
+	pending, req, synced countDeltas
 }
 
 func newWriter(conn *sql.Conn) *writer {
-	return &writer{conn: conn, stmts: make(map[string]*sql.Stmt)}
+	return &writer{conn: conn, stmts: make(map[string]*sql.Stmt),
+		pending: make(countDeltas), req: make(countDeltas), synced: make(countDeltas)}
 }
 
 // stmt returns the prepared statement for q, preparing it on first use.
@@ -239,6 +247,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		}
 		return nil
 	}
+	w.resetCounts()
 	ok := make([]*request, 0, len(batch))
 	merged, rest, again := s.runMerged(batch)
 	if again != nil {
@@ -264,6 +273,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 					_, err = w.exec("RELEASE r")
 				}
 				if err == nil {
+					w.endRequest(true)
 					ok = append(ok, r)
 					continue
 				}
@@ -272,6 +282,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 			if !alone {
 				if _, rbErr := w.exec("ROLLBACK TO r"); rbErr == nil {
 					if _, rbErr = w.exec("RELEASE r"); rbErr == nil {
+						w.endRequest(false)
 						r.answer(s.translate(err))
 						continue
 					}
@@ -281,11 +292,19 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		// r was alone, or SQLite rolled the transaction back: r fails, the
 		// others run again.
 		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		w.resetCounts()
 		r.answer(s.translate(err))
 		return append(ok, batch[i+1:]...)
 	}
-	if _, err := w.exec("COMMIT"); err != nil {
+	// The counts of the requests that succeeded, then COMMIT: either
+	// failing fails them all.
+	err := w.flushCounts()
+	if err == nil {
+		_, err = w.exec("COMMIT")
+	}
+	if err != nil {
 		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		w.resetCounts()
 		err = s.translate(err)
 		for _, r := range ok {
 			r.answer(err)
@@ -358,19 +377,23 @@ func (s *Store) runMerged(batch []*request) (merged, rest []*request, again []*r
 			}
 		}
 		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+		w.resetCounts()
 		for _, r := range batch {
 			r.noMerge = true
 		}
 		return nil, nil, batch
 	}
 	k := 0
+	c := counter{d: w.pending} // the first changes of the transaction
 	for _, r := range merged {
 		e := r.enq
 		e.res = make([]store.EnqueueResult, len(e.rows.jobs))
-		for i := range e.res {
+		for i, j := range e.rows.jobs {
 			e.res[i] = store.EnqueueResult{ID: ids[k], State: e.rows.states[i]}
+			c.job(0, e.rows.states[i], j.Queue, j.Kind)
 			k++
 		}
 	}
+	c.flush()
 	return merged, rest, nil
 }

@@ -1,0 +1,4 @@
+package sqlitestore
+
+// CountsDiff is countsDiff, for the tests of package sqlitestore_test.
+var CountsDiff = countsDiff
