@@ -123,35 +123,14 @@ func TestOldestAvailableSkipScan(t *testing.T) {
 
 // oldestFile builds, in dir, a database file of n available jobs spread
 // evenly over 4 queues × 2 kinds × 3 priorities (24 groups of jobs_claim),
-// with run-at times shuffled, and n/2 completed jobs after them. It writes the rows with SQL on one connection, the
-// journal off, like scaleFileDirect, then puts the file back in WAL mode.
+// with run-at times shuffled, and n/2 completed jobs after them, written
+// with SQL (bulkWrite) as scaleFileDirect does.
 func oldestFile(tb testing.TB, dir string, n int) string {
-	ctx := context.Background()
 	path := filepath.Join(dir, fmt.Sprintf("oldest-%d.db", n))
 	s := bOpen(tb, path, Options{Durability: DurabilityNormal})
 	if err := s.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := sql.Open(driverName, "file:"+path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close()
-	exec := func(q string, args ...any) {
-		tb.Helper()
-		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-			tb.Fatalf("%s: %v", strings.SplitN(q, "\n", 2)[0], err)
-		}
-	}
-	exec("PRAGMA journal_mode = OFF")
-	exec("PRAGMA synchronous = OFF")
-	exec("PRAGMA cache_size = -262144")
 	// Job i: queue i%4, kind i/4%2, priority i/8%3; run-at bt0 plus a
 	// permutation of the jobs' indexes in milliseconds (1000003 is a prime
 	// that divides none of the sizes); jobs n and after completed.
@@ -163,15 +142,13 @@ func oldestFile(tb testing.TB, dir string, n int) string {
 		FROM x`
 	total := n * 3 / 2
 	const chunk = 1_000_000
-	for from := 0; from < total; from += chunk {
-		exec("BEGIN")
-		exec(insert, from, min(total, from+chunk), store.UnixNanos(bt0), total, n)
-		exec("COMMIT")
-	}
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil || mode != "wal" {
-		tb.Fatalf("journal_mode = WAL: %q, %v", mode, err)
-	}
+	bulkWrite(tb, path, func(exec func(q string, args ...any)) {
+		for from := 0; from < total; from += chunk {
+			exec("BEGIN")
+			exec(insert, from, min(total, from+chunk), store.UnixNanos(bt0), total, n)
+			exec("COMMIT")
+		}
+	})
 	return path
 }
 

@@ -46,7 +46,6 @@ func scaleFileDirect(tb testing.TB, n int) string {
 		tb.Fatalf("scaleFileDirect: %d jobs, not a multiple of 1,000", n)
 	}
 	return scaleCached(tb, scaleKey{n: n, direct: true}, func(path string) {
-		ctx := context.Background()
 		s := bOpen(tb, path, Options{Durability: DurabilityNormal})
 		worker := s.WorkerID()
 		if err := s.Close(); err != nil {
@@ -72,62 +71,33 @@ func scaleFileDirect(tb testing.TB, n int) string {
 		}
 		queue.WriteString(" END")
 
-		db, err := sql.Open(driverName, "file:"+path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer db.Close()
-		db.SetMaxOpenConns(1)
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer conn.Close()
-		exec := func(q string, args ...any) {
-			tb.Helper()
-			if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-				tb.Fatalf("%s: %v", strings.SplitN(q, "\n", 2)[0], err)
+		bulkWrite(tb, path, func(exec func(q string, args ...any)) {
+			insert := `WITH RECURSIVE x(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM x WHERE i + 1 < ?2)
+				INSERT INTO jobs (kind, queue, args, priority, run_at, state, max_attempts, attempt, timeout,
+					unique_key, retry, result, last_error, attempts, created_at, started_at, finished_at,
+					worker, lease_until, claimed_by, crashes, cancel_requested, schedule, fire_time)
+				SELECT ?3, q, ?4, k % 3, CASE st WHEN 'scheduled' THEN ?5 + (1 + k) * ?6 ELSE ?5 END,
+					st, ?7, st = 'completed', ?8,
+					?9, ?10, CASE st WHEN 'completed' THEN ?11 END, '', CASE st WHEN 'completed' THEN ?12 END,
+					?13, CASE st WHEN 'completed' THEN ?5 ELSE 0 END, CASE st WHEN 'completed' THEN ?5 ELSE 0 END,
+					NULL, 0, NULL, 0, 0, ?14, ?15
+				FROM (SELECT i % 1000 AS k, ` + queue.String() + ` AS q,
+					CASE WHEN i % 10 = 9 THEN 'scheduled' WHEN i % 1000 % 3 = 2 THEN 'available' ELSE 'completed' END AS st
+					FROM x)`
+			const chunk = 1_000_000
+			for from := 0; from < n; from += chunk {
+				exec("BEGIN")
+				exec(insert, from, min(n, from+chunk), kind, args, store.UnixNanos(bt0), int64(time.Hour),
+					maxAttempts, timeout, unique, retry, `{"ok":true}`, "["+rec+"]", created, schedule, fire)
+				exec("COMMIT")
 			}
-		}
-		// Relaxed for the build only: no rollback journal, no fsync, a
-		// 256 MiB page cache. A crash leaves a broken temporary file.
-		exec("PRAGMA journal_mode = OFF")
-		exec("PRAGMA synchronous = OFF")
-		exec("PRAGMA cache_size = -262144")
-		insert := `WITH RECURSIVE x(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM x WHERE i + 1 < ?2)
-			INSERT INTO jobs (kind, queue, args, priority, run_at, state, max_attempts, attempt, timeout,
-				unique_key, retry, result, last_error, attempts, created_at, started_at, finished_at,
-				worker, lease_until, claimed_by, crashes, cancel_requested, schedule, fire_time)
-			SELECT ?3, q, ?4, k % 3, CASE st WHEN 'scheduled' THEN ?5 + (1 + k) * ?6 ELSE ?5 END,
-				st, ?7, st = 'completed', ?8,
-				?9, ?10, CASE st WHEN 'completed' THEN ?11 END, '', CASE st WHEN 'completed' THEN ?12 END,
-				?13, CASE st WHEN 'completed' THEN ?5 ELSE 0 END, CASE st WHEN 'completed' THEN ?5 ELSE 0 END,
-				NULL, 0, NULL, 0, 0, ?14, ?15
-			FROM (SELECT i % 1000 AS k, ` + queue.String() + ` AS q,
-				CASE WHEN i % 10 = 9 THEN 'scheduled' WHEN i % 1000 % 3 = 2 THEN 'available' ELSE 'completed' END AS st
-				FROM x)`
-		const chunk = 1_000_000
-		for from := 0; from < n; from += chunk {
-			exec("BEGIN")
-			exec(insert, from, min(n, from+chunk), kind, args, store.UnixNanos(bt0), int64(time.Hour),
-				maxAttempts, timeout, unique, retry, `{"ok":true}`, "["+rec+"]", created, schedule, fire)
-			exec("COMMIT")
-		}
-		// The counts the store keeps; each lane's jobs went through
-		// running, which left a zero count.
-		exec(`INSERT INTO lane_counts (state, queue, kind, n)
-			SELECT state, queue, kind, count(*) FROM jobs GROUP BY state, queue, kind`)
-		exec(`INSERT INTO lane_counts (state, queue, kind, n)
-			SELECT 'running', queue, kind, 0 FROM lane_counts WHERE state = 'completed'`)
-		// Back to what the store leaves on disk.
-		var mode string
-		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil || mode != "wal" {
-			tb.Fatalf("journal_mode = WAL: %q, %v", mode, err)
-		}
-		conn.Close()
-		if err := db.Close(); err != nil {
-			tb.Fatal(err)
-		}
+			// The counts the store keeps; each lane's jobs went through
+			// running, which left a zero count.
+			exec(`INSERT INTO lane_counts (state, queue, kind, n)
+				SELECT state, queue, kind, count(*) FROM jobs GROUP BY state, queue, kind`)
+			exec(`INSERT INTO lane_counts (state, queue, kind, n)
+				SELECT 'running', queue, kind, 0 FROM lane_counts WHERE state = 'completed'`)
+		})
 		// Write the file out now, rather than let the kernel write back
 		// what is still dirty of it during the first benchmarks, under
 		// their fsyncs.
@@ -276,5 +246,44 @@ func TestScaleFileDirect(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "PRAGMA "+schema+".integrity_check").Scan(&res); err != nil || res != "ok" {
 			t.Errorf("%s: integrity_check: %q, %v", schema, res, err)
 		}
+	}
+}
+
+// bulkWrite runs build on one raw connection to the store file at path,
+// relaxed for a bulk build — no rollback journal, no fsync, a 256 MiB page
+// cache; a crash leaves a broken temporary file — with an exec that fails
+// tb on an error, and then puts the file back in WAL mode, as the store
+// leaves it.
+func bulkWrite(tb testing.TB, path string, build func(exec func(q string, args ...any))) {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sql.Open(driverName, "file:"+path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	exec := func(q string, args ...any) {
+		tb.Helper()
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			tb.Fatalf("%s: %v", strings.SplitN(q, "\n", 2)[0], err)
+		}
+	}
+	exec("PRAGMA journal_mode = OFF")
+	exec("PRAGMA synchronous = OFF")
+	exec("PRAGMA cache_size = -262144")
+	build(exec)
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil || mode != "wal" {
+		tb.Fatalf("journal_mode = WAL: %q, %v", mode, err)
+	}
+	conn.Close()
+	if err := db.Close(); err != nil {
+		tb.Fatal(err)
 	}
 }
