@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -98,6 +99,72 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/job")
+}
+
+// BenchmarkMixed is the mixed case: 8 producers each enqueueing one job
+// per call as fast as they can while 100 workers run them (no-op), b.N jobs
+// in all. It reports the enqueue rate (until the producers are done), the
+// work rate (until the last job completed) and the backlog left when the
+// producers finished: where enqueues and claims share a writer, the one
+// must not starve the other.
+func BenchmarkMixed(b *testing.B) {
+	b.Run("store=memory", func(b *testing.B) { mixed(b, hopper.Config{}) })
+	b.Run("store=sqlite", func(b *testing.B) {
+		st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		mixed(b, hopper.Config{Store: st, WorkerID: st.WorkerID()})
+	})
+}
+
+func mixed(b *testing.B, cfg hopper.Config) {
+	const producers = 8
+	ws := hopper.NewWorkers()
+	var ran atomic.Int64
+	done := make(chan struct{})
+	n := int64(b.N)
+	hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		if ran.Add(1) == n {
+			close(done)
+		}
+		return nil, nil
+	}, nil)
+	cfg.Workers, cfg.Concurrency, cfg.Logger = ws, 100, slog.New(slog.DiscardHandler)
+	c, err := hopper.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	c.Start()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += producers {
+				if _, err := c.Enqueue(ctx, "noop", nil, nil); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	enqueued := time.Since(start)
+	backlog := n - ran.Load()
+	<-done
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/enqueued.Seconds(), "enqueued/s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(backlog), "backlog")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/job")
 }
 
