@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hopperq/hopper/job"
@@ -27,6 +28,41 @@ func claimCases() []testCase {
 			}
 			wantIDList(t, "Claim one at a time", got, want)
 			wantIDList(t, "Claim of an empty queue", e.claimIDs(t0, 10), nil)
+		}},
+		{"ClaimReuse", func(t *testing.T, e *env) {
+			// ClaimParams.Reuse: a store may fill the jobs it is given, at
+			// their index, and must then keep no reference to them; what it
+			// returns is the same whether it does or not.
+			a := e.add(t0, &job.Job{Kind: "k", Queue: "reuse", Args: []byte(`{"n":1}`)})
+			b := e.add(t0, &job.Job{Kind: "k", Queue: "reuse", Args: []byte(`{"n":2}`), UniqueKey: "reuse-b"})
+			first := e.claimExpect(t0, "reuse", a)
+			e.finishOne(at(10), first, store.Outcome{State: job.StateRetrying, RunAt: at(20), Error: "e"})
+			junk := func() *job.Job {
+				return &job.Job{ID: 99, Kind: "junk", Args: []byte(`"junk"`), Attempts: make([]job.Attempt, 3),
+					Result: []byte(`1`), LastError: "junk", UniqueKey: "junk", Schedule: "junk", Crashes: 7}
+			}
+			reuse := []*job.Job{junk(), junk(), junk()}
+			res := e.claim(store.ClaimParams{Now: at(30), Limit: 3, Worker: "w", LeaseUntil: at(90), Queues: []string{"reuse"}, Reuse: reuse})
+			wantIDList(t, "Claim with Reuse", idsOf(res.Jobs), []job.ID{b, a})
+			for i, j := range res.Jobs {
+				if j != reuse[i] && slices.Contains(reuse, j) {
+					t.Errorf("Claim: job %d is Reuse[%d] returned at index %d", j.ID, slices.Index(reuse, j), i)
+				}
+				e.wantJob("claimed into Reuse", j, e.get(j.ID))
+			}
+			before := []*job.Job{e.get(b).Clone(), e.get(a).Clone()}
+			for _, j := range append(res.Jobs, reuse...) { // the caller's now
+				for i := range j.Args {
+					j.Args[i] = ' '
+				}
+				for i := range j.Attempts {
+					j.Attempts[i].Error = "junk"
+				}
+				*j = *junk()
+			}
+			for _, want := range before {
+				e.wantJob("after the caller reused its copies", e.get(want.ID), want)
+			}
 		}},
 		{"ClaimFutureJobNeverBlocksReadyJob", func(t *testing.T, e *env) {
 			later := e.add(t0, &job.Job{Kind: "later", Priority: -10, RunAt: at(60000)})
