@@ -63,9 +63,11 @@ func BenchmarkEndToEndPostgres(b *testing.B) {
 	}
 }
 
-func endToEnd(b *testing.B, cfg hopper.Config) {
+// noopClient returns a client on cfg with a no-op kind "noop", the count
+// of jobs it ran, and a channel closed once it has run b.N of them.
+func noopClient(b *testing.B, cfg hopper.Config) (*hopper.Client, *atomic.Int64, <-chan struct{}) {
 	ws := hopper.NewWorkers()
-	var ran atomic.Int64
+	ran := new(atomic.Int64)
 	done := make(chan struct{})
 	n := int64(b.N)
 	hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
@@ -79,6 +81,11 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return c, ran, done
+}
+
+func endToEnd(b *testing.B, cfg hopper.Config) {
+	c, _, done := noopClient(b, cfg)
 	ctx := context.Background()
 	batch := make([]hopper.EnqueueRequest, 1000)
 	for i := range batch {
@@ -122,21 +129,8 @@ func BenchmarkMixed(b *testing.B) {
 
 func mixed(b *testing.B, cfg hopper.Config) {
 	const producers = 8
-	ws := hopper.NewWorkers()
-	var ran atomic.Int64
-	done := make(chan struct{})
-	n := int64(b.N)
-	hopper.RegisterRaw(ws, "noop", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		if ran.Add(1) == n {
-			close(done)
-		}
-		return nil, nil
-	}, nil)
-	cfg.Workers, cfg.Concurrency, cfg.Logger = ws, 100, slog.New(slog.DiscardHandler)
-	c, err := hopper.NewClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg.Concurrency = 100
+	c, ran, done := noopClient(b, cfg)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -156,7 +150,7 @@ func mixed(b *testing.B, cfg hopper.Config) {
 	}
 	wg.Wait()
 	enqueued := time.Since(start)
-	backlog := n - ran.Load()
+	backlog := int64(b.N) - ran.Load()
 	<-done
 	if err := c.Stop(ctx); err != nil {
 		b.Fatal(err)

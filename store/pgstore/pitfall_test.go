@@ -506,20 +506,7 @@ func BenchmarkSingleInserters64(b *testing.B) {
 			js := benchJobs(b, 64)
 			stmts0, notes0 := pgstore.InsertStatements(s), pgstore.Notifications(s)
 			b.ResetTimer()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for g := range 64 {
-				wg.Go(func() {
-					p := store.EnqueueParams{Now: t0, Jobs: js[g : g+1]}
-					for next.Add(1) <= int64(b.N) {
-						if _, err := s.Enqueue(context.Background(), p); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			enqueueSingly(b, s, js)
 			b.StopTimer()
 			stmts := pgstore.InsertStatements(s) - stmts0
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
