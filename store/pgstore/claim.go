@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -104,9 +105,24 @@ func promoteSQL(given bool) string {
 	d AS MATERIALIZED (SELECT x.id FROM qs CROSS JOIN LATERAL (
 		SELECT id FROM {schema}.jobs
 		WHERE ` + sqlWaitingTimed + ` AND queue = qs.name AND run_at <= $1
-		ORDER BY run_at LIMIT ` + strconv.Itoa(promoteBatch) + ` FOR UPDATE SKIP LOCKED) x)
-	UPDATE {schema}.jobs j SET state = 'available' WHERE j.id = ANY(ARRAY(SELECT id FROM d))`
+		ORDER BY run_at LIMIT ` + strconv.Itoa(promoteBatch) + ` FOR UPDATE SKIP LOCKED) x),
+	u AS (UPDATE {schema}.jobs j SET state = 'available' WHERE j.id = ANY(ARRAY(SELECT id FROM d))
+		RETURNING j.queue, j.priority, j.run_at, j.id),
+	m AS (SELECT DISTINCT ON (queue) queue, priority, run_at, id FROM u ORDER BY queue, priority, run_at, id)
+	SELECT queue, priority, run_at, id,
+		set_config('` + promotedSetting + `', (SELECT json_agg(m)::text FROM m), true) FROM m`
 }
+
+// promotedSetting holds, for the rest of a claim's transaction, the lowest
+// key its promotion made available in each queue (JSON), so that the claim
+// starts there if that is below the floor (floor.go).
+const promotedSetting = `hopper.promoted`
+
+// sqlListQueues lists the queues that have available jobs or jobs waiting
+// for a time (a full claim with no queues given, with floors: see
+// floor.go).
+const sqlListQueues = `SELECT name FROM (WITH ` + availableQueuesAll + ` SELECT name FROM e) a WHERE name IS NOT NULL
+	UNION SELECT name FROM (` + waitingQueuesAll + `) w`
 
 // nextRunSQL returns the NextRunAt query: $1 the kinds (NULL: any), and $2
 // the queues if given.
@@ -122,21 +138,37 @@ func nextRunSQL(given bool) string {
 }
 
 // claimSQL returns the claim statement: $1 now, $2 worker, $3 lease, $4
-// Limit, $5 the names and $6 the limits of the queues (those given, or
-// the queues with limits when they are found in the table), and, with
-// kinds, $7 the kinds. With one queue given (single), the locking pass is
-// the only one.
-func claimSQL(given, single, kinds bool) string {
-	with := `WITH qs AS (SELECT * FROM unnest($5::text[], $6::int[]) AS qs(name, lim)),`
-	if !given {
+// Limit, $5 the names and $6 the limits of the queues (those named, or,
+// if not named, the queues with limits when they are found in the table),
+// with named queues $7, $8 and $9 where each queue's scan starts (its
+// floor: priority, run-at and ID; floor.go), and, with kinds, the kinds
+// ($10, or $7 if not named). With one queue named (single), the locking
+// pass is the only one.
+func claimSQL(named, single, kinds bool) string {
+	// Each queue starts at its floor, or lower where this transaction's
+	// promotion made jobs available below it.
+	with := `WITH qs AS (SELECT u.name, u.lim, f.fp, f.ft, f.fi
+		FROM unnest($5::text[], $6::int[], $7::bigint[], $8::timestamptz[], $9::bigint[]) AS u(name, lim, fp, ft, fi)
+		LEFT JOIN json_to_recordset(nullif(current_setting('` + promotedSetting + `', true), '')::json)
+			AS pr(queue text, priority bigint, run_at timestamptz, id bigint) ON pr.queue = u.name
+		CROSS JOIN LATERAL (SELECT * FROM (VALUES (u.fp, u.ft, u.fi), (pr.priority, pr.run_at, pr.id)) AS v(fp, ft, fi)
+			WHERE v.fp IS NOT NULL ORDER BY 1, 2, 3 LIMIT 1) f),`
+	kindParam := `$10`
+	if !named {
 		with = `WITH ` + availableQueuesAll + `,
-		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int)) AS lim
+		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int)) AS lim,
+			(-9223372036854775808)::bigint AS fp, '-infinity'::timestamptz AS ft, 0::bigint AS fi
 			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
 			WHERE e.name IS NOT NULL),`
+		kindParam = `$7`
 	}
 	kind := ``
 	if kinds {
-		kind = ` AND kind = ANY($7::text[])`
+		kind = ` AND kind = ANY(` + kindParam + `::text[])`
+	}
+	// The row comparison is an index condition: the scan starts there.
+	from := func(lanes string) string {
+		return ` AND (priority, run_at, id) >= (` + lanes + `.fp, ` + lanes + `.ft, ` + lanes + `.fi)`
 	}
 	lanes := `qs`
 	if !single {
@@ -144,16 +176,17 @@ func claimSQL(given, single, kinds bool) string {
 		with += `
 	cand AS (SELECT x.queue, x.priority, x.run_at, x.id FROM qs CROSS JOIN LATERAL (
 		SELECT queue, priority, run_at, id FROM {schema}.jobs
-		WHERE state = 'available' AND queue = qs.name` + kind + `
+		WHERE state = 'available' AND queue = qs.name` + from("qs") + kind + `
 		ORDER BY priority, run_at, id LIMIT qs.lim) x
 		ORDER BY x.priority, x.run_at, x.id LIMIT $4::int),
-	k AS (SELECT queue AS name, count(*)::int AS lim FROM cand GROUP BY queue),`
+	k AS (SELECT qs.name, qs.fp, qs.ft, qs.fi, n.lim FROM qs
+		JOIN (SELECT queue, count(*)::int AS lim FROM cand GROUP BY queue) n ON n.queue = qs.name),`
 		lanes = `k`
 	}
 	return with + `
 	c AS MATERIALIZED (SELECT x.id FROM ` + lanes + ` CROSS JOIN LATERAL (
 		SELECT id, priority, run_at FROM {schema}.jobs
-		WHERE state = 'available' AND queue = ` + lanes + `.name` + kind + `
+		WHERE state = 'available' AND queue = ` + lanes + `.name` + from(lanes) + kind + `
 		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
 		LIMIT $4::int)
 	UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
@@ -162,7 +195,7 @@ func claimSQL(given, single, kinds bool) string {
 	RETURNING ` + jobColsOf("j")
 }
 
-// The statements of each form, built once; sqlClaim is indexed by given,
+// The statements of each form, built once; sqlClaim is indexed by named,
 // single and kinds.
 var (
 	sqlPromote = [2]string{promoteSQL(false), promoteSQL(true)}
@@ -192,6 +225,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	if err := s.writable(); err != nil {
 		return store.ClaimResult{}, err
 	}
+	began := time.Now()
 	queues := dedupe(p.Queues)
 	given := len(queues) > 0
 	var kinds []string
@@ -199,6 +233,14 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		kinds = dedupe(p.Kinds)
 	}
 	now, lease := ts(p.Now), ts(p.LeaseUntil)
+	// With floors and no queues given, a claim between refreshes names the
+	// queues the floors know; a full one lists them.
+	plan := floorPlan{full: true}
+	if s.floors != nil {
+		plan = s.floors.plan(given, began)
+	}
+	named := given || plan.names != nil
+	listing := s.floors != nil && !named
 
 	b := &pgx.Batch{}
 	b.Queue(sqlClaimPlan)
@@ -207,12 +249,19 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	} else {
 		b.Queue(s.q(sqlPromote[0]), now)
 	}
+	if listing {
+		b.Queue(s.q(sqlListQueues))
+	}
 	claiming := false
 	if p.Limit > 0 {
 		var names []string
 		var lims []int32
-		if given {
-			for _, q := range queues {
+		if named {
+			list := queues
+			if !given {
+				list = plan.names
+			}
+			for _, q := range list {
 				lim := p.Limit
 				if ql, ok := p.QueueLimits[q]; ok {
 					lim = min(lim, ql)
@@ -226,13 +275,17 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 				names, lims = append(names, q), append(lims, int32(max(0, min(p.Limit, ql))))
 			}
 		}
-		if !given || len(names) > 0 {
+		if !named || len(names) > 0 {
 			claiming = true
 			args := []any{now, p.Worker, lease, int32(min(p.Limit, 1<<31-1)), names, lims}
+			if named {
+				fp, ft, fi := s.floors.starts(names, plan.full)
+				args = append(args, fp, ft, fi)
+			}
 			if kinds != nil {
 				args = append(args, kinds)
 			}
-			b.Queue(s.q(sqlClaim[b2i(given)][b2i(given && len(names) == 1)][b2i(kinds != nil)]), args...)
+			b.Queue(s.q(sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(kinds != nil)]), args...)
 		}
 	}
 	if given {
@@ -244,8 +297,21 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var res store.ClaimResult
-	for range 2 { // the settings, the promotion
-		if _, err := br.Exec(); err != nil {
+	if _, err := br.Exec(); err != nil { // the settings
+		return res, s.translate(err)
+	}
+	promoted, err := scanKeys(br)
+	if err != nil {
+		return res, s.translate(err)
+	}
+	var listed []string
+	if listing {
+		listed = []string{}
+		rows, err := br.Query()
+		if err != nil {
+			return res, s.translate(err)
+		}
+		if listed, err = pgx.AppendRows(listed, rows, pgx.RowTo[string]); err != nil {
 			return res, s.translate(err)
 		}
 	}
@@ -276,7 +342,44 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	if s.floors != nil {
+		s.floors.claimed(plan, res.Jobs, listed, len(res.Jobs) >= p.Limit, time.Since(began))
+		if len(promoted) > 0 {
+			// The claim saw the promoted jobs above its floors only; the
+			// other Stores saw none of them.
+			if s.notifyKeys(promoted) {
+				s.signal()
+			}
+		}
+	}
 	return res, nil
+}
+
+// scanKeys reads the promotion's result: the lowest key it made available
+// in each queue.
+func scanKeys(br pgx.BatchResults) (map[string]floorKey, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys map[string]floorKey
+	for rows.Next() {
+		var (
+			q     string
+			prio  int64
+			runAt time.Time
+			id    int64
+		)
+		if err := rows.Scan(&q, &prio, &runAt, &id, nil); err != nil { // and the setting
+			return nil, err
+		}
+		if keys == nil {
+			keys = make(map[string]floorKey)
+		}
+		keys[q] = floorKey{set: true, priority: prio, runAt: runAt.UnixMicro(), id: id}
+	}
+	return keys, rows.Err()
 }
 
 // dedupe returns the distinct strings of list, sorted.

@@ -47,7 +47,7 @@ const (
 	// sqlHolders finds the jobs holding unique keys.
 	sqlHolders = `SELECT id, state::text, unique_key FROM {schema}.jobs
 	WHERE unique_key = ANY($1::text[]) AND ` + sqlUnfinished
-	sqlNotify = `SELECT pg_notify($1, '')`
+	sqlNotify = `SELECT pg_notify($1, $2)` // $2: the payload (floor.go)
 )
 
 // rowArrays are the column arrays of sqlInsert, one element per job.
@@ -213,7 +213,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 			return err
 		})
 		if err == nil {
-			s.notify()
+			s.notifyKeys(lowestKeys(rows.jobs, rows.states))
 		}
 	} else {
 		res, err = s.insert(ctx, poolSender{s}, rows, notifyAfterCommit)
@@ -311,8 +311,17 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 			idx = append(idx, i)
 		}
 	}
+	// The notification lowers the floors of the listening Stores to the
+	// jobs inserted (floor.go); this Store's are lowered once they are
+	// committed (or, in the application's transaction, at once).
+	var keys map[string]floorKey
+	payload := ""
+	if notify != notifyNone {
+		keys = lowestKeys(rows.jobs, rows.states)
+		payload = encodePayload(keys)
+	}
 	for try := 0; ; try++ {
-		missing, err := s.insertRound(ctx, tx, rows, idx, res, notify)
+		missing, err := s.insertRound(ctx, tx, rows, idx, res, notify, payload)
 		if err != nil {
 			return nil, err
 		}
@@ -327,12 +336,13 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 	for i, f := range dupOf {
 		res[i] = store.EnqueueResult{ID: res[f].ID, Duplicate: true, State: res[f].State}
 	}
+	s.floors.lower(keys)
 	return res, nil
 }
 
 // insertRound inserts rows idx (all if nil) in one batch, fills their
 // results and returns the rows that were neither inserted nor found held.
-func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, idx []int, res []store.EnqueueResult, notify notifyMode) (missing []int, err error) {
+func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, idx []int, res []store.EnqueueResult, notify notifyMode, payload string) (missing []int, err error) {
 	arrays := &rows.arrays
 	if idx != nil {
 		arrays = &rowArrays{}
@@ -356,10 +366,10 @@ func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, 
 	}
 	switch notify {
 	case notifyInTx:
-		b.Queue(sqlNotify, s.channel)
+		b.Queue(sqlNotify, s.channel, payload)
 	case notifyAfterCommit:
 		b.Queue("COMMIT")
-		b.Queue(sqlNotify, s.channel)
+		b.Queue(sqlNotify, s.channel, payload)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()

@@ -116,7 +116,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	}
 	var rounds []*finishArrays // round k holds the k-th outcome of each job
 	seen := make(map[job.ID]int, len(p.Outcomes))
-	notify := false
+	release, retry := false, false
 	for i, o := range p.Outcomes {
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
@@ -133,8 +133,11 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				return nil, job.Invalid("record", "job %d: %v", o.ID, err)
 			}
 		}
-		if o.State == job.StateAvailable || o.State == job.StateRetrying {
-			notify = true
+		switch o.State {
+		case job.StateAvailable: // released: its key is not at hand
+			release = true
+		case job.StateRetrying:
+			retry = true
 		}
 		k := seen[o.ID]
 		seen[o.ID] = k + 1
@@ -194,8 +197,11 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	if err := br.Close(); err != nil {
 		return nil, s.translate(err)
 	}
-	if notify {
+	switch {
+	case release:
 		s.notify()
+	case retry: // a wake-up for the new run-at; claims promote them
+		s.notifyKeys(map[string]floorKey{})
 	}
 	return reached, nil
 }
@@ -247,8 +253,8 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 		if err != nil {
 			return nil, s.translate(err)
 		}
-		if slices.ContainsFunc(moved, func(j *job.Job) bool { return j.State == job.StateAvailable }) {
-			s.notify()
+		if slices.ContainsFunc(moved, func(j *job.Job) bool { return j.State.Waiting() }) {
+			s.notifyKeys(keysOf(moved))
 		}
 		out = append(out, moved...)
 		if len(moved) < rescueBatch {

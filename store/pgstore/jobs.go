@@ -103,7 +103,7 @@ func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) er
 		return nil, s.translate(err)
 	}
 	if applyErr == nil && out.State.Waiting() {
-		s.notify() // available now, or waiting for another time
+		s.notifyKeys(keysOf([]*job.Job{out})) // available now, or waiting for another time
 	}
 	return out, applyErr
 }

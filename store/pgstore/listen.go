@@ -51,8 +51,37 @@ func (s *Store) signal() {
 	}
 }
 
-// notify asks the notifier to send a notification soon; it never blocks.
+// notify asks the notifier to send a notification soon, after a write
+// made jobs available whose keys it does not know: the notification, and
+// this Store's floors, reset every floor (floor.go). It never blocks.
 func (s *Store) notify() {
+	s.floors.reset()
+	s.pending.Lock()
+	s.pending.reset = true
+	s.pending.keys = nil
+	s.pending.Unlock()
+	s.request()
+}
+
+// notifyKeys is notify for a write that made jobs available with keys
+// (and queues) known: the notification lowers the floors to them. It
+// reports whether it lowered this Store's.
+func (s *Store) notifyKeys(keys map[string]floorKey) bool {
+	lowered := s.floors.lower(keys)
+	s.pending.Lock()
+	if !s.pending.reset {
+		if s.pending.keys == nil {
+			s.pending.keys = make(map[string]floorKey, len(keys))
+		}
+		mergeKeys(s.pending.keys, keys)
+	}
+	s.pending.Unlock()
+	s.request()
+	return lowered
+}
+
+// request wakes the notifier.
+func (s *Store) request() {
 	select {
 	case s.notifyReq <- struct{}{}:
 	default: // one is pending already: it covers this request too
@@ -81,9 +110,16 @@ func (s *Store) notifier() {
 // sendNotify sends one notification. A failure is not reported: the
 // listeners' polling covers it.
 func (s *Store) sendNotify(ctx context.Context) {
+	s.pending.Lock()
+	payload := ""
+	if !s.pending.reset {
+		payload = encodePayload(s.pending.keys)
+	}
+	s.pending.reset, s.pending.keys = false, nil
+	s.pending.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s.pool.Exec(ctx, sqlNotify, s.channel) //nolint:errcheck // polling covers a lost notification
+	s.pool.Exec(ctx, sqlNotify, s.channel, payload) //nolint:errcheck // polling covers a lost notification
 	s.notified()
 }
 
@@ -157,11 +193,19 @@ func (s *Store) listenOnce() error {
 		return err
 	}
 	s.listening.Store(true)
-	s.signal() // notifications may have been missed while not listening
+	// Notifications may have been missed while not listening.
+	s.floors.reset()
+	s.signal()
 	s.upOnce.Do(func() { close(s.listenUp) })
 	for {
-		if _, err := conn.WaitForNotification(s.run); err != nil {
+		n, err := conn.WaitForNotification(s.run)
+		if err != nil {
 			return nil
+		}
+		if keys := decodePayload(n.Payload); keys != nil {
+			s.floors.lower(keys)
+		} else {
+			s.floors.reset()
 		}
 		s.signal()
 	}

@@ -95,6 +95,12 @@ type Store struct {
 
 	wake      chan struct{}
 	notifyReq chan struct{} // notify → notifier, buffered (1)
+	pending   struct {      // what the notifier's next notification says
+		sync.Mutex
+		reset bool                // reset the floors (keys unknown)
+		keys  map[string]floorKey // else lower them to these
+	}
+	floors    *floors // nil behind PgBouncer and when read-only (floor.go)
 	listening atomic.Bool
 	listenUp  chan struct{} // closed once LISTEN first succeeded
 	upOnce    sync.Once
@@ -235,6 +241,9 @@ func (s *Store) start() {
 	go s.refreshClock()
 	if s.readOnly {
 		return
+	}
+	if !s.opts.PgBouncer {
+		s.floors = newFloors(s.opts.PollInterval)
 	}
 	s.w = newGroupWriter(s)
 	s.w.start()

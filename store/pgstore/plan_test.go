@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -46,14 +47,18 @@ func TestPlans(t *testing.T) {
 	strs := []string{"completed", "completed", "completed"}
 	empty := []string{"", "", ""}
 	times := []pgtype.Timestamptz{{}, {}, {}}
+	front := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	for _, tc := range []struct {
 		name string
 		args []any
 	}{
 		{"promote", []any{ts(t0.Add(2 * time.Hour)), queues}},
 		{"promote/all", []any{ts(t0.Add(2 * time.Hour))}},
-		{"claim", []any{ts(t0), "w", ts(t0), int32(100), queues, []int32{100, 100}, kinds}},
-		{"claim/one", []any{ts(t0), "w", ts(t0), int32(100), queues[:1], []int32{100}, kinds}},
+		// Two queues from their fronts; one from a floor.
+		{"claim", []any{ts(t0), "w", ts(t0), int32(100), queues, []int32{100, 100},
+			[]int64{math.MinInt64, math.MinInt64}, []pgtype.Timestamptz{front, front}, []int64{0, 0}, kinds}},
+		{"claim/one", []any{ts(t0), "w", ts(t0), int32(100), queues[:1], []int32{100},
+			[]int64{0}, []pgtype.Timestamptz{ts(t0)}, []int64{5000}, kinds}},
 		{"claim/all", []any{ts(t0), "w", ts(t0), int32(100), []string{}, []int32{}}},
 		{"nextrun", []any{kinds, queues}},
 		{"nextrun/all", []any{[]string(nil)}},
@@ -131,9 +136,21 @@ func TestPurgeReadsInOrder(t *testing.T) {
 	if err != nil || purged != n {
 		t.Fatalf("Purge: %d jobs, %v; want %d", purged, err, n)
 	}
-	// A backend reports its counters at most once a second, and for good
-	// when it exits: close the Store and wait for its backends to go.
 	s.Close()
+	read, fetched := indexStats(t, c, db, schema, "jobs_finished")
+	t.Logf("purge of %d jobs: %d entries of jobs_finished read, %d rows fetched through it", n, read, fetched)
+	if fetched < n {
+		t.Errorf("purge of %d jobs fetched %d rows by index scans of jobs_finished: it did not read the index in order (a bitmap scan and a sort per batch)", n, fetched)
+	}
+}
+
+// indexStats returns how many entries of index the scans of database db
+// read, and how many rows they fetched, in schema, once every other
+// connection to db is gone: a backend reports its counters at most once a
+// second, and for good when it exits (close the Stores first).
+func indexStats(t *testing.T, c *pgx.Conn, db, schema, index string) (read, fetched int64) {
+	t.Helper()
+	ctx := t.Context()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var left int
 		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
@@ -144,19 +161,15 @@ func TestPurgeReadsInOrder(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d backends of the Store still connected", left)
+			t.Fatalf("%d backends of the Stores still connected", left)
 		}
 	}
 	if _, err := c.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
 		t.Fatal(err)
 	}
-	var read, fetched int64
 	if err := c.QueryRow(ctx, `SELECT idx_tup_read, idx_tup_fetch FROM pg_stat_user_indexes
-		WHERE schemaname = $1 AND indexrelname = 'jobs_finished'`, schema).Scan(&read, &fetched); err != nil {
+		WHERE schemaname = $1 AND indexrelname = $2`, schema, index).Scan(&read, &fetched); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("purge of %d jobs: %d entries of jobs_finished read, %d rows fetched through it", n, read, fetched)
-	if fetched < n {
-		t.Errorf("purge of %d jobs fetched %d rows by index scans of jobs_finished: it did not read the index in order (a bitmap scan and a sort per batch)", n, fetched)
-	}
+	return read, fetched
 }

@@ -1,0 +1,316 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Claim floors. A claim moves jobs out of jobs_claim's partial index, but
+// their old entries stay in it, at the front of their queue, until VACUUM
+// removes them — and while any transaction older than them is open, VACUUM
+// cannot, nor can index scans mark them dead. A claim that starts at the
+// front of the queue then checks every one of them against the heap: with
+// a transaction held open for 10 minutes at 1,000 jobs/s, 532k entries and
+// 455 ms for a claim of 100 (postgres.md, "Soak").
+//
+// So each Store remembers, per queue, where its last claim found the first
+// job it took — the floor — and the next claim starts its index scan there
+// ((priority, run_at, id) >= floor, an index condition) instead of at the
+// front. Everything below a floor was, at that claim's snapshot, claimed
+// or locked by another transaction. A job that becomes available below a
+// floor later must lower it, and does:
+//
+//   - this Store's Enqueue lowers its floors to the lowest key (priority,
+//     run-at, ID 0) it inserted in each queue, before it returns;
+//   - every Enqueue's notification carries those keys (payload), and each
+//     listening Store lowers its floors when it receives one — at the very
+//     moment the notification wakes its workers to claim;
+//   - a claim's promotion reports the lowest key it made available in each
+//     queue; a floor lowered so signals Wake, and the next claim takes them;
+//   - every other write that makes jobs available (Reschedule, RetryDead,
+//     rescue, a Finish that releases, a schedule's fire) and a notification
+//     without keys (an older Hopper, a trigger) reset the floors: the next
+//     claim starts at the front;
+//   - a claim started before a lowering never raises a floor (an epoch).
+//
+// What no write announces — a claim of another process that rolled back,
+// a notification lost while the listener reconnected (it resets the floors
+// when it is back) — is caught by the refresh: every so often a claim
+// starts at the front of every queue again, at most every PollInterval and
+// at least 50 claim durations apart, so that a slow front costs at most 2%
+// of the claims. With no queues given, that claim also lists the queues
+// (the loose index scans, which read the front too); between refreshes the
+// claim takes the queues the floors know, which every way of making a job
+// available above adds to.
+//
+// Behind PgBouncer there is no listener, hence no floors: every claim
+// starts at the front.
+type floors struct {
+	mu         sync.Mutex
+	known      map[string]floorKey // queue → where its next claim starts
+	epoch      uint64              // changed by every lowering and reset
+	refreshAt  time.Time           // a claim from this time on starts at the fronts
+	minRefresh time.Duration
+}
+
+// floorKey is a position in jobs_claim's order within a queue; the zero
+// key (set false) is the front.
+type floorKey struct {
+	set      bool
+	priority int64
+	runAt    int64 // µs since the Unix epoch, as PostgreSQL stores it
+	id       int64
+}
+
+// less reports whether k is before l; the front is before everything.
+func (k floorKey) less(l floorKey) bool {
+	switch {
+	case !l.set:
+		return false
+	case !k.set:
+		return true
+	case k.priority != l.priority:
+		return k.priority < l.priority
+	case k.runAt != l.runAt:
+		return k.runAt < l.runAt
+	}
+	return k.id < l.id
+}
+
+// keyOf is the key of j in jobs_claim's order.
+func keyOf(j *job.Job) floorKey {
+	return floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro(), id: int64(j.ID)}
+}
+
+func newFloors(minRefresh time.Duration) *floors {
+	return &floors{known: make(map[string]floorKey), minRefresh: minRefresh}
+}
+
+// floorPlan is what a claim needs from the floors.
+type floorPlan struct {
+	full  bool     // start at the fronts (and list the queues, if none given)
+	names []string // with no queues given and not full: the queues known
+	epoch uint64
+}
+
+// plan returns the plan of a claim starting now.
+func (f *floors) plan(given bool, now time.Time) floorPlan {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := floorPlan{full: !now.Before(f.refreshAt), epoch: f.epoch}
+	if !given && !p.full {
+		p.names = make([]string, 0, len(f.known))
+		for q := range f.known {
+			p.names = append(p.names, q)
+		}
+	}
+	return p
+}
+
+// starts returns, per queue of names, where the claim starts: the floor,
+// or the front (the lowest key there is) if full, if there is none, or
+// without floors (f nil).
+func (f *floors) starts(names []string, full bool) (prio []int64, runAt []pgtype.Timestamptz, id []int64) {
+	prio, runAt, id = make([]int64, len(names)), make([]pgtype.Timestamptz, len(names)), make([]int64, len(names))
+	if f != nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+	}
+	for i, q := range names {
+		var k floorKey
+		if f != nil {
+			k = f.known[q]
+		}
+		if full || !k.set {
+			prio[i], runAt[i] = math.MinInt64, pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+			continue
+		}
+		prio[i], runAt[i], id[i] = k.priority, pgtype.Timestamptz{Time: time.UnixMicro(k.runAt), Valid: true}, k.id
+	}
+	return prio, runAt, id
+}
+
+// claimed records a claim made with plan p, which took jobs (in claim
+// order), and, if p.full, found the queues listed (nil: queues were
+// given) and cut some queue short (capped). A full claim that took took
+// sets the next refresh.
+func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped bool, took time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	raced := f.epoch != p.epoch // lowered or reset meanwhile: raise nothing
+	if p.full && !raced {
+		if listed != nil {
+			// Queues that have no claimable jobs now drop out; any job
+			// made available in one later adds it again.
+			keep := make(map[string]floorKey, len(listed))
+			for _, q := range listed {
+				keep[q] = f.known[q]
+			}
+			f.known = keep
+		}
+		if capped {
+			// A queue the claim's limit cut short may have jobs below its
+			// floor that the claim did not reach.
+			for q := range f.known {
+				f.known[q] = floorKey{}
+			}
+		}
+		f.refreshAt = time.Now().Add(max(f.minRefresh, 50*took))
+	}
+	seen := make(map[string]bool)
+	for _, j := range jobs {
+		if seen[j.Queue] {
+			continue
+		}
+		seen[j.Queue] = true
+		k := keyOf(j)
+		if cur, ok := f.known[j.Queue]; raced && ok && cur.less(k) {
+			continue
+		}
+		f.known[j.Queue] = k
+	}
+}
+
+// lower lowers the floor of each queue of keys to its key, if below; a
+// queue the floors do not know is added, at its front. It reports whether
+// it changed a floor.
+func (f *floors) lower(keys map[string]floorKey) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lowered := false
+	for q, k := range keys {
+		cur, ok := f.known[q]
+		switch {
+		case !ok:
+			f.known[q] = floorKey{}
+		case k.less(cur):
+			f.known[q] = k
+		default:
+			continue
+		}
+		lowered = true
+	}
+	if lowered {
+		f.epoch++
+	}
+	return lowered
+}
+
+// reset makes the next claim start at the front of every queue.
+func (f *floors) reset() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refreshAt = time.Time{}
+	f.epoch++
+}
+
+// lastKey is after every job: lowering a known floor to it changes nothing,
+// but it adds an unknown queue.
+var lastKey = floorKey{set: true, priority: math.MaxInt64, runAt: math.MaxInt64, id: math.MaxInt64}
+
+// lowestKeys returns, per queue, the lowest key of the jobs available now
+// among jobs, with ID 0 (their IDs are not known yet); a queue of jobs
+// scheduled for later maps to lastKey (the claim that promotes them lowers
+// its floor, but the floors must know the queue).
+func lowestKeys(jobs []*job.Job, states []job.State) map[string]floorKey {
+	keys := make(map[string]floorKey, 1)
+	for i, j := range jobs {
+		k := lastKey
+		if states[i] == job.StateAvailable {
+			k = floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro()}
+		}
+		if cur, ok := keys[j.Queue]; !ok || k.less(cur) {
+			keys[j.Queue] = k
+		}
+	}
+	return keys
+}
+
+// keysOf returns, per queue, the lowest key of the available jobs among
+// jobs, whose IDs are known; lastKey for a queue of others.
+func keysOf(jobs []*job.Job) map[string]floorKey {
+	keys := make(map[string]floorKey, 1)
+	for _, j := range jobs {
+		k := lastKey
+		if j.State == job.StateAvailable {
+			k = keyOf(j)
+		}
+		if cur, ok := keys[j.Queue]; !ok || k.less(cur) {
+			keys[j.Queue] = k
+		}
+	}
+	return keys
+}
+
+// maxPayload bounds a notification's payload (PostgreSQL refuses 8,000
+// bytes and more); keys that do not fit are sent as a reset.
+const maxPayload = 7000
+
+// payloadKey is one queue's key in a notification: no P means the front.
+type payloadKey struct {
+	Q string `json:"q"`
+	P *int64 `json:"p,omitempty"`
+	T int64  `json:"t,omitempty"`
+	I int64  `json:"i,omitempty"`
+}
+
+// encodePayload returns keys as a notification's payload; "" (a reset)
+// for nil keys or too many.
+func encodePayload(keys map[string]floorKey) string {
+	if keys == nil {
+		return ""
+	}
+	list := make([]payloadKey, 0, len(keys))
+	for q, k := range keys {
+		pk := payloadKey{Q: q}
+		if k.set {
+			pk.P, pk.T, pk.I = &k.priority, k.runAt, k.id
+		}
+		list = append(list, pk)
+	}
+	b, err := json.Marshal(list)
+	if err != nil || len(b) > maxPayload {
+		return ""
+	}
+	return string(b)
+}
+
+// decodePayload returns the keys of a notification's payload, or nil for a
+// reset (empty, or not Hopper's).
+func decodePayload(s string) map[string]floorKey {
+	var list []payloadKey
+	if s == "" || json.Unmarshal([]byte(s), &list) != nil {
+		return nil
+	}
+	keys := make(map[string]floorKey, len(list))
+	for _, pk := range list {
+		k := floorKey{}
+		if pk.P != nil {
+			k = floorKey{set: true, priority: *pk.P, runAt: pk.T, id: pk.I}
+		}
+		if cur, ok := keys[pk.Q]; !ok || k.less(cur) {
+			keys[pk.Q] = k
+		}
+	}
+	return keys
+}
+
+// mergeKeys merges keys into into, keeping the lower key of each queue.
+func mergeKeys(into, keys map[string]floorKey) {
+	for q, k := range keys {
+		if cur, ok := into[q]; !ok || k.less(cur) {
+			into[q] = k
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package pgstore
+
+import (
+	"maps"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+)
+
+func fk(prio, runAt, id int64) floorKey {
+	return floorKey{set: true, priority: prio, runAt: runAt, id: id}
+}
+
+func TestFloorKeyOrder(t *testing.T) {
+	t.Parallel()
+	ordered := []floorKey{{}, fk(-5, 9, 9), fk(0, 1, 7), fk(0, 2, 1), fk(0, 2, 3), fk(1, 0, 0), lastKey}
+	for i, a := range ordered {
+		for j, b := range ordered {
+			if got := a.less(b); got != (i < j) {
+				t.Errorf("%+v.less(%+v) = %v, want %v", a, b, got, i < j)
+			}
+		}
+	}
+}
+
+func TestPayloadRoundTrip(t *testing.T) {
+	t.Parallel()
+	keys := map[string]floorKey{"a": fk(-3, 1732550000123456, 0), "b\n\"c": lastKey, "d": {}}
+	got := decodePayload(encodePayload(keys))
+	if !maps.Equal(got, keys) {
+		t.Errorf("round trip: got %+v, want %+v", got, keys)
+	}
+	if p := encodePayload(map[string]floorKey{}); p != "[]" || decodePayload(p) == nil || len(decodePayload(p)) != 0 {
+		t.Errorf("no keys: payload %q decodes to %v, want [] and an empty map (a wake-up, not a reset)", p, decodePayload(p))
+	}
+	for _, p := range []string{"", "x", `{"q":1}`} {
+		if decodePayload(p) != nil {
+			t.Errorf("decodePayload(%q) is not a reset", p)
+		}
+	}
+	many := make(map[string]floorKey)
+	for i := range 100 {
+		many[strings.Repeat("q", 100)+string(rune('A'+i))] = fk(0, 1, 0)
+	}
+	if p := encodePayload(many); p != "" {
+		t.Errorf("%d-byte payload sent; want a reset past %d bytes", len(p), maxPayload)
+	}
+}
+
+func TestLowestKeys(t *testing.T) {
+	t.Parallel()
+	at := func(us int64) time.Time { return time.UnixMicro(us).Add(700 * time.Nanosecond) }
+	jobs := []*job.Job{
+		{Queue: "a", Priority: 2, RunAt: at(10)},
+		{Queue: "a", Priority: 1, RunAt: at(20)},
+		{Queue: "a", Priority: -9, RunAt: at(5)}, // scheduled: not in jobs_claim yet
+		{Queue: "b", Priority: 0, RunAt: at(7)},
+	}
+	states := []job.State{job.StateAvailable, job.StateAvailable, job.StateScheduled, job.StateScheduled}
+	want := map[string]floorKey{"a": fk(1, 20, 0), "b": lastKey}
+	if got := lowestKeys(jobs, states); !maps.Equal(got, want) {
+		t.Errorf("lowestKeys = %+v, want %+v (run-at truncated to µs, as stored)", got, want)
+	}
+}
+
+// claimedJobs returns jobs of queue q with keys ks, in claim order.
+func claimedJobs(q string, ks ...floorKey) []*job.Job {
+	out := make([]*job.Job, len(ks))
+	for i, k := range ks {
+		out[i] = &job.Job{Queue: q, Priority: int(k.priority), RunAt: time.UnixMicro(k.runAt), ID: job.ID(k.id)}
+	}
+	return out
+}
+
+func TestFloors(t *testing.T) {
+	t.Parallel()
+	f := newFloors(time.Hour)
+	now := time.Now()
+
+	p := f.plan(false, now)
+	if !p.full || p.names != nil {
+		t.Fatalf("first plan %+v: want a full claim that lists the queues", p)
+	}
+	f.claimed(p, claimedJobs("a", fk(0, 10, 1), fk(0, 10, 2)), []string{"a", "b"}, false, time.Millisecond)
+	p = f.plan(false, now)
+	if p.full || len(p.names) != 2 {
+		t.Fatalf("plan after a full claim: %+v, want the 2 queues listed, not full", p)
+	}
+	prio, runAt, id := f.starts([]string{"a", "b", "c"}, false)
+	if prio[0] != 0 || runAt[0].Time.UnixMicro() != 10 || id[0] != 1 {
+		t.Errorf("queue a starts at (%d, %v, %d), want its first claimed job (0, 10µs, 1)", prio[0], runAt[0].Time, id[0])
+	}
+	for i := 1; i < 3; i++ {
+		if prio[i] != math.MinInt64 || runAt[i].InfinityModifier >= 0 {
+			t.Errorf("queue %d starts at (%d, %v): want its front", i, prio[i], runAt[i])
+		}
+	}
+
+	// A claim raises the floor; a lowering meanwhile wins.
+	p = f.plan(false, now)
+	f.claimed(p, claimedJobs("a", fk(0, 20, 5)), nil, false, 0)
+	if got := f.known["a"]; got != fk(0, 20, 5) {
+		t.Errorf("floor after a claim: %+v, want (0, 20, 5)", got)
+	}
+	p = f.plan(false, now)
+	if !f.lower(map[string]floorKey{"a": fk(0, 15, 0)}) {
+		t.Error("lower below the floor reported no change")
+	}
+	f.claimed(p, claimedJobs("a", fk(0, 30, 6)), nil, false, 0)
+	if got := f.known["a"]; got != fk(0, 15, 0) {
+		t.Errorf("a claim that began before a lowering raised the floor to %+v; want (0, 15, 0) kept", got)
+	}
+	if f.lower(map[string]floorKey{"a": fk(0, 16, 0), "b": lastKey}) {
+		t.Error("keys above known floors reported a change")
+	}
+	if !f.lower(map[string]floorKey{"new": lastKey}) || f.known["new"].set {
+		t.Errorf("an unknown queue: %+v, want it known, at its front", f.known["new"])
+	}
+
+	// A reset makes the next claim full; a full claim that the limit cut
+	// short sends the queues it took nothing from to their fronts.
+	f.reset()
+	p = f.plan(true, now)
+	if !p.full {
+		t.Fatal("plan after a reset is not full")
+	}
+	f.known["b"] = fk(3, 3, 3)
+	f.claimed(p, claimedJobs("a", fk(0, 40, 9)), nil, true, 10*time.Millisecond)
+	if f.known["b"].set || f.known["a"] != fk(0, 40, 9) {
+		t.Errorf("after a capped full claim: a %+v, b %+v; want a at (0, 40, 9), b at its front", f.known["a"], f.known["b"])
+	}
+	if p = f.plan(true, now.Add(59*time.Minute)); p.full {
+		t.Error("full again before minRefresh")
+	}
+	if p = f.plan(true, now.Add(61*time.Minute)); !p.full {
+		t.Error("not full after minRefresh")
+	}
+	f = newFloors(time.Millisecond)
+	f.claimed(f.plan(true, now), nil, nil, false, time.Second)
+	if p = f.plan(true, time.Now().Add(45*time.Second)); p.full {
+		t.Error("a full claim of 1s is repeated within 50 of its durations")
+	}
+}

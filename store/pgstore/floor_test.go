@@ -1,0 +1,157 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/pgstore"
+)
+
+// claimIDs claims up to limit jobs (of the given queues, or any) at now
+// and returns their IDs in claim order.
+func claimIDs(t *testing.T, s *pgstore.Store, now time.Time, limit int, queues ...string) []job.ID {
+	t.Helper()
+	res, err := s.Claim(t.Context(), store.ClaimParams{Now: now, Limit: limit, Worker: "w", LeaseUntil: now.Add(time.Hour), Queues: queues})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	ids := make([]job.ID, len(res.Jobs))
+	for i, j := range res.Jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// prioJob returns a job of the default queue with priority prio, to run
+// at runAt (available then, scheduled if later than t0).
+func prioJob(t *testing.T, prio int, runAt time.Time) *job.Job {
+	t.Helper()
+	j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 3, Priority: prio, RunAt: runAt}
+	if err := j.Validate(t0); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestClaimStartsAtFloor: with a transaction held open, the entries the
+// claims leave in jobs_claim cannot be removed, and a claim that started at
+// the front of its queue would check every one of them. 100 claims of 10
+// jobs read ~2k entries with floors; from the front (the same claims
+// behind PgBouncer, which has no floors) they read ~50k.
+func TestClaimStartsAtFloor(t *testing.T) {
+	t.Parallel()
+	dbURL, db := freshDatabase(t)
+	ctx := t.Context()
+	side := connTo(t, dbURL)
+	if _, err := side.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := side.Exec(ctx, `SELECT txid_current()`); err != nil {
+		t.Fatal(err)
+	}
+	const n, batch = 1000, 10
+	run := func(schema string, opts pgstore.Options, queues ...string) {
+		opts.Schema, opts.PollInterval = schema, time.Hour
+		s := mustOpenDB(t, dbURL, opts)
+		jobs := make([]*job.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob(t, "k")
+		}
+		enqueue(t, s, jobs...)
+		seen := make(map[job.ID]bool)
+		for range n / batch {
+			for _, id := range claimIDs(t, s, t0, batch, queues...) {
+				if seen[id] {
+					t.Fatalf("%s: job %d claimed twice", schema, id)
+				}
+				seen[id] = true
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("%s: %d jobs claimed, want %d", schema, len(seen), n)
+		}
+		s.Close()
+	}
+	run("floors_all", pgstore.Options{})
+	run("floors_given", pgstore.Options{}, job.DefaultQueue)
+	run("front", pgstore.Options{PgBouncer: true})
+	if _, err := side.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	front, _ := indexStats(t, side, db, "front", "jobs_claim")
+	for _, schema := range []string{"floors_all", "floors_given"} {
+		read, _ := indexStats(t, side, db, schema, "jobs_claim")
+		t.Logf("%d claims of %d with a transaction open: %d entries of jobs_claim read (%s), %d from the front", n/batch, batch, read, schema, front)
+		if read*5 > front {
+			t.Errorf("%s: the claims read %d entries of jobs_claim, and %d from the front; want under a fifth", schema, read, front)
+		}
+	}
+}
+
+// TestFloorLoweredByAnotherStore: a job another Store makes available
+// below this Store's floor — more urgent, or committed late by an
+// application's transaction — is claimed once its notification arrives,
+// not at the next refresh (an hour here).
+func TestFloorLoweredByAnotherStore(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openIn(t, schema, pgstore.Options{})
+	b := quiet(t, schema)
+	ids := enqueue(t, a, prioJob(t, 0, t0), prioJob(t, 0, t0), prioJob(t, 0, t0), prioJob(t, 0, t0))
+	waitWake(t, b, "Enqueue")
+	for _, want := range ids[:2] {
+		if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != want {
+			t.Fatalf("Claim: got %v, want [%d]", got, want)
+		}
+	}
+	// b's floor is at ids[1] now; an urgent job goes below it.
+	drain(b)
+	urgent := enqueue(t, a, prioJob(t, -10, t0))
+	waitWake(t, b, "Enqueue of an urgent job")
+	if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != urgent[0] {
+		t.Fatalf("Claim after an urgent job's notification: got %v, want [%d]", got, urgent[0])
+	}
+	// A job enqueued in a transaction that commits after b's claims moved
+	// on: it is below b's floor (its run-at is earlier).
+	c := conn(t)
+	tx, err := c.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := a.EnqueueTx(t.Context(), tx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{prioJob(t, 0, t0.Add(-time.Hour))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != ids[2] {
+		t.Fatalf("Claim: got %v, want [%d]", got, ids[2])
+	}
+	drain(b)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, b, "commit of EnqueueTx")
+	if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != late[0].ID {
+		t.Fatalf("Claim after the commit: got %v, want [%d]", got, late[0].ID)
+	}
+}
+
+// TestClaimTakesPromotedBelowFloor: a claim's own promotion may make jobs
+// available below its floor; the claim takes them in claim order, at
+// once.
+func TestClaimTakesPromotedBelowFloor(t *testing.T) {
+	t.Parallel()
+	for _, queues := range [][]string{nil, {job.DefaultQueue}} {
+		s := quiet(t, freshSchema(t)) // listening: its connection resets the floors
+		first := enqueue(t, s, prioJob(t, 0, t0))
+		if got := claimIDs(t, s, t0, 1, queues...); len(got) != 1 || got[0] != first[0] {
+			t.Fatalf("queues %v: Claim: got %v, want %v", queues, got, first)
+		}
+		ids := enqueue(t, s, prioJob(t, 0, t0), prioJob(t, -5, t0.Add(time.Second)))
+		if got := claimIDs(t, s, t0.Add(2*time.Second), 1, queues...); len(got) != 1 || got[0] != ids[1] {
+			t.Errorf("queues %v: Claim when the urgent job is due: got %v, want [%d] (promoted below the floor)", queues, got, ids[1])
+		}
+	}
+}
+
