@@ -154,4 +154,3 @@ func TestClaimTakesPromotedBelowFloor(t *testing.T) {
 		}
 	}
 }
-
