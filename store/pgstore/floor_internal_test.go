@@ -140,7 +140,7 @@ func TestFloors(t *testing.T) {
 	}
 	f = newFloors(time.Millisecond)
 	f.claimed(f.plan(true, now), nil, nil, false, time.Second)
-	if p = f.plan(true, time.Now().Add(45*time.Second)); p.full {
-		t.Error("a full claim of 1s is repeated within 50 of its durations")
+	if p = f.plan(true, time.Now().Add((refreshFactor-5)*time.Second)); p.full {
+		t.Error("a full claim of 1s is repeated within refreshFactor of its durations")
 	}
 }

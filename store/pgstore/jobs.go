@@ -366,16 +366,26 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 			match = purgeMatch(st, p, ids, &a)
 			match += ` AND (finished_at, id) <= (` + a.add(keepT) + `, ` + a.add(keepID) + `)`
 		}
-		del := `WITH d AS MATERIALIZED (SELECT id FROM {schema}.jobs WHERE ` + match + `
-				ORDER BY finished_at, id LIMIT ` + strconv.Itoa(purgeBatch) + ` FOR UPDATE SKIP LOCKED)
-			DELETE FROM {schema}.jobs WHERE id = ANY(ARRAY(SELECT id FROM d))`
+		// Each batch starts after the last job the previous one deleted
+		// (from the front for the first): the index entries of the jobs
+		// deleted stay until VACUUM removes them — for as long as any
+		// older transaction is open — and a batch that started at the
+		// front would read all of them again.
+		n := len(a)
+		del := `WITH d AS MATERIALIZED (SELECT id, finished_at FROM {schema}.jobs WHERE ` + match + `
+				AND (finished_at, id) > ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)
+				ORDER BY finished_at, id LIMIT ` + strconv.Itoa(purgeBatch) + ` FOR UPDATE SKIP LOCKED),
+			x AS (DELETE FROM {schema}.jobs WHERE id = ANY(ARRAY(SELECT id FROM d)) RETURNING 1),
+			l AS (SELECT finished_at, id FROM d ORDER BY finished_at DESC, id DESC LIMIT 1)
+			SELECT (SELECT count(*) FROM x), (SELECT finished_at FROM l), (SELECT id FROM l)`
+		after := []any{pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, int64(0)}
 		for {
-			tag, err := s.purgeOnce(ctx, s.q(del), a)
+			deleted, err := s.purgeOnce(ctx, s.q(del), append(a, after...), after)
 			if err != nil {
 				return total, s.translate(err)
 			}
-			total += int(tag.RowsAffected())
-			if tag.RowsAffected() < purgeBatch {
+			total += deleted
+			if deleted < purgeBatch {
 				break
 			}
 		}
@@ -384,19 +394,27 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 }
 
 // purgeOnce runs one purge batch, del with args a, in a transaction of its
-// own under sqlPurgePlan.
-func (s *Store) purgeOnce(ctx context.Context, del string, a sqlArgs) (pgconn.CommandTag, error) {
+// own under sqlPurgePlan; it returns how many jobs it deleted, and sets
+// after to the key (finished-at, ID) of the last job it read.
+func (s *Store) purgeOnce(ctx context.Context, del string, a sqlArgs, after []any) (int, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlPurgePlan)
 	b.Queue(del, a...)
 	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return pgconn.CommandTag{}, err
+		return 0, err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	var (
+		deleted int64
+		lastT   pgtype.Timestamptz
+		lastID  *int64
+	)
+	if err := br.QueryRow().Scan(&deleted, &lastT, &lastID); err != nil {
+		return 0, err
 	}
-	return tag, err
+	if lastID != nil {
+		after[0], after[1] = lastT, *lastID
+	}
+	return int(deleted), br.Close()
 }

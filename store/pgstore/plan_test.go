@@ -144,6 +144,43 @@ func TestPurgeReadsInOrder(t *testing.T) {
 	}
 }
 
+// TestPurgeStartsAfterLastBatch: with a transaction held open, the index
+// entries of the jobs a purge batch deleted stay; each next batch starts
+// after them. Purging 20k jobs in batches of 1,000 read 20k entries of
+// jobs_finished so; starting each batch at the front read 230k.
+func TestPurgeStartsAfterLastBatch(t *testing.T) {
+	t.Parallel()
+	const n = 20000
+	dbURL, db := freshDatabase(t)
+	s := mustOpenDB(t, dbURL, pgstore.Options{})
+	ctx := t.Context()
+	c := connTo(t, dbURL)
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.jobs (state, queue, kind, priority, run_at, created_at, finished_at, max_attempts)
+		SELECT 'completed', 'q', 'k', 0, $1, $1, $1::timestamptz + i * interval '1 ms', 3
+		FROM generate_series(1, $2::int) i`, t0, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `SELECT txid_current()`); err != nil {
+		t.Fatal(err)
+	}
+	purged, err := s.Purge(ctx, store.PurgeParams{States: []job.State{job.StateCompleted}, Before: t0.Add(time.Hour)})
+	if err != nil || purged != n {
+		t.Fatalf("Purge: %d jobs, %v; want %d", purged, err, n)
+	}
+	if _, err := c.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	read, _ := indexStats(t, c, db, s.Schema(), "jobs_finished")
+	t.Logf("purge of %d jobs with a transaction open: %d entries of jobs_finished read", n, read)
+	if read > 2*n {
+		t.Errorf("purge of %d jobs read %d entries of jobs_finished: its batches read the entries of the jobs deleted before them", n, read)
+	}
+}
+
 // indexStats returns how many entries of index the scans of database db
 // read, and how many rows they fetched, in schema, once every other
 // connection to db is gone: a backend reports its counters at most once a
