@@ -241,6 +241,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	}
 	named := given || plan.names != nil
 	listing := s.floors != nil && !named
+	if plan.probe {
+		s.probeReq <- queues // buffered (1), and plan asks for one probe at a time
+	}
 
 	b := &pgx.Batch{}
 	b.Queue(sqlClaimPlan)
@@ -353,6 +356,82 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		}
 	}
 	return res, nil
+}
+
+// probeSQL returns the probe's query (floor.go): per queue of $1 (named)
+// or per queue that has available or waiting jobs, the key of its first
+// available job, NULL if none. It reads the front of each queue, without
+// locks, beside the claims.
+func probeSQL(named bool) string {
+	qs := `unnest($1::text[]) AS u(name)`
+	if !named {
+		qs = `(` + sqlListQueues + `) u`
+	}
+	return `SELECT u.name, x.priority, x.run_at, x.id FROM ` + qs + `
+	LEFT JOIN LATERAL (SELECT priority, run_at, id FROM {schema}.jobs
+		WHERE state = 'available' AND queue = u.name ORDER BY priority, run_at, id LIMIT 1) x ON true`
+}
+
+var sqlProbe = [2]string{probeSQL(false), probeSQL(true)}
+
+// prober runs the probes Claim asks for, one at a time, until the Store
+// closes.
+func (s *Store) prober() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.run.Done():
+			return
+		case queues := <-s.probeReq:
+			began := time.Now()
+			keys, err := s.probe(queues)
+			if s.floors.probed(keys, time.Since(began), err) {
+				s.signal()
+			}
+		}
+	}
+}
+
+// probe reads the lowest key of each queue of queues (nil: of every queue
+// with jobs available or waiting); lastKey for a queue with none available.
+func (s *Store) probe(queues []string) (map[string]floorKey, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlClaimPlan)
+	if queues != nil {
+		b.Queue(s.q(sqlProbe[1]), queues)
+	} else {
+		b.Queue(s.q(sqlProbe[0]))
+	}
+	br := s.pool.SendBatch(s.run, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := make(map[string]floorKey)
+	for rows.Next() {
+		var (
+			q     string
+			prio  *int64
+			runAt pgtype.Timestamptz
+			id    *int64
+		)
+		if err := rows.Scan(&q, &prio, &runAt, &id); err != nil {
+			return nil, err
+		}
+		keys[q] = lastKey
+		if prio != nil {
+			keys[q] = floorKey{set: true, priority: *prio, runAt: runAt.Time.UnixMicro(), id: *id}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return keys, br.Close()
 }
 
 // scanKeys reads the promotion's result: the lowest key it made available

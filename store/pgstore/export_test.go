@@ -1,6 +1,9 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Hooks for the tests of package pgstore_test.
 
@@ -49,4 +52,19 @@ func Statements(s *Store) map[string]string {
 		"queuecounts":   s.q(sqlQueueCountsLive),
 		"finishedsince": s.q(sqlFinishedSince),
 	}
+}
+
+// Probe runs the floors' probe of queues (nil: every queue with jobs) and
+// returns each queue's lowest available key as "priority/run-at µs/ID",
+// or "none".
+func Probe(s *Store, queues []string) (map[string]string, error) {
+	keys, err := s.probe(queues)
+	out := make(map[string]string, len(keys))
+	for q, k := range keys {
+		out[q] = "none"
+		if k != lastKey {
+			out[q] = fmt.Sprintf("%d/%d/%d", k.priority, k.runAt, k.id)
+		}
+	}
+	return out, err
 }

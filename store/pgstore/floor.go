@@ -40,14 +40,16 @@ import (
 //
 // What no write announces — a claim of another process that rolled back,
 // a notification lost while the listener reconnected (it resets the floors
-// when it is back) — is caught by the refresh: every so often a claim
-// starts at the front of every queue again, at most every PollInterval and
-// at least refreshFactor of its own durations apart: a slow front then
-// holds up the claims (and the starts of the jobs arriving meanwhile) at
-// most 0.5% of the time. With no queues given, that claim also lists the queues
-// (the loose index scans, which read the front too); between refreshes the
-// claim takes the queues the floors know, which every way of making a job
-// available above adds to.
+// when it is back) — is caught by the refresh: every so often the fronts
+// of the queues are read again, at most every PollInterval and at least
+// refreshFactor of the last reading's durations apart. While that takes
+// under slowFront, a claim does it (starting at the fronts, and with no
+// queues given listing the queues with the loose index scans, which read
+// the fronts too); past it, a probe beside the claims reads the lowest
+// key of each queue (and the queues) and lowers the floors to them, so
+// that no claim, nor the start of a job, waits for a slow front. Between
+// refreshes a claim with no queues given takes the queues the floors know,
+// which every way of making a job available above adds to.
 //
 // Behind PgBouncer there is no listener, hence no floors: every claim
 // starts at the front.
@@ -55,9 +57,17 @@ type floors struct {
 	mu         sync.Mutex
 	known      map[string]floorKey // queue → where its next claim starts
 	epoch      uint64              // changed by every lowering and reset
-	refreshAt  time.Time           // a claim from this time on starts at the fronts
+	forced     bool                // reset: the next claim starts at the fronts
+	refreshAt  time.Time           // when the fronts are read again
+	slow       bool                // the fronts took slowFront or more to read last time
+	probing    bool                // a probe is reading them
 	minRefresh time.Duration
 }
+
+// slowFront is how long reading the fronts may take within a claim (the
+// claim p99 goal with a transaction held open); past it the refresh reads
+// them beside the claims, in a probe, so that no claim waits for it.
+const slowFront = 20 * time.Millisecond
 
 // refreshFactor spaces the claims that start at the fronts: measured in
 // BenchmarkSoakOpenTx, at 50 the full claims (up to 718 ms after 10
@@ -95,12 +105,13 @@ func keyOf(j *job.Job) floorKey {
 }
 
 func newFloors(minRefresh time.Duration) *floors {
-	return &floors{known: make(map[string]floorKey), minRefresh: minRefresh}
+	return &floors{known: make(map[string]floorKey), forced: true, minRefresh: minRefresh}
 }
 
 // floorPlan is what a claim needs from the floors.
 type floorPlan struct {
 	full  bool     // start at the fronts (and list the queues, if none given)
+	probe bool     // start a probe (Store.probe) beside the claim
 	names []string // with no queues given and not full: the queues known
 	epoch uint64
 }
@@ -109,7 +120,14 @@ type floorPlan struct {
 func (f *floors) plan(given bool, now time.Time) floorPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := floorPlan{full: !now.Before(f.refreshAt), epoch: f.epoch}
+	p := floorPlan{epoch: f.epoch}
+	due := !now.Before(f.refreshAt)
+	switch {
+	case f.forced || due && !f.slow:
+		p.full, f.forced = true, false
+	case due && !f.probing:
+		p.probe, f.probing = true, true
+	}
 	if !given && !p.full {
 		p.names = make([]string, 0, len(f.known))
 		for q := range f.known {
@@ -167,7 +185,7 @@ func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped b
 				f.known[q] = floorKey{}
 			}
 		}
-		f.refreshAt = time.Now().Add(max(f.minRefresh, refreshFactor*took))
+		f.refreshed(took)
 	}
 	seen := make(map[string]bool)
 	for _, j := range jobs {
@@ -181,6 +199,29 @@ func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped b
 		}
 		f.known[j.Queue] = k
 	}
+}
+
+// refreshed sets the next refresh after a reading of the fronts that took
+// took.
+func (f *floors) refreshed(took time.Duration) {
+	f.slow = took >= slowFront
+	f.refreshAt = time.Now().Add(max(f.minRefresh, refreshFactor*took))
+}
+
+// probed records a probe that took took and found keys (the lowest key
+// of each queue; lastKey for a queue with none available), or failed. It
+// reports whether it lowered a floor.
+func (f *floors) probed(keys map[string]floorKey, took time.Duration, err error) bool {
+	f.mu.Lock()
+	f.probing = false
+	if err != nil {
+		f.refreshAt = time.Now().Add(f.minRefresh)
+		f.mu.Unlock()
+		return false
+	}
+	f.refreshed(took)
+	f.mu.Unlock()
+	return f.lower(keys)
 }
 
 // lower lowers the floor of each queue of keys to its key, if below; a
@@ -218,7 +259,7 @@ func (f *floors) reset() {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.refreshAt = time.Time{}
+	f.forced = true
 	f.epoch++
 }
 

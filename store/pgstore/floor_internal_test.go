@@ -140,7 +140,38 @@ func TestFloors(t *testing.T) {
 	}
 	f = newFloors(time.Millisecond)
 	f.claimed(f.plan(true, now), nil, nil, false, time.Second)
-	if p = f.plan(true, time.Now().Add((refreshFactor-5)*time.Second)); p.full {
+	if p = f.plan(true, time.Now().Add((refreshFactor-5)*time.Second)); p.full || p.probe {
 		t.Error("a full claim of 1s is repeated within refreshFactor of its durations")
+	}
+
+	// Past slowFront, the refresh is a probe beside the claims, one at a
+	// time; what it finds lowers the floors.
+	later := time.Now().Add((refreshFactor + 5) * time.Second)
+	if p = f.plan(true, later); p.full || !p.probe {
+		t.Fatalf("refresh after a slow full claim: %+v, want a probe, not a full claim", p)
+	}
+	if p = f.plan(true, later); p.full || p.probe {
+		t.Fatalf("a second claim while probing: %+v, want neither", p)
+	}
+	f.claimed(p, claimedJobs("a", fk(0, 50, 1)), nil, false, 0)
+	if !f.probed(map[string]floorKey{"a": fk(0, 40, 7), "b": lastKey}, 30*time.Millisecond, nil) {
+		t.Error("a probe that found a job below the floor lowered nothing")
+	}
+	if f.known["a"] != fk(0, 40, 7) || f.known["b"].set {
+		t.Errorf("after the probe: a %+v, b %+v; want a at (0, 40, 7), b known at its front", f.known["a"], f.known["b"])
+	}
+	if p = f.plan(true, time.Now().Add(5*time.Second)); p.full || p.probe {
+		t.Errorf("refresh within refreshFactor of the probe's 30ms: %+v", p)
+	}
+	if p = f.plan(true, time.Now().Add(7*time.Second)); !p.probe {
+		t.Errorf("no probe %v after a 30ms one: %+v", 7*time.Second, p)
+	}
+	f.probed(nil, time.Millisecond, nil)
+	if p = f.plan(true, time.Now().Add(time.Second)); !p.full {
+		t.Errorf("the fronts read in 1ms again, the refresh is %+v; want a full claim", p)
+	}
+	f.reset()
+	if p = f.plan(true, time.Now()); !p.full {
+		t.Error("after a reset the next claim is not full")
 	}
 }

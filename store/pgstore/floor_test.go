@@ -1,6 +1,8 @@
 package pgstore_test
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -152,5 +154,31 @@ func TestClaimTakesPromotedBelowFloor(t *testing.T) {
 		if got := claimIDs(t, s, t0.Add(2*time.Second), 1, queues...); len(got) != 1 || got[0] != ids[1] {
 			t.Errorf("queues %v: Claim when the urgent job is due: got %v, want [%d] (promoted below the floor)", queues, got, ids[1])
 		}
+	}
+}
+
+// TestProbe: the probe that refreshes slow fronts finds the first
+// available job of each queue, and the queues that have only waiting
+// jobs.
+func TestProbe(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	in := func(q string, prio int, runAt time.Time) *job.Job {
+		j := prioJob(t, prio, runAt)
+		j.Queue = q
+		return j
+	}
+	ids := enqueue(t, s, in("a", 3, t0), in("a", 1, t0.Add(-time.Second)), in("a", 1, t0), in("b", 0, t0), in("c", -9, t0.Add(time.Hour)))
+	key := func(prio int, runAt time.Time, id job.ID) string {
+		return fmt.Sprintf("%d/%d/%d", prio, runAt.UnixMicro(), id)
+	}
+	want := map[string]string{"a": key(1, t0.Add(-time.Second), ids[1]), "b": key(0, t0, ids[3]), "c": "none"}
+	got, err := pgstore.Probe(s, nil)
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("Probe of every queue: %v, %v; want %v", got, err, want)
+	}
+	got, err = pgstore.Probe(s, []string{"b", "d"})
+	if want := map[string]string{"b": key(0, t0, ids[3]), "d": "none"}; err != nil || !maps.Equal(got, want) {
+		t.Errorf("Probe of b and d: %v, %v; want %v", got, err, want)
 	}
 }

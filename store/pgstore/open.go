@@ -100,7 +100,8 @@ type Store struct {
 		reset bool                // reset the floors (keys unknown)
 		keys  map[string]floorKey // else lower them to these
 	}
-	floors    *floors // nil behind PgBouncer and when read-only (floor.go)
+	floors    *floors       // nil behind PgBouncer and when read-only (floor.go)
+	probeReq  chan []string // Claim → prober: the queues to probe (nil: all), buffered (1)
 	listening atomic.Bool
 	listenUp  chan struct{} // closed once LISTEN first succeeded
 	upOnce    sync.Once
@@ -244,6 +245,9 @@ func (s *Store) start() {
 	}
 	if !s.opts.PgBouncer {
 		s.floors = newFloors(s.opts.PollInterval)
+		s.probeReq = make(chan []string, 1)
+		s.wg.Add(1)
+		go s.prober()
 	}
 	s.w = newGroupWriter(s)
 	s.w.start()
