@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -35,11 +36,13 @@ import (
 //     kinds).
 //
 // The claimed queues are ClaimParams.Queues, or, if none is given, the
-// queues that have jobs in the state at hand, found by a loose index scan
-// (a recursive CTE that jumps from one queue to the next in the index).
-// Kinds filter the rows of a queue as they are read: jobs of kinds no
-// worker runs, at the front of a queue, are read and passed over by every
-// claim (give such kinds a queue of their own).
+// queues the floors know (floor.go), or, in a claim that starts at the
+// fronts, the queues that have jobs in the state at hand, found by a loose
+// index scan (a recursive CTE that jumps from one queue to the next in the
+// index). Each queue's scan starts at its floor. Kinds filter the rows of
+// a queue as they are read: jobs of kinds no worker runs, at the front of
+// a queue, are read and passed over by each claim that starts there (give
+// such kinds a queue of their own).
 //
 // SKIP LOCKED makes concurrent claims take disjoint rows without waiting;
 // a row is locked before it is updated, and its state is checked again
@@ -221,7 +224,7 @@ func b2i(b bool) int {
 
 // Claim implements store.Store. It is one round trip and one transaction;
 // no job is claimed twice, even by several processes.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.ClaimResult, err error) {
 	if err := s.writable(); err != nil {
 		return store.ClaimResult{}, err
 	}
@@ -237,7 +240,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	// queues the floors know; a full one lists them.
 	plan := floorPlan{full: true}
 	if s.floors != nil {
-		plan = s.floors.plan(given, began)
+		plan = s.floors.plan(given, strings.Join(kinds, "\x00"), began)
+		defer func() {
+			if err != nil && plan.full {
+				s.floors.reset() // the fronts are still to be read
+			}
+		}()
 	}
 	named := given || plan.names != nil
 	listing := s.floors != nil && !named
@@ -299,7 +307,6 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var res store.ClaimResult
 	if _, err := br.Exec(); err != nil { // the settings
 		return res, s.translate(err)
 	}

@@ -60,6 +60,7 @@ type floors struct {
 	forced     bool                // reset: the next claim starts at the fronts
 	refreshAt  time.Time           // when the fronts are read again
 	slow       bool                // the fronts took slowFront or more to read last time
+	kinds      string              // the kinds of the claims that set the floors
 	probing    bool                // a probe is reading them
 	minRefresh time.Duration
 }
@@ -112,18 +113,21 @@ func newFloors(minRefresh time.Duration) *floors {
 type floorPlan struct {
 	full  bool     // start at the fronts (and list the queues, if none given)
 	probe bool     // start a probe (Store.probe) beside the claim
+	kinds string   // the claim's kinds, joined
 	names []string // with no queues given and not full: the queues known
 	epoch uint64
 }
 
-// plan returns the plan of a claim starting now.
-func (f *floors) plan(given bool, now time.Time) floorPlan {
+// plan returns the plan of a claim of kinds (joined; "" for any) starting
+// now. Below a floor there may be jobs of kinds the claims that set it did
+// not take: a claim of other kinds starts at the fronts.
+func (f *floors) plan(given bool, kinds string, now time.Time) floorPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := floorPlan{epoch: f.epoch}
+	p := floorPlan{epoch: f.epoch, kinds: kinds}
 	due := !now.Before(f.refreshAt)
 	switch {
-	case f.forced || due && !f.slow:
+	case f.forced || kinds != f.kinds || due && !f.slow:
 		p.full, f.forced = true, false
 	case due && !f.probing:
 		p.probe, f.probing = true, true
@@ -186,6 +190,10 @@ func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped b
 			}
 		}
 		f.refreshed(took)
+		f.kinds = p.kinds
+	}
+	if p.kinds != f.kinds {
+		return // the floors are another kinds' (a full claim raced)
 	}
 	seen := make(map[string]bool)
 	for _, j := range jobs {

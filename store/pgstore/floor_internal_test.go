@@ -80,12 +80,12 @@ func TestFloors(t *testing.T) {
 	f := newFloors(time.Hour)
 	now := time.Now()
 
-	p := f.plan(false, now)
+	p := f.plan(false, "", now)
 	if !p.full || p.names != nil {
 		t.Fatalf("first plan %+v: want a full claim that lists the queues", p)
 	}
 	f.claimed(p, claimedJobs("a", fk(0, 10, 1), fk(0, 10, 2)), []string{"a", "b"}, false, time.Millisecond)
-	p = f.plan(false, now)
+	p = f.plan(false, "", now)
 	if p.full || len(p.names) != 2 {
 		t.Fatalf("plan after a full claim: %+v, want the 2 queues listed, not full", p)
 	}
@@ -100,12 +100,12 @@ func TestFloors(t *testing.T) {
 	}
 
 	// A claim raises the floor; a lowering meanwhile wins.
-	p = f.plan(false, now)
+	p = f.plan(false, "", now)
 	f.claimed(p, claimedJobs("a", fk(0, 20, 5)), nil, false, 0)
 	if got := f.known["a"]; got != fk(0, 20, 5) {
 		t.Errorf("floor after a claim: %+v, want (0, 20, 5)", got)
 	}
-	p = f.plan(false, now)
+	p = f.plan(false, "", now)
 	if !f.lower(map[string]floorKey{"a": fk(0, 15, 0)}) {
 		t.Error("lower below the floor reported no change")
 	}
@@ -123,7 +123,7 @@ func TestFloors(t *testing.T) {
 	// A reset makes the next claim full; a full claim that the limit cut
 	// short sends the queues it took nothing from to their fronts.
 	f.reset()
-	p = f.plan(true, now)
+	p = f.plan(true, "", now)
 	if !p.full {
 		t.Fatal("plan after a reset is not full")
 	}
@@ -132,25 +132,25 @@ func TestFloors(t *testing.T) {
 	if f.known["b"].set || f.known["a"] != fk(0, 40, 9) {
 		t.Errorf("after a capped full claim: a %+v, b %+v; want a at (0, 40, 9), b at its front", f.known["a"], f.known["b"])
 	}
-	if p = f.plan(true, now.Add(59*time.Minute)); p.full {
+	if p = f.plan(true, "", now.Add(59*time.Minute)); p.full {
 		t.Error("full again before minRefresh")
 	}
-	if p = f.plan(true, now.Add(61*time.Minute)); !p.full {
+	if p = f.plan(true, "", now.Add(61*time.Minute)); !p.full {
 		t.Error("not full after minRefresh")
 	}
 	f = newFloors(time.Millisecond)
-	f.claimed(f.plan(true, now), nil, nil, false, time.Second)
-	if p = f.plan(true, time.Now().Add((refreshFactor-5)*time.Second)); p.full || p.probe {
+	f.claimed(f.plan(true, "", now), nil, nil, false, time.Second)
+	if p = f.plan(true, "", time.Now().Add((refreshFactor-5)*time.Second)); p.full || p.probe {
 		t.Error("a full claim of 1s is repeated within refreshFactor of its durations")
 	}
 
 	// Past slowFront, the refresh is a probe beside the claims, one at a
 	// time; what it finds lowers the floors.
 	later := time.Now().Add((refreshFactor + 5) * time.Second)
-	if p = f.plan(true, later); p.full || !p.probe {
+	if p = f.plan(true, "", later); p.full || !p.probe {
 		t.Fatalf("refresh after a slow full claim: %+v, want a probe, not a full claim", p)
 	}
-	if p = f.plan(true, later); p.full || p.probe {
+	if p = f.plan(true, "", later); p.full || p.probe {
 		t.Fatalf("a second claim while probing: %+v, want neither", p)
 	}
 	f.claimed(p, claimedJobs("a", fk(0, 50, 1)), nil, false, 0)
@@ -160,18 +160,32 @@ func TestFloors(t *testing.T) {
 	if f.known["a"] != fk(0, 40, 7) || f.known["b"].set {
 		t.Errorf("after the probe: a %+v, b %+v; want a at (0, 40, 7), b known at its front", f.known["a"], f.known["b"])
 	}
-	if p = f.plan(true, time.Now().Add(5*time.Second)); p.full || p.probe {
+	if p = f.plan(true, "", time.Now().Add(5*time.Second)); p.full || p.probe {
 		t.Errorf("refresh within refreshFactor of the probe's 30ms: %+v", p)
 	}
-	if p = f.plan(true, time.Now().Add(7*time.Second)); !p.probe {
+	if p = f.plan(true, "", time.Now().Add(7*time.Second)); !p.probe {
 		t.Errorf("no probe %v after a 30ms one: %+v", 7*time.Second, p)
 	}
 	f.probed(nil, time.Millisecond, nil)
-	if p = f.plan(true, time.Now().Add(time.Second)); !p.full {
+	if p = f.plan(true, "", time.Now().Add(time.Second)); !p.full {
 		t.Errorf("the fronts read in 1ms again, the refresh is %+v; want a full claim", p)
 	}
 	f.reset()
-	if p = f.plan(true, time.Now()); !p.full {
+	if p = f.plan(true, "", time.Now()); !p.full {
 		t.Error("after a reset the next claim is not full")
+	}
+	f.claimed(p, claimedJobs("a", fk(0, 60, 1)), nil, false, 0)
+
+	// Floors raised by claims of some kinds may have jobs of other kinds
+	// below them.
+	if p = f.plan(true, "k1", time.Now()); !p.full {
+		t.Fatal("a claim of other kinds is not full")
+	}
+	f.claimed(p, claimedJobs("a", fk(0, 70, 2)), nil, false, 0)
+	if p = f.plan(true, "k1", time.Now()); p.full {
+		t.Error("a second claim of the same kinds is full")
+	}
+	if p = f.plan(true, "", time.Now()); !p.full {
+		t.Error("a claim of any kind after claims of k1 is not full")
 	}
 }

@@ -117,18 +117,9 @@ func explain(t *testing.T, c *pgx.Conn, q string, args []any) string {
 func TestPurgeReadsInOrder(t *testing.T) {
 	t.Parallel()
 	const n = 20000
-	// A database of its own: a transaction open in another test of the
-	// same database would keep the deleted entries visible to every batch.
-	dbURL, db := freshDatabase(t)
-	s := mustOpenDB(t, dbURL, pgstore.Options{})
+	s, c, db := completedJobs(t, n)
 	ctx := t.Context()
-	c := connTo(t, dbURL)
 	schema := s.Schema()
-	if _, err := c.Exec(ctx, `INSERT INTO `+schema+`.jobs (state, queue, kind, priority, run_at, created_at, finished_at, max_attempts)
-		SELECT 'completed', 'q', 'k', 0, $1, $1, $1::timestamptz + i * interval '1 ms', 3
-		FROM generate_series(1, $2::int) i`, t0, n); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Exec(ctx, `VACUUM `+schema+`.jobs`); err != nil { // sizes, no column statistics
 		t.Fatal(err)
 	}
@@ -151,15 +142,8 @@ func TestPurgeReadsInOrder(t *testing.T) {
 func TestPurgeStartsAfterLastBatch(t *testing.T) {
 	t.Parallel()
 	const n = 20000
-	dbURL, db := freshDatabase(t)
-	s := mustOpenDB(t, dbURL, pgstore.Options{})
+	s, c, db := completedJobs(t, n)
 	ctx := t.Context()
-	c := connTo(t, dbURL)
-	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.jobs (state, queue, kind, priority, run_at, created_at, finished_at, max_attempts)
-		SELECT 'completed', 'q', 'k', 0, $1, $1, $1::timestamptz + i * interval '1 ms', 3
-		FROM generate_series(1, $2::int) i`, t0, n); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +163,23 @@ func TestPurgeStartsAfterLastBatch(t *testing.T) {
 	if read > 2*n {
 		t.Errorf("purge of %d jobs read %d entries of jobs_finished: its batches read the entries of the jobs deleted before them", n, read)
 	}
+}
+
+// completedJobs opens a Store in a database of its own (a transaction
+// open in another test of the same database would keep deleted entries
+// visible) with n completed jobs, finished 1 ms apart from t0, and returns
+// it, a connection to the database and the database's name.
+func completedJobs(t *testing.T, n int) (*pgstore.Store, *pgx.Conn, string) {
+	t.Helper()
+	dbURL, db := freshDatabase(t)
+	s := mustOpenDB(t, dbURL, pgstore.Options{})
+	c := connTo(t, dbURL)
+	if _, err := c.Exec(t.Context(), `INSERT INTO `+s.Schema()+`.jobs (state, queue, kind, priority, run_at, created_at, finished_at, max_attempts)
+		SELECT 'completed', 'q', 'k', 0, $1, $1, $1::timestamptz + i * interval '1 ms', 3
+		FROM generate_series(1, $2::int) i`, t0, n); err != nil {
+		t.Fatal(err)
+	}
+	return s, c, db
 }
 
 // indexStats returns how many entries of index the scans of database db
