@@ -708,6 +708,9 @@ func TestPostgresCrashSafety(t *testing.T) {
 	// expire; then the schedule is paused and its last jobs run.
 	cl.poll(2*time.Minute, "the jobs to finish", func() bool { return cl.count(pgUnfinished+` AND schedule IS NULL`) == 0 })
 	took := time.Since(start)
+	// Enough ticks to judge the schedule by, however fast the jobs went
+	// (two deaths of the leader take ~20 s without one).
+	cl.poll(time.Minute, "5 ticks", func() bool { return cl.count(`schedule IS NOT NULL`) >= 5 })
 	cl.run("", "schedule", "pause", "tick")
 	cl.poll(time.Minute, "the schedule's jobs to finish", func() bool { return cl.count(pgUnfinished) == 0 })
 	leader, term := cl.liveLeader()
