@@ -30,13 +30,19 @@ import (
 //   - every Enqueue's notification carries those keys (payload), and each
 //     listening Store lowers its floors when it receives one — at the very
 //     moment the notification wakes its workers to claim;
-//   - a claim's promotion reports the lowest key it made available in each
-//     queue; a floor lowered so signals Wake, and the next claim takes them;
-//   - every other write that makes jobs available (Reschedule, RetryDead,
-//     rescue, a Finish that releases, a schedule's fire) and a notification
-//     without keys (an older Hopper, a trigger) reset the floors: the next
-//     claim starts at the front;
-//   - a claim started before a lowering never raises a floor (an epoch).
+//   - a claim's promotion leaves the lowest key it made available in each
+//     queue in a transaction-local setting, and the claim's scan starts at
+//     the lower of that and the floor; the keys also lower the floors
+//     afterwards (a floor lowered so signals Wake: the claim's limit may
+//     have left some) and are sent to the other Stores;
+//   - Rescue, Reschedule and a schedule's fire send the keys of the jobs
+//     they make available; the other writes that do (RetryDead, a Finish
+//     that releases) and a notification without keys (an older Hopper, a
+//     trigger) reset the floors: the next claim starts at the fronts;
+//   - a claim started before a lowering never raises a floor (an epoch);
+//   - below a floor there may be jobs of kinds its claims did not take, so
+//     a claim of other kinds starts at the fronts, and a claim that was to
+//     start there and failed leaves the floors reset.
 //
 // What no write announces — a claim of another process that rolled back,
 // a notification lost while the listener reconnected (it resets the floors
@@ -70,10 +76,11 @@ type floors struct {
 // them beside the claims, in a probe, so that no claim waits for it.
 const slowFront = 20 * time.Millisecond
 
-// refreshFactor spaces the claims that start at the fronts: measured in
-// BenchmarkSoakOpenTx, at 50 the full claims (up to 718 ms after 10
-// minutes of an open transaction) delayed enough starts to put the
-// enqueue→start p99 at 500 ms.
+// refreshFactor spaces the readings of the fronts. Measured in
+// BenchmarkSoakOpenTx when claims did them all: at 50, the claims from the
+// fronts (up to 718 ms after 10 minutes of an open transaction) delayed
+// enough starts to put the enqueue→start p99 at 193 ms; at 200, 17 ms
+// overall but 325–524 ms in the intervals that had one (hence the probe).
 const refreshFactor = 200
 
 // floorKey is a position in jobs_claim's order within a queue; the zero

@@ -295,7 +295,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		return store.FireResult{}, s.translate(err)
 	}
 	if res.Fired {
-		s.notify()
+		s.notifyKeys(lowestKeys(rows.jobs, rows.states))
 	}
 	return res, nil
 }
