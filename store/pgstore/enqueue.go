@@ -48,6 +48,11 @@ const (
 	sqlHolders = `SELECT id, state::text, unique_key FROM {schema}.jobs
 	WHERE unique_key = ANY($1::text[]) AND ` + sqlUnfinished
 	sqlNotify = `SELECT pg_notify($1, $2)` // $2: the payload (floor.go)
+	// sqlNotifyIDs completes a payload whose keys give the positions of
+	// rows in the session's last INSERT of $3 rows with the ID of its first
+	// row, on a line of its own: the sequence numbered them in order, and
+	// its currval is this session's last number (decodePayload).
+	sqlNotifyIDs = `SELECT pg_notify($1, $2 || (currval(pg_get_serial_sequence('{schema}.jobs', 'id')) - $3 + 1)::text)`
 )
 
 // rowArrays are the column arrays of sqlInsert, one element per job.
@@ -213,7 +218,12 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 			return err
 		})
 		if err == nil {
-			s.notifyKeys(lowestKeys(rows.jobs, rows.states))
+			s.notifyKeys(lowestKeys(rows.jobs, rows.states, func(i int) int64 {
+				if res[i].Duplicate {
+					return 0 // another job's ID
+				}
+				return int64(res[i].ID)
+			}))
 		}
 	} else {
 		res, err = s.insert(ctx, poolSender{s}, rows, notifyAfterCommit)
@@ -311,17 +321,8 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 			idx = append(idx, i)
 		}
 	}
-	// The notification lowers the floors of the listening Stores to the
-	// jobs inserted (floor.go); this Store's are lowered once they are
-	// committed (or, in the application's transaction, at once).
-	var keys map[string]floorKey
-	payload := ""
-	if notify != notifyNone {
-		keys = lowestKeys(rows.jobs, rows.states)
-		payload = encodePayload(keys)
-	}
 	for try := 0; ; try++ {
-		missing, err := s.insertRound(ctx, tx, rows, idx, res, notify, payload)
+		missing, err := s.insertRound(ctx, tx, rows, idx, res, notify)
 		if err != nil {
 			return nil, err
 		}
@@ -336,17 +337,41 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 	for i, f := range dupOf {
 		res[i] = store.EnqueueResult{ID: res[f].ID, Duplicate: true, State: res[f].State}
 	}
-	s.floors.lower(keys)
+	if notify != notifyNone {
+		// This Store's floors, once the jobs are committed (or, in the
+		// application's transaction, at once). A job that found its key
+		// held has another's ID: 0 then.
+		s.floors.lower(lowestKeys(rows.jobs, rows.states, func(i int) int64 {
+			if res[i].Duplicate {
+				return 0
+			}
+			return int64(res[i].ID)
+		}))
+	}
 	return res, nil
 }
 
 // insertRound inserts rows idx (all if nil) in one batch, fills their
 // results and returns the rows that were neither inserted nor found held.
-func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, idx []int, res []store.EnqueueResult, notify notifyMode, payload string) (missing []int, err error) {
+func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, idx []int, res []store.EnqueueResult, notify notifyMode) (missing []int, err error) {
 	arrays := &rows.arrays
+	jobs, states := rows.jobs, rows.states
 	if idx != nil {
 		arrays = &rowArrays{}
 		arrays.appendRows(&rows.arrays, idx)
+		jobs, states = make([]*job.Job, len(idx)), make([]job.State, len(idx))
+		for k, i := range idx {
+			jobs[k], states[k] = rows.jobs[i], rows.states[i]
+		}
+	}
+	// The notification lowers the listening Stores' floors to the jobs
+	// inserted (floor.go): their positions here, which the NOTIFY turns
+	// into IDs.
+	notifySQL, notifyArgs := sqlNotify, []any{s.channel, ""}
+	if notify == notifyNone {
+		// the caller notifies
+	} else if payload := encodePayload(lowestKeys(jobs, states, func(i int) int64 { return int64(i) })); payload != "" {
+		notifySQL, notifyArgs = s.q(sqlNotifyIDs), []any{s.channel, payload + "\n", int64(len(jobs))}
 	}
 	b := &pgx.Batch{}
 	if notify == notifyAfterCommit {
@@ -366,10 +391,10 @@ func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, 
 	}
 	switch notify {
 	case notifyInTx:
-		b.Queue(sqlNotify, s.channel, payload)
+		b.Queue(notifySQL, notifyArgs...)
 	case notifyAfterCommit:
 		b.Queue("COMMIT")
-		b.Queue(sqlNotify, s.channel, payload)
+		b.Queue(notifySQL, notifyArgs...)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()

@@ -68,3 +68,18 @@ func Probe(s *Store, queues []string) (map[string]string, error) {
 	}
 	return out, err
 }
+
+// Floor returns where the next claim of queue starts on s:
+// "priority/run-at µs/ID", "front", or "unknown".
+func Floor(s *Store, queue string) string {
+	s.floors.mu.Lock()
+	defer s.floors.mu.Unlock()
+	k, ok := s.floors.known[queue]
+	switch {
+	case !ok:
+		return "unknown"
+	case !k.set:
+		return "front"
+	}
+	return fmt.Sprintf("%d/%d/%d", k.priority, k.runAt, k.id)
+}

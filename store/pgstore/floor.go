@@ -3,6 +3,8 @@ package pgstore
 import (
 	"encoding/json"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,16 +284,17 @@ func (f *floors) reset() {
 // but it adds an unknown queue.
 var lastKey = floorKey{set: true, priority: math.MaxInt64, runAt: math.MaxInt64, id: math.MaxInt64}
 
-// lowestKeys returns, per queue, the lowest key of the jobs available now
-// among jobs, with ID 0 (their IDs are not known yet); a queue of jobs
-// scheduled for later maps to lastKey (the claim that promotes them lowers
-// its floor, but the floors must know the queue).
-func lowestKeys(jobs []*job.Job, states []job.State) map[string]floorKey {
+// lowestKeys returns, per queue, the lowest key of the jobs to insert that
+// are available now, job i having ID id(i) — or its position in the INSERT,
+// for a payload that the statement's sequence completes (sqlNotifyIDs); a
+// queue of jobs scheduled for later maps to lastKey (the claim that
+// promotes them lowers its floor, but the floors must know the queue).
+func lowestKeys(jobs []*job.Job, states []job.State, id func(i int) int64) map[string]floorKey {
 	keys := make(map[string]floorKey, 1)
 	for i, j := range jobs {
 		k := lastKey
 		if states[i] == job.StateAvailable {
-			k = floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro()}
+			k = floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro(), id: id(i)}
 		}
 		if cur, ok := keys[j.Queue]; !ok || k.less(cur) {
 			keys[j.Queue] = k
@@ -350,11 +353,26 @@ func encodePayload(keys map[string]floorKey) string {
 }
 
 // decodePayload returns the keys of a notification's payload, or nil for a
-// reset (empty, or not Hopper's).
+// reset (empty, or not Hopper's). A payload that ends in a line of its own
+// gives there the ID of the first row of an INSERT, and its keys the
+// positions of theirs (sqlNotifyIDs).
 func decodePayload(s string) map[string]floorKey {
+	base := int64(0)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		var err error
+		if base, err = strconv.ParseInt(s[i+1:], 10, 64); err != nil {
+			return nil
+		}
+		s = s[:i]
+	}
 	var list []payloadKey
 	if s == "" || json.Unmarshal([]byte(s), &list) != nil {
 		return nil
+	}
+	for i := range list {
+		if list[i].P != nil && list[i].I != lastKey.id {
+			list[i].I += base
+		}
 	}
 	keys := make(map[string]floorKey, len(list))
 	for _, pk := range list {

@@ -36,7 +36,13 @@ func TestPayloadRoundTrip(t *testing.T) {
 	if p := encodePayload(map[string]floorKey{}); p != "[]" || decodePayload(p) == nil || len(decodePayload(p)) != 0 {
 		t.Errorf("no keys: payload %q decodes to %v, want [] and an empty map (a wake-up, not a reset)", p, decodePayload(p))
 	}
-	for _, p := range []string{"", "x", `{"q":1}`} {
+	// An INSERT's payload: positions, and the first row's ID on a line of
+	// its own (sqlNotifyIDs).
+	rel := map[string]floorKey{"a": fk(0, 5, 2), "b": lastKey}
+	if got, want := decodePayload(encodePayload(rel)+"\n1000"), (map[string]floorKey{"a": fk(0, 5, 1002), "b": lastKey}); !maps.Equal(got, want) {
+		t.Errorf("payload with a base ID: got %+v, want %+v", got, want)
+	}
+	for _, p := range []string{"", "x", `{"q":1}`, "[]\nx"} {
 		if decodePayload(p) != nil {
 			t.Errorf("decodePayload(%q) is not a reset", p)
 		}
@@ -60,8 +66,8 @@ func TestLowestKeys(t *testing.T) {
 		{Queue: "b", Priority: 0, RunAt: at(7)},
 	}
 	states := []job.State{job.StateAvailable, job.StateAvailable, job.StateScheduled, job.StateScheduled}
-	want := map[string]floorKey{"a": fk(1, 20, 0), "b": lastKey}
-	if got := lowestKeys(jobs, states); !maps.Equal(got, want) {
+	want := map[string]floorKey{"a": fk(1, 20, 101), "b": lastKey}
+	if got := lowestKeys(jobs, states, func(i int) int64 { return int64(100 + i) }); !maps.Equal(got, want) {
 		t.Errorf("lowestKeys = %+v, want %+v (run-at truncated to µs, as stored)", got, want)
 	}
 }

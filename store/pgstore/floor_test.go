@@ -108,12 +108,27 @@ func TestFloorLoweredByAnotherStore(t *testing.T) {
 			t.Fatalf("Claim: got %v, want [%d]", got, want)
 		}
 	}
-	// b's floor is at ids[1] now; an urgent job goes below it.
+	// b's floor is at ids[1] now. A job of the same priority and run-at
+	// goes above it: its notification carries its ID (the INSERT's
+	// sequence completes the payload), and changes nothing.
+	key := func(prio int, id job.ID) string { return fmt.Sprintf("%d/%d/%d", prio, t0.UnixMicro(), id) }
+	if got := pgstore.Floor(b, job.DefaultQueue); got != key(0, ids[1]) {
+		t.Fatalf("b's floor: %s, want %s", got, key(0, ids[1]))
+	}
 	drain(b)
-	urgent := enqueue(t, a, prioJob(t, -10, t0))
+	enqueue(t, a, prioJob(t, 0, t0), prioJob(t, 0, t0))
+	waitWake(t, b, "Enqueue")
+	if got := pgstore.Floor(b, job.DefaultQueue); got != key(0, ids[1]) {
+		t.Errorf("b's floor after jobs above it were enqueued: %s, want %s", got, key(0, ids[1]))
+	}
+	// An urgent job goes below it.
+	urgent := enqueue(t, a, prioJob(t, 0, t0), prioJob(t, -10, t0))
 	waitWake(t, b, "Enqueue of an urgent job")
-	if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != urgent[0] {
-		t.Fatalf("Claim after an urgent job's notification: got %v, want [%d]", got, urgent[0])
+	if got := pgstore.Floor(b, job.DefaultQueue); got != key(-10, urgent[1]) {
+		t.Errorf("b's floor after an urgent job's notification: %s, want %s", got, key(-10, urgent[1]))
+	}
+	if got := claimIDs(t, b, t0, 1); len(got) != 1 || got[0] != urgent[1] {
+		t.Fatalf("Claim after an urgent job's notification: got %v, want [%d]", got, urgent[1])
 	}
 	// A job enqueued in a transaction that commits after b's claims moved
 	// on: it is below b's floor (its run-at is earlier).

@@ -295,7 +295,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		return store.FireResult{}, s.translate(err)
 	}
 	if res.Fired {
-		s.notifyKeys(lowestKeys(rows.jobs, rows.states))
+		s.notifyKeys(lowestKeys(rows.jobs, rows.states, func(int) int64 { return int64(res.ID) }))
 	}
 	return res, nil
 }
