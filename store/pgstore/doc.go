@@ -23,6 +23,11 @@
 // application's database; no statement depends on search_path or any
 // session state.
 //
+// Claims lock with FOR UPDATE SKIP LOCKED, and each starts its index scan
+// at the floor its queue's last claim left (floor.go), not at the front of
+// the queue, where the entries of the jobs claimed before stay until
+// VACUUM removes them — for as long as any older transaction is open.
+//
 // Besides store.Store, a Store implements store.Waker (LISTEN/NOTIFY on a
 // dedicated connection, one notification per write, never per row, polling
 // as a fallback), store.Pinger,
