@@ -197,3 +197,33 @@ func TestProbe(t *testing.T) {
 		t.Errorf("Probe of b and d: %v, %v; want %v", got, err, want)
 	}
 }
+
+// TestFloorLoweredByOwnWrites: Rescue and Reschedule make jobs available
+// below the floor of the Store that made them; its next claim takes them.
+func TestFloorLoweredByOwnWrites(t *testing.T) {
+	t.Parallel()
+	s := quiet(t, freshSchema(t)) // no refresh for an hour
+	ids := enqueue(t, s, prioJob(t, 0, t0), prioJob(t, 5, t0), prioJob(t, 5, t0))
+	for _, want := range ids[:2] {
+		if got := claimIDs(t, s, t0, 1); len(got) != 1 || got[0] != want {
+			t.Fatalf("Claim: got %v, want [%d]", got, want)
+		}
+	}
+	// Both leases expire. Rescued, they run at once; the first, of
+	// priority 0, is then below the floor (ids[1], of priority 5).
+	now := t0.Add(2 * time.Hour)
+	if _, err := s.Rescue(t.Context(), store.RescueParams{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimIDs(t, s, now, 1); len(got) != 1 || got[0] != ids[0] {
+		t.Errorf("Claim after Rescue: got %v, want [%d]", got, ids[0])
+	}
+	// A scheduled job rescheduled to before the floor's run-at (now).
+	later := enqueue(t, s, prioJob(t, 0, t0.Add(24*time.Hour)))
+	if _, err := s.Reschedule(t.Context(), store.RescheduleParams{ID: later[0], RunAt: t0, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimIDs(t, s, now, 1); len(got) != 1 || got[0] != later[0] {
+		t.Errorf("Claim after Reschedule: got %v, want [%d]", got, later[0])
+	}
+}
