@@ -198,7 +198,7 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestFloorLoweredByOwnWrites: Rescue and Reschedule make jobs available
+// TestFloorLoweredByOwnWrites: Rescue, Reschedule and FireSchedule make jobs available
 // below the floor of the Store that made them; its next claim takes them.
 func TestFloorLoweredByOwnWrites(t *testing.T) {
 	t.Parallel()
@@ -225,5 +225,22 @@ func TestFloorLoweredByOwnWrites(t *testing.T) {
 	}
 	if got := claimIDs(t, s, now, 1); len(got) != 1 || got[0] != later[0] {
 		t.Errorf("Claim after Reschedule: got %v, want [%d]", got, later[0])
+	}
+	// A schedule's tick of a more urgent priority.
+	sc := &job.Schedule{Name: "tick", Spec: "@every 1m", Kind: "k", Queue: job.DefaultQueue, Priority: -1,
+		MaxAttempts: 3, NextRunAt: t0, CreatedAt: t0}
+	if err := s.AddSchedule(t.Context(), store.AddScheduleParams{Schedule: sc}); err != nil {
+		t.Fatal(err)
+	}
+	tick := sc.NewJob(t0)
+	if err := tick.Validate(now); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := s.FireSchedule(t.Context(), store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: t0, Next: t0.Add(time.Minute), Job: tick})
+	if err != nil || !fired.Fired {
+		t.Fatalf("FireSchedule: %+v, %v", fired, err)
+	}
+	if got := claimIDs(t, s, now, 1); len(got) != 1 || got[0] != fired.ID {
+		t.Errorf("Claim after FireSchedule: got %v, want [%d]", got, fired.ID)
 	}
 }
