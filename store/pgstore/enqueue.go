@@ -218,12 +218,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 			return err
 		})
 		if err == nil {
-			s.notifyKeys(lowestKeys(rows.jobs, rows.states, func(i int) int64 {
-				if res[i].Duplicate {
-					return 0 // another job's ID
-				}
-				return int64(res[i].ID)
-			}))
+			s.notifyKeys(lowestKeys(rows.jobs, rows.states, insertedID(res)))
 		}
 	} else {
 		res, err = s.insert(ctx, poolSender{s}, rows, notifyAfterCommit)
@@ -339,16 +334,22 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 	}
 	if notify != notifyNone {
 		// This Store's floors, once the jobs are committed (or, in the
-		// application's transaction, at once). A job that found its key
-		// held has another's ID: 0 then.
-		s.floors.lower(lowestKeys(rows.jobs, rows.states, func(i int) int64 {
-			if res[i].Duplicate {
-				return 0
-			}
-			return int64(res[i].ID)
-		}))
+		// application's transaction, at once).
+		s.floors.lower(lowestKeys(rows.jobs, rows.states, insertedID(res)))
 	}
 	return res, nil
+}
+
+// insertedID returns the ID of job i of an insert's results res for its
+// floor key: 0 for a job that found its unique key held (its result is
+// another job's ID).
+func insertedID(res []store.EnqueueResult) func(i int) int64 {
+	return func(i int) int64 {
+		if res[i].Duplicate {
+			return 0
+		}
+		return int64(res[i].ID)
+	}
 }
 
 // insertRound inserts rows idx (all if nil) in one batch, fills their
@@ -368,10 +369,10 @@ func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, 
 	// inserted (floor.go): their positions here, which the NOTIFY turns
 	// into IDs.
 	notifySQL, notifyArgs := sqlNotify, []any{s.channel, ""}
-	if notify == notifyNone {
-		// the caller notifies
-	} else if payload := encodePayload(lowestKeys(jobs, states, func(i int) int64 { return int64(i) })); payload != "" {
-		notifySQL, notifyArgs = s.q(sqlNotifyIDs), []any{s.channel, payload + "\n", int64(len(jobs))}
+	if notify != notifyNone { // (otherwise the caller notifies)
+		if payload := encodePayload(lowestKeys(jobs, states, func(i int) int64 { return int64(i) })); payload != "" {
+			notifySQL, notifyArgs = s.q(sqlNotifyIDs), []any{s.channel, payload + "\n", int64(len(jobs))}
+		}
 	}
 	b := &pgx.Batch{}
 	if notify == notifyAfterCommit {

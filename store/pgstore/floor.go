@@ -28,7 +28,7 @@ import (
 // floor later must lower it, and does:
 //
 //   - this Store's Enqueue lowers its floors to the lowest key (priority,
-//     run-at, ID 0) it inserted in each queue, before it returns;
+//     run-at, ID) it inserted in each queue, before it returns;
 //   - every Enqueue's notification carries those keys (payload), and each
 //     listening Store lowers its floors when it receives one — at the very
 //     moment the notification wakes its workers to claim;
@@ -296,9 +296,7 @@ func lowestKeys(jobs []*job.Job, states []job.State, id func(i int) int64) map[s
 		if states[i] == job.StateAvailable {
 			k = floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro(), id: id(i)}
 		}
-		if cur, ok := keys[j.Queue]; !ok || k.less(cur) {
-			keys[j.Queue] = k
-		}
+		keepLower(keys, j.Queue, k)
 	}
 	return keys
 }
@@ -306,17 +304,18 @@ func lowestKeys(jobs []*job.Job, states []job.State, id func(i int) int64) map[s
 // keysOf returns, per queue, the lowest key of the available jobs among
 // jobs, whose IDs are known; lastKey for a queue of others.
 func keysOf(jobs []*job.Job) map[string]floorKey {
-	keys := make(map[string]floorKey, 1)
-	for _, j := range jobs {
-		k := lastKey
-		if j.State == job.StateAvailable {
-			k = keyOf(j)
-		}
-		if cur, ok := keys[j.Queue]; !ok || k.less(cur) {
-			keys[j.Queue] = k
-		}
+	states := make([]job.State, len(jobs))
+	for i, j := range jobs {
+		states[i] = j.State
 	}
-	return keys
+	return lowestKeys(jobs, states, func(i int) int64 { return int64(jobs[i].ID) })
+}
+
+// keepLower sets keys[q] to k unless it holds a lower key.
+func keepLower(keys map[string]floorKey, q string, k floorKey) {
+	if cur, ok := keys[q]; !ok || k.less(cur) {
+		keys[q] = k
+	}
 }
 
 // maxPayload bounds a notification's payload (PostgreSQL refuses 8,000
@@ -380,9 +379,7 @@ func decodePayload(s string) map[string]floorKey {
 		if pk.P != nil {
 			k = floorKey{set: true, priority: *pk.P, runAt: pk.T, id: pk.I}
 		}
-		if cur, ok := keys[pk.Q]; !ok || k.less(cur) {
-			keys[pk.Q] = k
-		}
+		keepLower(keys, pk.Q, k)
 	}
 	return keys
 }
@@ -390,8 +387,6 @@ func decodePayload(s string) map[string]floorKey {
 // mergeKeys merges keys into into, keeping the lower key of each queue.
 func mergeKeys(into, keys map[string]floorKey) {
 	for q, k := range keys {
-		if cur, ok := into[q]; !ok || k.less(cur) {
-			into[q] = k
-		}
+		keepLower(into, q, k)
 	}
 }
