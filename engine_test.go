@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -358,6 +359,57 @@ func TestArgsMustFitTheKind(t *testing.T) {
 		synctest.Wait()
 		if j, _ := c.Get(ctx, theirs); j.State != hopper.StateAvailable || j.Attempt != 0 {
 			t.Errorf("a kind this worker cannot run: %s after %d attempts, want available, never claimed", j.State, j.Attempt)
+		}
+	})
+}
+
+// positive is an args type that checks itself (Register calls Validate).
+type positive struct{ N int }
+
+func (p *positive) Validate() error {
+	if p.N <= 0 {
+		return fmt.Errorf("N must be positive, got %d", p.N)
+	}
+	return nil
+}
+
+// TestArgsValidate: Register calls the args type's Validate: Enqueue and
+// AddSchedule refuse what it rejects (also no args at all, the zero value),
+// storing nothing, and a rejected job that another client enqueued dies
+// without running the handler.
+func TestArgsValidate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memstore.New()
+		ws := hopper.NewWorkers()
+		ran := 0
+		hopper.Register(ws, "pos", func(ctx context.Context, a positive) (any, error) { ran++; return a.N, nil }, nil)
+		c := newClient(t, hopper.Config{Store: st, Workers: ws})
+		for _, args := range []any{positive{N: -1}, nil, json.RawMessage(`{"N":0}`)} {
+			var fe *hopper.FieldError
+			if _, err := c.Enqueue(ctx, "pos", args, nil); !errors.As(err, &fe) || fe.Field != "args" || !strings.Contains(err.Error(), "N must be positive") {
+				t.Errorf("Enqueue(pos, %v): %v, want a FieldError on args from Validate", args, err)
+			}
+			if _, err := c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Minute, Kind: "pos", Args: args}); !errors.As(err, &fe) || fe.Field != "args" {
+				t.Errorf("AddSchedule(pos, %v): %v, want a FieldError on args", args, err)
+			}
+		}
+		if n, _ := c.Count(ctx, hopper.ListOptions{}); n != 0 {
+			t.Fatalf("%d jobs stored after refused enqueues", n)
+		}
+		good := enqueue(t, c, "pos", positive{N: 3}, nil)
+		producer, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet}) // no workers: any args
+		bad, err := producer.Enqueue(ctx, "pos", positive{N: -2}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := wait(t, c, good); j.State != hopper.StateCompleted || string(j.Result) != "3" {
+			t.Errorf("valid args: %s, result %s", j.State, j.Result)
+		}
+		j := wait(t, c, bad.ID)
+		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, "N must be positive, got -2") || ran != 1 {
+			t.Fatalf("job with args Validate rejects: %s after %d attempts: %q (handler ran %d times)", j.State, j.Attempt, j.LastError, ran)
 		}
 	})
 }

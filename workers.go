@@ -42,8 +42,12 @@ func NewWorkers() *Workers { return &Workers{kinds: make(map[string]*kind)} }
 // decode into a T — a wrong type, or a field T does not have — with a
 // *FieldError on "args", and a job whose args do not fit (enqueued by
 // another process) fails permanently without running fn. A job enqueued
-// without args gets T's zero value. Handlers that must accept older or newer
-// shapes of their args use RegisterRaw.
+// without args gets T's zero value. If T (or *T) has a method
+// Validate() error, it is called on the decoded args too, and args it
+// rejects are refused and fail the same way, with its error as the
+// reason: the rules of a kind's args then live on their type, and a
+// mistake shows at Enqueue rather than as a dead job. Handlers that must
+// accept older or newer shapes of their args use RegisterRaw.
 //
 // Register panics if kind is empty, reserved ("func") or already
 // registered, or if opts is invalid, as http.HandleFunc does: these are
@@ -52,13 +56,15 @@ func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args 
 	typ := reflect.TypeFor[T]().String()
 	decode := func(raw json.RawMessage) (T, error) {
 		var args T
-		if len(raw) == 0 || string(raw) == "null" {
-			return args, nil
+		if len(raw) > 0 && string(raw) != "null" {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&args); err != nil {
+				return args, fmt.Errorf("args do not fit %s: %w", typ, err)
+			}
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&args); err != nil {
-			return args, fmt.Errorf("args do not fit %s: %w", typ, err)
+		if v, ok := any(&args).(validator); ok {
+			return args, v.Validate()
 		}
 		return args, nil
 	}
@@ -74,6 +80,9 @@ func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args 
 		return encodeResult(fn(ctx, args))
 	}, check, opts)
 }
+
+// validator is implemented by args types that check themselves (Register).
+type validator interface{ Validate() error }
 
 // RegisterRaw registers fn as the handler of jobs of kind, handing it the
 // raw JSON args, whatever their shape. Otherwise it behaves as Register.

@@ -3,6 +3,7 @@ package kinds
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -35,15 +36,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("duration %q: want a Go duration such as \"30s\" or \"1m30s\"", s)
+			return badDuration(fmt.Sprintf("%q (want a Go duration such as \"30s\" or \"1m30s\")", s))
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"30s\" or a number of seconds", b)
+		return badDuration(fmt.Sprintf("%s (want a string such as \"30s\" or a number of seconds)", b))
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
+}
+
+// badDuration is the error of a value that is not a duration: a
+// *json.UnmarshalTypeError, to which the decoder adds the field's name.
+func badDuration(value string) error {
+	return &json.UnmarshalTypeError{Value: value, Type: reflect.TypeFor[Duration]()}
 }

@@ -3,6 +3,7 @@ package kinds
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/store/memstore"
 )
 
 func server(t *testing.T, h http.HandlerFunc) string {
@@ -198,6 +200,72 @@ func TestHTTPBadInputIsPermanent(t *testing.T) {
 	}
 }
 
+// TestArgsCheckedAtEnqueue: a client that registers the built-in kinds
+// refuses their bad args at Enqueue and AddSchedule, naming the field, and
+// stores nothing; the same args enqueued by a client that does not know the
+// kinds fail the job permanently when it runs, without running anything.
+func TestArgsCheckedAtEnqueue(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	ws := hopper.NewWorkers()
+	Register(ws)
+	c, err := hopper.NewClient(hopper.Config{Store: st, Workers: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		kind string
+		args any
+		want string
+	}{
+		{KindExec, json.RawMessage(`{"cmd":"echo"}`), `unknown field "cmd"`},
+		{KindExec, json.RawMessage(`{"command":["echo","hi"]}`), "cannot unmarshal array"},
+		{KindExec, nil, "exec: command must not be empty"},
+		{KindExec, ExecArgs{Command: "echo", Env: []string{"NOEQUALS"}}, "env[0]"},
+		{KindHTTP, HTTPArgs{URL: "ftp://example.com"}, "scheme must be http or https"},
+		{KindHTTP, json.RawMessage(`{"url":"http://example.com","timeout":"soon"}`), "field HTTPArgs.timeout"},
+	} {
+		var fe *hopper.FieldError
+		_, err := c.Enqueue(ctx, tc.kind, tc.args, nil)
+		if !errors.As(err, &fe) || fe.Field != "args" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Enqueue(%s, %s): %v, want a FieldError on args saying %q", tc.kind, tc.args, err, tc.want)
+		}
+		_, err = c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Minute, Kind: tc.kind, Args: tc.args})
+		if !errors.As(err, &fe) || fe.Field != "args" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("AddSchedule(%s, %s): %v, want a FieldError on args saying %q", tc.kind, tc.args, err, tc.want)
+		}
+	}
+	if n, err := c.Count(ctx, hopper.ListOptions{}); err != nil || n != 0 {
+		t.Fatalf("%d jobs stored after refused enqueues (%v), want 0", n, err)
+	}
+	if scs, err := c.Schedules(ctx); err != nil || len(scs) != 0 {
+		t.Fatalf("schedules %v (%v), want none", scs, err)
+	}
+
+	producer, err := hopper.NewClient(hopper.Config{Store: st}) // knows no kinds: takes any args
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := producer.Enqueue(ctx, KindExec, json.RawMessage(`{"cmd":"echo"}`), &hopper.EnqueueOptions{MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	j, err := c.Wait(wctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, `unknown field "cmd"`) {
+		t.Fatalf("bad args from another client: %s after %d attempts, %q; want dead after 1", j.State, j.Attempt, j.LastError)
+	}
+}
+
 // TestRegisteredKinds runs both kinds through a client.
 func TestRegisteredKinds(t *testing.T) {
 	t.Parallel()
@@ -243,11 +311,6 @@ func TestRegisteredKinds(t *testing.T) {
 	if err := json.Unmarshal(j.Result, &hr); err != nil || hr.Status != 200 || hr.BodyExcerpt != "pong" {
 		t.Fatalf("http: %s %s %v", j.State, j.Result, err)
 	}
-	j = run(KindExec, json.RawMessage(`{"cmd":"echo"}`))
-	if j.State != hopper.StateDead || !strings.Contains(j.LastError, `unknown field "cmd"`) {
-		t.Fatalf("bad args: %s %q", j.State, j.LastError)
-	}
-
 	// A failed attempt keeps its result in the attempt's history.
 	j = run(KindExec, ExecArgs{Command: "sh", Args: []string{"-c", "echo out; echo err >&2; exit 3"}})
 	er = ExecResult{}

@@ -18,23 +18,18 @@ import (
 // Register registers the built-in kinds, KindExec and KindHTTP, on w,
 // with no default options. Their handlers are Exec and HTTP: a job's result
 // is an *ExecResult or an *HTTPResult, also kept with a failed attempt when
-// the command ran or a response came. Args that do not decode strictly
-// (an unknown field, a wrong type) fail the job permanently.
+// the command ran or a response came. Their args are checked at Enqueue and
+// AddSchedule: args that do not decode strictly into ExecArgs or HTTPArgs
+// (an unknown field, a wrong type) or that their Validate rejects are
+// refused with a *hopper.FieldError on "args"; such a job enqueued by a
+// process that does not register these kinds fails permanently.
 //
 // A program that registers KindExec must call Supervise first in main.
 func Register(w *hopper.Workers) {
-	hopper.RegisterRaw(w, KindExec, func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var a ExecArgs
-		if err := decodeStrict(KindExec, raw, &a); err != nil {
-			return nil, hopper.Permanent(err)
-		}
+	hopper.Register(w, KindExec, func(ctx context.Context, a ExecArgs) (any, error) {
 		return result(Exec(ctx, a))
 	}, nil)
-	hopper.RegisterRaw(w, KindHTTP, func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var a HTTPArgs
-		if err := decodeStrict(KindHTTP, raw, &a); err != nil {
-			return nil, hopper.Permanent(err)
-		}
+	hopper.Register(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
 		return result(HTTP(ctx, a))
 	}, nil)
 }
