@@ -83,3 +83,7 @@ func Floor(s *Store, queue string) string {
 	}
 	return fmt.Sprintf("%d/%d/%d", k.priority, k.runAt, k.id)
 }
+
+// ResetFloors forces s's next claim to read the fronts, as RetryDead or a
+// notification without keys does.
+func ResetFloors(s *Store) { s.floors.reset() }

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -242,5 +243,32 @@ func TestFloorLoweredByOwnWrites(t *testing.T) {
 	}
 	if got := claimIDs(t, s, now, 1); len(got) != 1 || got[0] != fired.ID {
 		t.Errorf("Claim after FireSchedule: got %v, want [%d]", got, fired.ID)
+	}
+}
+
+// TestFailedRefreshStaysDue: a claim that was to read the fronts (here a
+// refresh forced by a reset) and failed leaves that refresh due, so the
+// next claim reads the fronts and takes a job that nothing announced below
+// the floor, rather than starting at the floor.
+func TestFailedRefreshStaysDue(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	s := quiet(t, schema) // no periodic refresh for an hour
+	ids := enqueue(t, s, prioJob(t, 0, t0), prioJob(t, 0, t0), prioJob(t, 0, t0))
+	if got := claimIDs(t, s, t0, 1); len(got) != 1 || got[0] != ids[0] {
+		t.Fatalf("Claim: got %v, want [%d]", got, ids[0])
+	}
+	// The last job moves below the floor (ids[1]) without a notification.
+	if _, err := conn(t).Exec(t.Context(), `UPDATE `+schema+`.jobs SET priority = -10 WHERE id = $1`, int64(ids[2])); err != nil {
+		t.Fatal(err)
+	}
+	pgstore.ResetFloors(s)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 1, Worker: "w", LeaseUntil: t0.Add(time.Hour)}); err == nil {
+		t.Fatal("Claim with a cancelled context succeeded")
+	}
+	if got := claimIDs(t, s, t0, 1); len(got) != 1 || got[0] != ids[2] {
+		t.Errorf("Claim after a failed refresh: got %v, want [%d] (below the floor, found by reading the front)", got, ids[2])
 	}
 }
