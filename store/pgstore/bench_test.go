@@ -99,17 +99,30 @@ func BenchmarkClaimFinish(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueueBatch inserts 1,000 jobs per call.
+// BenchmarkEnqueueBatch inserts 1,000 jobs per call, from 1 and from 2
+// goroutines (b.N calls in all).
 func BenchmarkEnqueueBatch(b *testing.B) {
-	s := openStore(b, pgstore.Options{})
-	js := benchJobs(b, 1000)
-	b.ResetTimer()
-	for range b.N {
-		if _, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: t0, Jobs: js}); err != nil {
-			b.Fatal(err)
-		}
+	for _, callers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			s := openStore(b, pgstore.Options{})
+			js := benchJobs(b, 1000)
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						if _, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: t0, Jobs: js}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N*len(js))/b.Elapsed().Seconds(), "jobs/s")
+		})
 	}
-	b.ReportMetric(float64(b.N*len(js))/b.Elapsed().Seconds(), "jobs/s")
 }
 
 // enqueueSingly enqueues b.N jobs in all, one per call, from one goroutine
