@@ -206,3 +206,49 @@ func Example_stepping() {
 	// t+30s: attempt 2 completed "synced"
 	// t+1h0m0s: nothing due
 }
+
+// email is the args of the send_email kind; Register calls its Validate.
+type email struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+func (e *email) Validate() error {
+	if e.To == "" {
+		return errors.New("to: a recipient is required")
+	}
+	return nil
+}
+
+// Args that do not fit the kind's type, or that its Validate method rejects,
+// are refused at Enqueue with a *FieldError on "args", and nothing is
+// stored.
+func ExampleRegister_validate() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.Register(ws, "send_email", func(ctx context.Context, e email) (any, error) {
+		return "sent to " + e.To, nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.StopNow()
+	for _, args := range []any{
+		email{Subject: "Welcome"},
+		json.RawMessage(`{"to":"ada@example.com","subjct":"Welcome"}`),
+		email{To: "ada@example.com", Subject: "Welcome"},
+	} {
+		res, err := c.Enqueue(ctx, "send_email", args, nil)
+		var fe *hopper.FieldError
+		if errors.As(err, &fe) {
+			fmt.Printf("refused, field %s: %s\n", fe.Field, fe.Reason)
+			continue
+		}
+		fmt.Println("enqueued job", res.ID)
+	}
+	// Output:
+	// refused, field args: to: a recipient is required
+	// refused, field args: args do not fit hopper_test.email: json: unknown field "subjct"
+	// enqueued job 1
+}
