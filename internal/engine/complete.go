@@ -16,6 +16,7 @@ const maxFinishBatch = 1024
 // queued up: with a durable store, outcomes share one commit.
 func (e *Engine) complete(ctx context.Context, p *pool) {
 	batch := make([]finished, 0, 64)
+	var reuse []*job.Job
 	for f := range p.done {
 		batch = append(batch[:0], f)
 	drain:
@@ -38,6 +39,13 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 			}
 			p.giveSpare(batch[i].j, e.cfg.Workers) // the attempt is over: reuse its copy
 			batch[i] = finished{}                  // drop references to results and errors
+		}
+		// Fill the freed slots at once while claims are quick (inlineClaim);
+		// the dispatcher does it otherwise, and if that left any.
+		if p.inline.Load() {
+			if full, _, err := e.fill(ctx, p, &reuse); err == nil && full {
+				continue
+			}
 		}
 		select {
 		case p.freed <- struct{}{}:

@@ -12,6 +12,15 @@ import (
 // claimRetry is how long the dispatcher waits after the store failed a claim.
 const claimRetry = time.Second
 
+// inlineClaim: while claims take less than this, the completer claims for
+// the workers its outcomes free (fill) instead of waking the dispatcher to
+// do it. With the memory store (claims of microseconds) that spares a
+// goroutine hand-off per batch: 1.2–1.6× the jobs per second end to end. A
+// durable store's claim waits for a commit; there the completer stays free
+// to write the next outcomes while the dispatcher claims (doing both in
+// the completer cost PostgreSQL 13–15% end to end).
+const inlineClaim = 200 * time.Microsecond
+
 // claim claims up to limit jobs at now from the engine's queues and kinds,
 // with at most room[q] from a limited queue q, and reports each start.
 func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[string]int, reuse []*job.Job) (store.ClaimResult, error) {
@@ -45,8 +54,16 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 // dispatch claims jobs while workers are free and hands them to the pool. It
 // claims no more than there are free workers, so when every worker is busy
 // the next one to free up takes whatever is most urgent at that moment.
+// The completer fills the slots its outcomes free itself (fill); the
+// dispatcher claims when woken otherwise (new jobs, a due time, a fill that
+// left slots free).
 func (e *Engine) dispatch(ctx context.Context, p *pool) {
-	defer close(p.jobs)
+	defer func() {
+		p.claimMu.Lock()
+		p.closed = true
+		close(p.jobs)
+		p.claimMu.Unlock()
+	}()
 	var reuse []*job.Job // job copies offered to the store's claim
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -57,38 +74,17 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 			return
 		default:
 		}
-		free := e.cfg.Workers - int(p.active.Load())
 		var next time.Time
-		if free > 0 {
-			limit := min(free, claimBatch)
-			now := e.cfg.Now()
-			reuse = p.takeSpare(reuse, limit)
-			res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits), reuse)
-			for i, j := range reuse {
-				if i >= len(res.Jobs) || res.Jobs[i] != j {
-					p.giveSpare(j, e.cfg.Workers) // not filled by the store
-				}
+		full, due, err := e.fill(ctx, p, &reuse)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
 			}
-			clear(reuse)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				e.log.LogAttrs(ctx, slog.LevelError, "claim jobs", slog.String("error", err.Error()))
-				next = now.Add(claimRetry)
-			} else {
-				for _, j := range res.Jobs {
-					p.active.Add(1)
-					if c := p.perQ[j.Queue]; c != nil {
-						c.Add(1)
-					}
-					p.jobs <- j // never blocks: at most Workers jobs are active
-				}
-				if len(res.Jobs) == limit {
-					continue // there may be more
-				}
-				next = res.NextRunAt
-			}
+			next = e.cfg.Now().Add(claimRetry)
+		} else if full {
+			continue // there may be more
+		} else {
+			next = due
 		}
 		var timerC <-chan time.Time
 		if !next.IsZero() {
@@ -107,6 +103,56 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 		}
 		timer.Stop()
 	}
+}
+
+// fill claims jobs for the pool's free workers, at most claimBatch, and
+// hands them out. It reports whether it filled as many as it asked for
+// (there may be more), and otherwise when the next job will be due (zero:
+// unknown). Under p.claimMu, so that the dispatcher and the completer never
+// claim more than there are free workers between them; once the pool
+// stops claiming it claims nothing.
+func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full bool, next time.Time, err error) {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	select {
+	case <-p.stopClaims:
+		return false, time.Time{}, nil
+	default:
+	}
+	if p.closed {
+		return false, time.Time{}, nil
+	}
+	free := e.cfg.Workers - int(p.active.Load())
+	if free <= 0 {
+		return false, time.Time{}, nil
+	}
+	limit := min(free, claimBatch)
+	now := e.cfg.Now()
+	r := p.takeSpare(*reuse, limit)
+	began := time.Now()
+	res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits), r)
+	p.inline.Store(time.Since(began) < inlineClaim)
+	for i, j := range r {
+		if i >= len(res.Jobs) || res.Jobs[i] != j {
+			p.giveSpare(j, e.cfg.Workers) // not filled by the store
+		}
+	}
+	clear(r)
+	*reuse = r
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.LogAttrs(ctx, slog.LevelError, "claim jobs", slog.String("error", err.Error()))
+		}
+		return false, time.Time{}, err
+	}
+	for _, j := range res.Jobs {
+		p.active.Add(1)
+		if c := p.perQ[j.Queue]; c != nil {
+			c.Add(1)
+		}
+		p.jobs <- j // never blocks: at most Workers jobs are active
+	}
+	return len(res.Jobs) == limit, res.NextRunAt, nil
 }
 
 // room returns how many more jobs each limited queue may start.

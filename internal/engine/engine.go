@@ -1,6 +1,7 @@
 // Package engine runs jobs: a dispatcher claims jobs from the store as
 // workers free up, a fixed pool of worker goroutines runs them with timeouts
-// and panic recovery, a completer writes their outcomes back in batches, and
+// and panic recovery, a completer writes their outcomes back in batches
+// (and, while claims are quick, claims for the workers it freed), and
 // a heart-beat keeps their leases alive and learns of cancellations and lost
 // leases. ProcessNext runs one job through the same steps in the caller's
 // goroutine.
@@ -108,6 +109,10 @@ type pool struct {
 	stopOnce   sync.Once
 	hardStop   atomic.Bool   // handlers starting now are cancelled at once
 	idle       chan struct{} // closed when every worker has returned
+
+	claimMu sync.Mutex  // held by fill, and to close jobs
+	closed  bool        // jobs is closed
+	inline  atomic.Bool // the last claim was quick: the completer claims too
 
 	spareMu sync.Mutex
 	spare   []*job.Job // finished jobs' copies, for the next claim to fill

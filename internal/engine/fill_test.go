@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
+)
+
+// TestFillClaimsOnlyForFreeWorkers: the dispatcher and the completer both
+// fill the pool (fill); between them they never claim more jobs than there
+// are free workers, however they interleave, and once the pool stops
+// claiming, or its channel is closed, fill claims nothing.
+func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := memstore.New()
+	const workers, rounds = 3, 200
+	jobs := make([]*job.Job, 2*workers*rounds+10)
+	for i := range jobs {
+		jobs[i] = &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 1, RunAt: now}
+		if err := jobs[i].Validate(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: jobs}); err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{Store: st, Workers: workers, Kinds: []string{"k"}, LeaseDuration: time.Minute,
+		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
+		Resolve: func(*job.Job) (Handler, Settings, error) { return nil, Settings{}, nil }})
+	// Room for twice the workers, so that an excess claim shows instead of
+	// blocking.
+	p := &pool{jobs: make(chan *job.Job, 2*workers), freed: make(chan struct{}, 1), stopClaims: make(chan struct{})}
+
+	// Two fillers at once on an idle pool, round after round.
+	claimed := 0
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				var reuse []*job.Job
+				if _, _, err := e.fill(context.Background(), p, &reuse); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n, a := len(p.jobs), p.active.Load(); n != workers || a != workers {
+			t.Fatalf("round %d: %d jobs handed out, %d active; want %d of each", round, n, a, workers)
+		}
+		claimed += workers
+		for range workers {
+			<-p.jobs
+			p.active.Add(-1)
+		}
+	}
+	running, err := st.Count(context.Background(), store.ListParams{States: []job.State{job.StateRunning}})
+	if err != nil || running != claimed {
+		t.Fatalf("%d jobs running in the store (%v), want %d", running, err, claimed)
+	}
+	for range workers {
+		p.jobs <- nil
+		p.active.Add(1)
+	}
+
+	// A worker frees up: the next fill takes exactly one job.
+	<-p.jobs
+	p.active.Add(-1)
+	var reuse []*job.Job
+	if full, _, err := e.fill(context.Background(), p, &reuse); err != nil || !full || len(p.jobs) != workers {
+		t.Fatalf("fill with one free worker: full %v, err %v, %d handed out", full, err, len(p.jobs))
+	}
+
+	// Stopping: with free workers, fill claims nothing.
+	for range workers {
+		<-p.jobs
+		p.active.Add(-1)
+	}
+	close(p.stopClaims)
+	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || len(p.jobs) != 0 || p.active.Load() != 0 {
+		t.Fatalf("fill after stopClaims: err %v, %d handed out", err, len(p.jobs))
+	}
+	p.stopClaims = make(chan struct{})
+	p.closed = true
+	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || len(p.jobs) != 0 {
+		t.Fatalf("fill with the channel closed: err %v, %d handed out", err, len(p.jobs))
+	}
+}
