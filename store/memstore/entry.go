@@ -25,7 +25,7 @@ type entry struct {
 	created  int64
 	attempt  int32
 	maxAtt   int32
-	idx      int32 // position in l.ready or l.timed, -1 if in neither
+	idx      int32 // position in l.ready or l.timed (see jobHeap), -1 if in neither
 	state    job.State
 	cancel   bool // cancel requested while running
 	c        *cold

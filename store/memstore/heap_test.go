@@ -10,7 +10,9 @@ import (
 
 // TestHeapRandomOperations pushes, pops and removes arbitrary entries at
 // random, checking after each step that every entry's index points at
-// itself and that pops come out in (priority, run-at, ID) order.
+// itself, that the heap and the run keep their order, and that pops come
+// out in (priority, run-at, ID) order. Most pushes come in order, as jobs
+// enqueued now do, and go to the run; the others to the heap.
 func TestHeapRandomOperations(t *testing.T) {
 	t.Parallel()
 	for _, timed := range []bool{false, true} {
@@ -18,7 +20,9 @@ func TestHeapRandomOperations(t *testing.T) {
 		h := jobHeap{timed: timed}
 		var in []*entry
 		var next job.ID
+		var clock int64
 		check := func() {
+			t.Helper()
 			for i, it := range h.items {
 				if int(it.e.idx) != i || it.id != it.e.id {
 					t.Fatalf("item %d: entry %d has index %d", i, it.e.id, it.e.idx)
@@ -27,13 +31,36 @@ func TestHeapRandomOperations(t *testing.T) {
 					t.Fatalf("item %d is less than its parent", i)
 				}
 			}
+			holes := 0
+			for k := h.first; k < len(h.run); k++ {
+				it := h.run[k]
+				if k > h.first && h.less(&it, &h.run[k-1]) {
+					t.Fatalf("run item %d is less than the one before", k)
+				}
+				if it.e == nil {
+					holes++
+				} else if it.e.idx != runIdx(k) || it.id != it.e.id {
+					t.Fatalf("run item %d: entry %d has index %d", k, it.e.id, it.e.idx)
+				}
+			}
+			if holes != h.holes || (h.first < len(h.run) && h.run[h.first].e == nil) {
+				t.Fatalf("run: %d holes counted %d, first is a hole: %v", holes, h.holes, h.run[h.first].e == nil)
+			}
 		}
-		for step := range 20000 {
+		inRun := 0
+		for step := range 60000 {
 			switch r := rng.IntN(10); {
 			case r < 5 || len(in) == 0:
 				next++
 				e := &entry{id: next, priority: rng.IntN(5) - 2, runAt: int64(rng.IntN(50)), idx: -1}
+				if rng.IntN(4) > 0 { // in order: now, default priority
+					clock += int64(rng.IntN(2))
+					e.priority, e.runAt = 0, clock+50
+				}
 				h.push(e)
+				if e.idx <= -2 {
+					inRun++
+				}
 				in = append(in, e)
 			case r < 7:
 				e := h.pop()
@@ -51,13 +78,51 @@ func TestHeapRandomOperations(t *testing.T) {
 				}
 				in = slices.Delete(in, k, k+1)
 			}
-			if len(h.items) != len(in) {
-				t.Fatalf("step %d: heap holds %d, want %d", step, len(h.items), len(in))
+			if h.len() != len(in) {
+				t.Fatalf("step %d: heap holds %d, want %d", step, h.len(), len(in))
+			}
+			if len(in) > 0 && h.peek() == nil {
+				t.Fatalf("step %d: peek of a non-empty heap is nil", step)
 			}
 			if step%97 == 0 {
 				check()
 			}
 		}
 		check()
+		if inRun < 3000 || len(h.items) == 0 {
+			t.Fatalf("%d pushes went to the run, %d items in the heap: both should be exercised", inRun, len(h.items))
+		}
+	}
+}
+
+// TestHeapRunCompacts: a long run drained from the front moves its items
+// to the front of its array and gives memory back, keeping every index.
+func TestHeapRunCompacts(t *testing.T) {
+	t.Parallel()
+	h := jobHeap{}
+	var es []*entry
+	for i := range 100000 {
+		e := &entry{id: job.ID(i + 1), runAt: int64(i), idx: -1}
+		h.push(e)
+		es = append(es, e)
+	}
+	if len(h.items) != 0 || h.len() != len(es) {
+		t.Fatalf("in-order pushes: %d in the heap, %d in all", len(h.items), h.len())
+	}
+	for i := range 99000 {
+		if e := h.pop(); e != es[i] {
+			t.Fatalf("pop %d: entry %d, want %d", i, e.id, es[i].id)
+		}
+	}
+	if cap(h.run) > 8192 || h.first > 1024 {
+		t.Errorf("after draining: run capacity %d, first %d; want the memory given back", cap(h.run), h.first)
+	}
+	for k := h.first; k < len(h.run); k++ {
+		if h.run[k].e.idx != runIdx(k) {
+			t.Fatalf("run item %d has index %d", k, h.run[k].e.idx)
+		}
+	}
+	if e := h.remove(int(es[99500].idx)); e != es[99500] || h.len() != 999 {
+		t.Fatalf("remove after compaction: %v, %d left", e, h.len())
 	}
 }

@@ -169,7 +169,7 @@ func (s *Store) enqueueHeap(e *entry) {
 
 // dequeueHeap takes a waiting entry out of its heap.
 func (s *Store) dequeueHeap(e *entry) {
-	if e.idx < 0 {
+	if e.idx == -1 {
 		return
 	}
 	if e.state == job.StateAvailable {
