@@ -131,7 +131,8 @@ func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full boo
 	r := p.takeSpare(*reuse, limit)
 	began := time.Now()
 	res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits), r)
-	p.inline.Store(time.Since(began) < inlineClaim)
+	// A failed claim leaves the retries to the dispatcher's pace.
+	p.inline.Store(err == nil && time.Since(began) < inlineClaim)
 	for i, j := range r {
 		if i >= len(res.Jobs) || res.Jobs[i] != j {
 			p.giveSpare(j, e.cfg.Workers) // not filled by the store
