@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -91,4 +94,57 @@ func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || len(p.jobs) != 0 {
 		t.Fatalf("fill with the channel closed: err %v, %d handed out", err, len(p.jobs))
 	}
+}
+
+// failingClaims is a store whose claims fail while fail is set.
+type failingClaims struct {
+	store.Store
+	fail  atomic.Bool
+	calls atomic.Int64
+}
+
+func (s *failingClaims) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	s.calls.Add(1)
+	if s.fail.Load() {
+		return store.ClaimResult{}, errors.New("store down")
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+// TestClaimFailureRetry: after a failed claim the dispatcher tries again
+// claimRetry later, not before, and the job then runs.
+func TestClaimFailureRetry(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := &failingClaims{Store: memstore.New()}
+		st.fail.Store(true)
+		now := time.Now()
+		j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 1, RunAt: now}
+		if err := j.Validate(now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: []*job.Job{j}}); err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan struct{}, 1)
+		e := New(Config{Store: st, Workers: 2, Kinds: []string{"k"}, LeaseDuration: time.Minute,
+			Now: time.Now, Logger: slog.New(slog.DiscardHandler),
+			Resolve: func(*job.Job) (Handler, Settings, error) {
+				return func(context.Context, *job.Job) ([]byte, error) { ran <- struct{}{}; return nil, nil }, Settings{}, nil
+			}})
+		e.Start()
+		defer e.Stop(context.Background())
+		synctest.Wait()
+		if n := st.calls.Load(); n != 1 || len(ran) != 0 {
+			t.Fatalf("after a failed claim: %d claims, %d jobs run; want 1 and 0", n, len(ran))
+		}
+		st.fail.Store(false)
+		time.Sleep(claimRetry - time.Millisecond)
+		synctest.Wait()
+		if n := st.calls.Load(); n != 1 {
+			t.Fatalf("%d claims before claimRetry passed, want 1", n)
+		}
+		time.Sleep(time.Millisecond)
+		<-ran
+	})
 }
