@@ -143,26 +143,32 @@ func (h *jobHeap) removeRun(k int) *entry {
 		h.first++
 		h.holes--
 	}
-	if h.first == len(h.run) {
+	if dead := h.first + h.holes; h.first == len(h.run) {
 		h.run, h.first, h.holes = h.run[:0], 0, 0
-	} else if h.first > 1024 && h.first >= len(h.run)/2 {
-		// Move the current items to the front (amortized O(1)), and give
-		// memory back when the run is mostly empty.
-		n := len(h.run) - h.first
-		run := h.run[:0]
-		if c := cap(h.run); c > 1024 && n < c/4 {
-			run = make([]item, 0, c/2)
-		}
-		run = append(run, h.run[h.first:]...)
-		clear(h.run[len(run):])
-		h.run, h.first = run, 0
-		for k := range h.run {
-			if e := h.run[k].e; e != nil {
-				e.idx = runIdx(k)
-			}
-		}
+	} else if dead > 1024 && dead >= len(h.run)/2 {
+		h.compact()
 	}
 	return e
+}
+
+// compact moves the run's entries to the front of its array, without the
+// holes (amortized O(1): at least half the slots were dead), and gives
+// memory back when the run is mostly empty. Dropping holes keeps the run
+// sorted.
+func (h *jobHeap) compact() {
+	n := len(h.run) - h.first - h.holes
+	run := h.run[:0]
+	if c := cap(h.run); c > 1024 && n < c/4 {
+		run = make([]item, 0, c/2)
+	}
+	for _, it := range h.run[h.first:] {
+		if it.e != nil {
+			it.e.idx = runIdx(len(run))
+			run = append(run, it)
+		}
+	}
+	clear(h.run[len(run):]) // the stale tail, if run is the same array
+	h.run, h.first, h.holes = run, 0, 0
 }
 
 func (h *jobHeap) up(j int) {

@@ -126,3 +126,26 @@ func TestHeapRunCompacts(t *testing.T) {
 		t.Fatalf("remove after compaction: %v, %d left", e, h.len())
 	}
 }
+
+// TestHeapRunDropsHoles: entries removed from the middle of a run whose
+// first entry stays (a kind no worker takes, say) do not keep their slots
+// for ever: the run is compacted once most of it is holes.
+func TestHeapRunDropsHoles(t *testing.T) {
+	t.Parallel()
+	h := jobHeap{}
+	first := &entry{id: 1, idx: -1}
+	h.push(first)
+	for i := range 100000 {
+		e := &entry{id: job.ID(i + 2), runAt: int64(i), idx: -1}
+		h.push(e)
+		if got := h.remove(int(e.idx)); got != e {
+			t.Fatalf("remove took %d, want %d", got.id, e.id)
+		}
+	}
+	if h.len() != 1 || len(h.run) > 2048 || first.idx != runIdx(h.first) {
+		t.Fatalf("after 100,000 pushes and removals behind a first entry: len %d, %d slots, first at %d", h.len(), len(h.run), first.idx)
+	}
+	if e := h.pop(); e != first || h.len() != 0 {
+		t.Fatalf("pop: %v, %d left", e, h.len())
+	}
+}
