@@ -42,12 +42,13 @@ func NewWorkers() *Workers { return &Workers{kinds: make(map[string]*kind)} }
 // decode into a T — a wrong type, or a field T does not have — with a
 // *FieldError on "args", and a job whose args do not fit (enqueued by
 // another process) fails permanently without running fn. A job enqueued
-// without args gets T's zero value. If T (or *T) has a method
-// Validate() error, it is called on the decoded args too, and args it
-// rejects are refused and fail the same way, with its error as the
-// reason: the rules of a kind's args then live on their type, and a
-// mistake shows at Enqueue rather than as a dead job. Handlers that must
-// accept older or newer shapes of their args use RegisterRaw.
+// without args gets T's zero value. If *T has a method Validate() error
+// (declared on T or on *T; not when T is itself a pointer type), it is
+// called on the decoded args too, and args it rejects are refused and fail
+// the same way, with its error as the reason: the rules of a kind's args
+// then live on their type, and a mistake shows at Enqueue rather than as a
+// dead job. Handlers that must accept older or newer shapes of their args
+// use RegisterRaw.
 //
 // Register panics if kind is empty, reserved ("func") or already
 // registered, or if opts is invalid, as http.HandleFunc does: these are

@@ -15,7 +15,7 @@ const claimRetry = time.Second
 // inlineClaim: while claims take less than this, the completer claims for
 // the workers its outcomes free (fill) instead of waking the dispatcher to
 // do it. With the memory store (claims of microseconds) that spares a
-// goroutine hand-off per batch: 1.2–1.6× the jobs per second end to end. A
+// goroutine hand-off per batch: 1.2–1.4× the jobs per second end to end. A
 // durable store's claim waits for a commit; there the completer stays free
 // to write the next outcomes while the dispatcher claims (doing both in
 // the completer cost PostgreSQL 13–15% end to end).
