@@ -414,6 +414,39 @@ func TestArgsValidate(t *testing.T) {
 	})
 }
 
+// TestWorkersCheckArgs checks that CheckArgs gives a producer the answer
+// Enqueue would: the FieldError of Register's decoding and Validate, any
+// args for RegisterRaw, ErrUnknownKind for a kind not registered.
+func TestWorkersCheckArgs(t *testing.T) {
+	t.Parallel()
+	ws := hopper.NewWorkers()
+	hopper.Register(ws, "pos", func(ctx context.Context, a positive) (any, error) { return nil, nil }, nil)
+	hopper.RegisterRaw(ws, "raw", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
+	for _, tc := range []struct {
+		kind, args string
+		field      string // "" for no error
+		reason     string
+	}{
+		{"pos", `{"N":2}`, "", ""},
+		{"pos", `{"N":-1}`, "args", "N must be positive"},
+		{"pos", `{"M":1}`, "args", `unknown field "M"`},
+		{"pos", ``, "args", "N must be positive"},
+		{"raw", `{"anything":[1]}`, "", ""},
+		{"nope", `{}`, "kind", "no handler registered"},
+	} {
+		err := ws.CheckArgs(tc.kind, json.RawMessage(tc.args))
+		var fe *hopper.FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("CheckArgs(%s, %s): %v, want nil", tc.kind, tc.args, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Reason, tc.reason)):
+			t.Errorf("CheckArgs(%s, %s): %v, want a FieldError on %s saying %q", tc.kind, tc.args, err, tc.field, tc.reason)
+		case tc.field == "kind" && !errors.Is(err, hopper.ErrUnknownKind):
+			t.Errorf("CheckArgs(%s): %v, want ErrUnknownKind", tc.kind, err)
+		}
+	}
+}
+
 func TestEventsForEveryTransition(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {

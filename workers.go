@@ -121,6 +121,35 @@ func (w *Workers) lookup(name string) *kind {
 	return w.kinds[name]
 }
 
+// CheckArgs reports whether a job of kind with args would be accepted by
+// this registry, as Enqueue checks it: nil for args a kind registered with
+// Register decodes and validates, and for any args of a kind registered
+// with RegisterRaw; a *FieldError on "args" with the reason otherwise; a
+// *FieldError on "kind" matching ErrUnknownKind for a kind not registered.
+// It lets a producer without these workers (kinds.ValidateArgs, a program
+// reading jobs from a file) refuse bad args before they are enqueued.
+func (w *Workers) CheckArgs(kind string, args json.RawMessage) error {
+	found, err := w.checkArgs(kind, args)
+	if !found {
+		return &FieldError{Field: "kind", Reason: fmt.Sprintf("no handler registered for %q", kind), Err: ErrUnknownKind}
+	}
+	return err
+}
+
+// checkArgs is CheckArgs without the error for a kind not registered.
+func (w *Workers) checkArgs(kind string, args json.RawMessage) (found bool, err error) {
+	k := w.lookup(kind)
+	if k == nil {
+		return false, nil
+	}
+	if k.check != nil {
+		if err := k.check(args); err != nil {
+			return true, &FieldError{Field: "args", Reason: err.Error()}
+		}
+	}
+	return true, nil
+}
+
 // Kinds returns the registered kinds, sorted.
 func (w *Workers) Kinds() []string {
 	w.mu.RLock()
@@ -162,13 +191,8 @@ func (c *Client) checkKind(kind string, args json.RawMessage) error {
 	if kind == job.FuncKind {
 		return &FieldError{Field: "kind", Reason: `"func" is reserved for closures (EnqueueFunc)`}
 	}
-	if k := c.cfg.Workers.lookup(kind); k != nil {
-		if k.check != nil {
-			if err := k.check(args); err != nil {
-				return &FieldError{Field: "args", Reason: err.Error()}
-			}
-		}
-		return nil
+	if found, err := c.cfg.Workers.checkArgs(kind, args); found {
+		return err
 	}
 	known := c.cfg.Workers.Kinds()
 	if len(known) == 0 || slices.Contains(c.cfg.ExternalKinds, kind) {

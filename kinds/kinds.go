@@ -6,10 +6,11 @@
 package kinds
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
@@ -43,44 +44,33 @@ func result[R any](r *R, err error) (any, error) {
 	return r, err
 }
 
-// ValidateArgs checks the args of a job of a built-in kind, as its handler
-// will decode them (unknown fields are errors), so that a mistake shows at
-// enqueue time rather than as a dead job. Args that are not valid UTF-8
-// are refused, naming the field: decoding would silently replace the bad
-// bytes. Args of other kinds are not checked.
+// ValidateArgs checks the args of a job of a built-in kind as Enqueue on a
+// client with these kinds registered does (hopper.Workers.CheckArgs: they
+// must decode strictly into ExecArgs or HTTPArgs and pass its Validate), so
+// that a producer without the workers sees a mistake at enqueue time
+// rather than as a dead job. Args that are not valid UTF-8 are refused
+// first, naming the field: decoding would silently replace the bad bytes.
+// Args of other kinds are not checked.
 func ValidateArgs(kind string, raw json.RawMessage) error {
-	switch kind {
-	case KindExec:
-		var a ExecArgs
-		if err := decodeStrict(kind, raw, &a); err != nil {
-			return err
+	if kind != KindExec && kind != KindHTTP {
+		return nil
+	}
+	if !utf8.Valid(raw) {
+		if field := invalidUTF8Path(raw); field != "" {
+			return fmt.Errorf("%s: bad args: %s is not valid UTF-8: job args are JSON text, which cannot carry these bytes exactly", kind, field)
 		}
-		return a.Validate()
-	case KindHTTP:
-		var a HTTPArgs
-		if err := decodeStrict(kind, raw, &a); err != nil {
-			return err
-		}
-		return a.Validate()
+		return fmt.Errorf("%s: bad args: not valid UTF-8", kind)
+	}
+	var fe *hopper.FieldError
+	if err := builtins().CheckArgs(kind, raw); errors.As(err, &fe) {
+		return fmt.Errorf("%s: bad args: %s", kind, fe.Reason)
 	}
 	return nil
 }
 
-func decodeStrict(kind string, raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return fmt.Errorf("%s: args missing", kind)
-	}
-	if !utf8.Valid(raw) {
-		field := invalidUTF8Path(raw)
-		if field == "" {
-			return fmt.Errorf("%s: bad args: not valid UTF-8", kind)
-		}
-		return fmt.Errorf("%s: bad args: %s is not valid UTF-8: job args are JSON text, which cannot carry these bytes exactly", kind, field)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: bad args: %v", kind, err)
-	}
-	return nil
-}
+// builtins is a registry of the built-in kinds, for ValidateArgs.
+var builtins = sync.OnceValue(func() *hopper.Workers {
+	w := hopper.NewWorkers()
+	Register(w)
+	return w
+})
