@@ -28,38 +28,63 @@ func TestEventsInOrderPerJob(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Read while the jobs are enqueued and run: a subscription buffers
+	// 4,096 events, fewer than the test makes, and drops the rest.
 	const callers, each = 8, 300
+	type result struct {
+		started int
+		bad     hopper.ID // a job started before it was enqueued
+	}
+	read := make(chan result, 1)
+	go func() {
+		enqueued := map[hopper.ID]bool{}
+		var r result
+		for ev := range sub.C { // closed by Stop
+			switch ev.Type {
+			case job.EventEnqueued:
+				enqueued[ev.Job.ID] = true
+			case job.EventStarted:
+				r.started++
+				if !enqueued[ev.Job.ID] && r.bad == 0 {
+					r.bad = ev.Job.ID
+				}
+			}
+		}
+		read <- r
+	}()
+	ids := make(chan hopper.ID, callers*each)
 	var wg sync.WaitGroup
 	for range callers {
 		wg.Go(func() {
 			for range each {
-				if _, err := c.Enqueue(context.Background(), "noop", nil, nil); err != nil {
+				res, err := c.Enqueue(context.Background(), "noop", nil, nil)
+				if err != nil {
 					t.Error(err)
 					return
 				}
+				ids <- res.ID
 			}
 		})
 	}
 	wg.Wait()
-	enqueued := map[hopper.ID]bool{}
-	started := 0
-	for started < callers*each {
-		ev := <-sub.C
-		switch ev.Type {
-		case job.EventEnqueued:
-			enqueued[ev.Job.ID] = true
-		case job.EventStarted:
-			started++
-			if !enqueued[ev.Job.ID] {
-				t.Fatalf("job %d: EventStarted before its EventEnqueued", ev.Job.ID)
-			}
+	close(ids)
+	for id := range ids {
+		if _, err := c.Wait(context.Background(), id); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	r := <-read
 	if n := sub.Dropped(); n != 0 {
 		t.Fatalf("%d events dropped", n)
+	}
+	if r.bad != 0 {
+		t.Fatalf("job %d: EventStarted before its EventEnqueued", r.bad)
+	}
+	if r.started != callers*each {
+		t.Fatalf("%d EventStarted, want %d", r.started, callers*each)
 	}
 }
 
