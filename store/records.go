@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,14 +31,56 @@ type attemptRecord struct {
 }
 
 // EncodeAttempt encodes one attempt record, an element of the stored
-// attempts array.
+// attempts array. Finish encodes one per job, so the common record — no
+// result, plain ASCII text, a time in years 0–9999 — is appended by hand
+// (json.Marshal was 8% of the CPU of a PostgreSQL worker process); any
+// other goes through json.Marshal. Both give the same bytes
+// (TestEncodeAttemptMatchesMarshal).
 func EncodeAttempt(a job.Attempt) (string, error) {
-	b, err := json.Marshal(attemptRecord{Attempt: a.Attempt, StartedAt: a.StartedAt.UTC(), Duration: int64(a.Duration),
+	t := a.StartedAt.UTC()
+	if len(a.Result) > 0 || t.Year() < 0 || t.Year() > 9999 || !plainJSON(a.Worker) || !plainJSON(a.Outcome) || !plainJSON(a.Error) {
+		return marshalAttempt(a, t)
+	}
+	b := make([]byte, 0, 144+len(a.Worker)+len(a.Outcome)+len(a.Error))
+	b = append(b, `{"attempt":`...)
+	b = strconv.AppendInt(b, int64(a.Attempt), 10)
+	b = append(b, `,"started_at":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","duration":`...)
+	b = strconv.AppendInt(b, int64(a.Duration), 10)
+	if a.Worker != "" {
+		b = append(append(append(b, `,"worker":"`...), a.Worker...), '"')
+	}
+	b = append(append(append(b, `,"outcome":"`...), a.Outcome...), '"')
+	if a.Error != "" {
+		b = append(append(append(b, `,"error":"`...), a.Error...), '"')
+	}
+	if a.Backoff != 0 {
+		b = append(b, `,"backoff":`...)
+		b = strconv.AppendInt(b, int64(a.Backoff), 10)
+	}
+	return string(append(b, '}')), nil
+}
+
+func marshalAttempt(a job.Attempt, t time.Time) (string, error) {
+	b, err := json.Marshal(attemptRecord{Attempt: a.Attempt, StartedAt: t, Duration: int64(a.Duration),
 		Worker: a.Worker, Outcome: a.Outcome, Error: a.Error, Backoff: int64(a.Backoff), Result: a.Result})
 	if err != nil {
 		return "", fmt.Errorf("encoding attempt record: %w", err)
 	}
 	return string(b), nil
+}
+
+// plainJSON reports whether json.Marshal writes s between quotes as it is:
+// printable ASCII without the characters it escapes (", \, <, >, &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // EncodeAttemptList encodes attempt records as the elements of a JSON array,

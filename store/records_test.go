@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,5 +63,71 @@ func TestRecordsPinned(t *testing.T) {
 	}
 	if got, err := DecodePolicy(nil); got != nil || err != nil {
 		t.Errorf("DecodePolicy(empty) = %+v, %v", got, err)
+	}
+}
+
+// TestEncodeAttemptMatchesMarshal: the hand-written encoding of an attempt
+// record gives json.Marshal's bytes, for random records and for every
+// character class that json.Marshal escapes or that sends EncodeAttempt
+// to its fallback.
+func TestEncodeAttemptMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "w1", "boom", `say "hi"`, `C:\dir`, "a<b", "a>b", "a&b", "tab\there", "nl\n", "\x00", "\x7f", "café", "\u2028", "\xff", "a/b'c"}
+	times := []time.Time{
+		time.Date(2026, 3, 1, 13, 0, 0, 5000, time.FixedZone("CET", 3600)),
+		time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC),
+		time.Date(2026, 3, 1, 12, 0, 5, 123456789, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		{},
+	}
+	results := []json.RawMessage{nil, json.RawMessage(`{"out": "x"}`)}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(n int) int { return rng.IntN(n) }
+	for i := range 20000 {
+		a := job.Attempt{
+			Attempt:   pick(1000) - 1,
+			StartedAt: times[pick(len(times))],
+			Duration:  time.Duration(rng.Int64() >> uint(pick(64))),
+			Worker:    texts[pick(len(texts))],
+			Outcome:   texts[pick(len(texts))],
+			Error:     texts[pick(len(texts))],
+			Backoff:   time.Duration(pick(3)-1) * time.Duration(rng.Int64()>>uint(pick(64))),
+			Result:    results[pick(len(results))],
+		}
+		if i%2 == 0 { // half the records without escapes, on the fast path
+			a.Worker, a.Outcome, a.Error, a.Result = "w"+strconv.Itoa(i), "completed", "", nil
+			a.StartedAt = times[pick(3)]
+		}
+		got, gotErr := EncodeAttempt(a)
+		want, wantErr := marshalAttempt(a, a.StartedAt.UTC())
+		if got != want || (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("EncodeAttempt(%+v):\n got %s, %v\nwant %s, %v", a, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// BenchmarkEncodeAttempt encodes the record of a successful attempt, the
+// one Finish writes for most jobs, by hand (EncodeAttempt) and with
+// json.Marshal (its fallback).
+func BenchmarkEncodeAttempt(b *testing.B) {
+	a := job.Attempt{Attempt: 1, StartedAt: time.Now(), Duration: 1500 * time.Microsecond, Worker: "host:1234:9f86d081", Outcome: "completed"}
+	for _, marshal := range []bool{false, true} {
+		b.Run(map[bool]string{false: "append", true: "marshal"}[marshal], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if marshal {
+					_, err = marshalAttempt(a, a.StartedAt.UTC())
+				} else {
+					_, err = EncodeAttempt(a)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
