@@ -153,3 +153,36 @@ func BenchmarkEnqueueClaimFinish(b *testing.B) {
 		s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs[:len(res.Jobs)]})
 	}
 }
+
+// BenchmarkBacklog is the store's share of draining a backlog: b.N jobs
+// enqueued in batches of 1,000, then all claimed and finished in batches
+// of 100 (run with -benchtime 1000000x for a backlog of a million).
+func BenchmarkBacklog(b *testing.B) {
+	s := New()
+	ctx := context.Background()
+	jobs := make([]*job.Job, 1000)
+	outs := make([]store.Outcome, 100)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i += len(jobs) {
+		n := min(len(jobs), b.N-i)
+		for k := range n {
+			jobs[k] = &job.Job{Kind: "k", Queue: "default", MaxAttempts: 1, RunAt: t0, CreatedAt: t0, State: job.StateAvailable}
+		}
+		if _, err := s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: jobs[:n]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for done := 0; done < b.N; {
+		res, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: len(outs), Worker: "w", LeaseUntil: t0.Add(time.Minute)})
+		if err != nil || len(res.Jobs) == 0 {
+			b.Fatalf("claim after %d of %d: %v", done, b.N, err)
+		}
+		for k, j := range res.Jobs {
+			outs[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted}
+		}
+		if _, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs[:len(res.Jobs)]}); err != nil {
+			b.Fatal(err)
+		}
+		done += len(res.Jobs)
+	}
+}

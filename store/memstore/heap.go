@@ -20,12 +20,10 @@ import "github.com/hopperq/hopper/job"
 // is appended to the run instead, in O(1); the others go to the heap, and
 // the smaller of the heap's top and the run's first comes out first. An
 // entry removed from the middle of the run leaves a hole (an item without
-// an entry) that pop skips.
+// an entry) that pop skips (see runQueue).
 type jobHeap struct {
 	items []item
-	run   []item // sorted; run[first:] are current, holes included
-	first int    // the run's first current item
-	holes int    // items of run[first:] without an entry
+	run   runQueue // sorted
 	timed bool
 }
 
@@ -52,7 +50,7 @@ func (h *jobHeap) less(a, b *item) bool {
 	return a.id < b.id
 }
 
-func (h *jobHeap) len() int { return len(h.items) + len(h.run) - h.first - h.holes }
+func (h *jobHeap) len() int { return len(h.items) + h.run.len() }
 
 func (h *jobHeap) peek() *entry {
 	if h.len() == 0 {
@@ -63,21 +61,16 @@ func (h *jobHeap) peek() *entry {
 
 // head returns the first item, which must exist.
 func (h *jobHeap) head() *item {
-	if h.first == len(h.run) || len(h.items) > 0 && h.less(&h.items[0], &h.run[h.first]) {
+	if h.run.empty() || len(h.items) > 0 && h.less(&h.items[0], h.run.front()) {
 		return &h.items[0]
 	}
-	return &h.run[h.first]
+	return h.run.front()
 }
 
 func (h *jobHeap) push(e *entry) {
 	it := item{priority: e.priority, runAt: e.runAt, id: e.id, e: e}
-	if h.first == len(h.run) || !h.less(&it, &h.run[len(h.run)-1]) {
-		if h.first == len(h.run) {
-			h.run, h.first, h.holes = h.run[:0], 0, 0
-		}
-		h.run = grow(h.run)
-		h.run = append(h.run, it)
-		e.idx = runIdx(len(h.run) - 1)
+	if h.run.empty() || !h.less(&it, h.run.back()) {
+		h.run.push(it)
 		return
 	}
 	h.items = grow(h.items)
@@ -108,7 +101,7 @@ func (h *jobHeap) pop() *entry {
 // remove takes the entry at index i (an entry's idx) out of the heap.
 func (h *jobHeap) remove(i int) *entry {
 	if i <= -2 {
-		return h.removeRun(-2 - i)
+		return h.run.remove(-2 - i)
 	}
 	n := len(h.items) - 1
 	e := h.items[i].e
@@ -129,46 +122,6 @@ func (h *jobHeap) remove(i int) *entry {
 		h.items = append(make([]item, 0, c/2), h.items...)
 	}
 	return e
-}
-
-// removeRun takes the entry at position k of the run out, leaving a hole
-// unless it is the first; the holes at the front go with it.
-func (h *jobHeap) removeRun(k int) *entry {
-	e := h.run[k].e
-	e.idx = -1
-	h.run[k].e = nil
-	h.holes++
-	for h.first < len(h.run) && h.run[h.first].e == nil {
-		h.run[h.first] = item{}
-		h.first++
-		h.holes--
-	}
-	if dead := h.first + h.holes; h.first == len(h.run) {
-		h.run, h.first, h.holes = h.run[:0], 0, 0
-	} else if dead > 1024 && dead >= len(h.run)/2 {
-		h.compact()
-	}
-	return e
-}
-
-// compact moves the run's entries to the front of its array, without the
-// holes (amortized O(1): at least half the slots were dead), and gives
-// memory back when the run is mostly empty. Dropping holes keeps the run
-// sorted.
-func (h *jobHeap) compact() {
-	n := len(h.run) - h.first - h.holes
-	run := h.run[:0]
-	if c := cap(h.run); c > 1024 && n < c/4 {
-		run = make([]item, 0, c/2)
-	}
-	for _, it := range h.run[h.first:] {
-		if it.e != nil {
-			it.e.idx = runIdx(len(run))
-			run = append(run, it)
-		}
-	}
-	clear(h.run[len(run):]) // the stale tail, if run is the same array
-	h.run, h.first, h.holes = run, 0, 0
 }
 
 func (h *jobHeap) up(j int) {
@@ -219,15 +172,14 @@ func (h *jobHeap) down(i0 int) bool {
 // scans the run too.
 func (h *jobHeap) oldest() int64 {
 	var o int64
-	for _, items := range [][]item{h.items, h.run[h.first:]} {
-		for i := range items {
-			if items[i].e == nil {
-				continue
-			}
-			if r := items[i].runAt; o == 0 || r < o {
-				o = r
-			}
+	see := func(it *item) {
+		if it.e != nil && (o == 0 || it.runAt < o) {
+			o = it.runAt
 		}
 	}
+	for i := range h.items {
+		see(&h.items[i])
+	}
+	h.run.each(func(_ int, it *item) { see(it) })
 	return o
 }

@@ -31,21 +31,7 @@ func TestHeapRandomOperations(t *testing.T) {
 					t.Fatalf("item %d is less than its parent", i)
 				}
 			}
-			holes := 0
-			for k := h.first; k < len(h.run); k++ {
-				it := h.run[k]
-				if k > h.first && h.less(&it, &h.run[k-1]) {
-					t.Fatalf("run item %d is less than the one before", k)
-				}
-				if it.e == nil {
-					holes++
-				} else if it.e.idx != runIdx(k) || it.id != it.e.id {
-					t.Fatalf("run item %d: entry %d has index %d", k, it.e.id, it.e.idx)
-				}
-			}
-			if holes != h.holes || (h.first < len(h.run) && h.run[h.first].e == nil) {
-				t.Fatalf("run: %d holes counted %d, first is a hole: %v", holes, h.holes, h.run[h.first].e == nil)
-			}
+			checkRun(t, &h)
 		}
 		inRun := 0
 		for step := range 60000 {
@@ -95,8 +81,8 @@ func TestHeapRandomOperations(t *testing.T) {
 	}
 }
 
-// TestHeapRunCompacts: a long run drained from the front moves its items
-// to the front of its array and gives memory back, keeping every index.
+// TestHeapRunCompacts: a long run drained from the front gives its blocks
+// back, keeping every index.
 func TestHeapRunCompacts(t *testing.T) {
 	t.Parallel()
 	h := jobHeap{}
@@ -114,14 +100,10 @@ func TestHeapRunCompacts(t *testing.T) {
 			t.Fatalf("pop %d: entry %d, want %d", i, e.id, es[i].id)
 		}
 	}
-	if cap(h.run) > 8192 || h.first > 1024 {
-		t.Errorf("after draining: run capacity %d, first %d; want the memory given back", cap(h.run), h.first)
+	if len(h.run.blocks) > 2 {
+		t.Errorf("after draining: the run keeps %d blocks for 1,000 items; want the others given back", len(h.run.blocks))
 	}
-	for k := h.first; k < len(h.run); k++ {
-		if h.run[k].e.idx != runIdx(k) {
-			t.Fatalf("run item %d has index %d", k, h.run[k].e.idx)
-		}
-	}
+	checkRun(t, &h)
 	if e := h.remove(int(es[99500].idx)); e != es[99500] || h.len() != 999 {
 		t.Fatalf("remove after compaction: %v, %d left", e, h.len())
 	}
@@ -142,10 +124,70 @@ func TestHeapRunDropsHoles(t *testing.T) {
 			t.Fatalf("remove took %d, want %d", got.id, e.id)
 		}
 	}
-	if h.len() != 1 || len(h.run) > 2048 || first.idx != runIdx(h.first) {
-		t.Fatalf("after 100,000 pushes and removals behind a first entry: len %d, %d slots, first at %d", h.len(), len(h.run), first.idx)
+	if h.len() != 1 || h.run.end-h.run.first > 2*runBlock+2 || len(h.run.blocks) > 3 || first.idx != runIdx(h.run.first) {
+		t.Fatalf("after 100,000 pushes and removals behind a first entry: len %d, %d slots in %d blocks, first at %d",
+			h.len(), h.run.end-h.run.first, len(h.run.blocks), first.idx)
 	}
+	checkRun(t, &h)
 	if e := h.pop(); e != first || h.len() != 0 {
 		t.Fatalf("pop: %v, %d left", e, h.len())
+	}
+}
+
+// checkRun fails unless h's run is in order, each entry's index is its
+// position, the holes are counted and the first item is not one.
+func checkRun(t *testing.T, h *jobHeap) {
+	t.Helper()
+	r := &h.run
+	holes := 0
+	var prev *item
+	r.each(func(k int, it *item) {
+		if it.e == nil {
+			holes++
+		} else if it.e.idx != runIdx(k) || it.id != it.e.id {
+			t.Fatalf("run item %d: entry %d has index %d", k, it.e.id, it.e.idx)
+		}
+		if prev != nil && h.less(it, prev) {
+			t.Fatalf("run item %d is less than the one before", k)
+		}
+		prev = it
+	})
+	if holes != r.holes || (!r.empty() && r.front().e == nil) {
+		t.Fatalf("run: %d holes counted %d, first is a hole: %v", holes, r.holes, !r.empty() && r.front().e == nil)
+	}
+	if want := (r.end - r.base + runBlock - 1) / runBlock; len(r.blocks) < want {
+		t.Fatalf("run: %d blocks for positions %d–%d", len(r.blocks), r.base, r.end)
+	}
+}
+
+// TestRunRenumbers: a run whose positions reach their limit is rebuilt
+// from position 0, keeping its order and every entry's index.
+func TestRunRenumbers(t *testing.T) {
+	t.Parallel()
+	h := jobHeap{}
+	h.run.max = 3 * runBlock
+	var in []*entry
+	for i := range 10 * runBlock {
+		e := &entry{id: job.ID(i + 1), runAt: int64(i), idx: -1}
+		h.push(e)
+		in = append(in, e)
+		if i >= 100 { // keep the run short: positions, not items, reach the limit
+			if got := h.pop(); got != in[0] {
+				t.Fatalf("pop: %d, want %d", got.id, in[0].id)
+			}
+			in = in[1:]
+		}
+		if h.run.end > h.run.max {
+			t.Fatalf("position %d past the limit %d", h.run.end, h.run.max)
+		}
+	}
+	checkRun(t, &h)
+	for _, e := range in {
+		if got := h.pop(); got != e {
+			t.Fatalf("pop: %d, want %d", got.id, e.id)
+		}
+	}
+	if h.len() != 0 {
+		t.Fatalf("%d left", h.len())
 	}
 }
