@@ -80,7 +80,7 @@ func (r *runQueue) remove(k int) *entry {
 		r.holes--
 	}
 	if r.first == r.end {
-		r.clear()
+		r.reset()
 		return e
 	}
 	for r.first-r.base >= runBlock { // blocks[0] is behind the front
@@ -95,8 +95,8 @@ func (r *runQueue) remove(k int) *entry {
 	return e
 }
 
-// clear empties a run that has no current item, keeping one block.
-func (r *runQueue) clear() {
+// reset empties a run that has no current item, keeping one block.
+func (r *runQueue) reset() {
 	if len(r.blocks) > 0 {
 		keep := r.blocks[len(r.blocks)-1]
 		clear(r.blocks)
