@@ -11,47 +11,45 @@ import (
 	"github.com/hopperq/hopper/job"
 )
 
-// TestEventsInOrderPerJob: a subscriber sees each job's EventEnqueued
-// before its EventStarted, although the dispatcher may claim a job the
-// moment the store has it, before the enqueuing call reports it. Many
-// callers enqueue one job at a time while busy workers claim each as soon
-// as they free up, which is when the two race.
+// TestEventsInOrderPerJob: observers see each job's EventEnqueued before
+// its EventStarted, although the dispatcher may claim a job the moment the
+// store has it, before the enqueuing call reports it. Many callers enqueue
+// one job at a time while busy workers claim each as soon as they free up,
+// which is when the two race. The test observes through Config.OnEvent,
+// which never drops an event (a subscription drops what its buffer cannot
+// hold, which made an earlier form of this test fail falsely); OnEvent
+// and subscriptions are fed in the same order, by the same call.
 func TestEventsInOrderPerJob(t *testing.T) {
 	t.Parallel()
 	ws := hopper.NewWorkers()
 	hopper.RegisterRaw(ws, "noop", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
-	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 4, Logger: quiet})
+	var (
+		mu       sync.Mutex
+		enqueued = map[hopper.ID]bool{}
+		started  int
+		bad      hopper.ID // a job started before it was enqueued
+	)
+	onEvent := func(ev hopper.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case job.EventEnqueued:
+			enqueued[ev.Job.ID] = true
+		case job.EventStarted:
+			started++
+			if !enqueued[ev.Job.ID] && bad == 0 {
+				bad = ev.Job.ID
+			}
+		}
+	}
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 4, Logger: quiet, OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := c.Subscribe(job.EventEnqueued, job.EventStarted)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Read while the jobs are enqueued and run: a subscription buffers
-	// 4,096 events, fewer than the test makes, and drops the rest.
 	const callers, each = 8, 300
-	type result struct {
-		started int
-		bad     hopper.ID // a job started before it was enqueued
-	}
-	read := make(chan result, 1)
-	go func() {
-		enqueued := map[hopper.ID]bool{}
-		var r result
-		for ev := range sub.C { // closed by Stop
-			switch ev.Type {
-			case job.EventEnqueued:
-				enqueued[ev.Job.ID] = true
-			case job.EventStarted:
-				r.started++
-				if !enqueued[ev.Job.ID] && r.bad == 0 {
-					r.bad = ev.Job.ID
-				}
-			}
-		}
-		read <- r
-	}()
 	ids := make(chan hopper.ID, callers*each)
 	var wg sync.WaitGroup
 	for range callers {
@@ -76,15 +74,13 @@ func TestEventsInOrderPerJob(t *testing.T) {
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r := <-read
-	if n := sub.Dropped(); n != 0 {
-		t.Fatalf("%d events dropped", n)
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != 0 {
+		t.Fatalf("job %d: EventStarted before its EventEnqueued", bad)
 	}
-	if r.bad != 0 {
-		t.Fatalf("job %d: EventStarted before its EventEnqueued", r.bad)
-	}
-	if r.started != callers*each {
-		t.Fatalf("%d EventStarted, want %d", r.started, callers*each)
+	if started != callers*each {
+		t.Fatalf("%d EventStarted, want %d", started, callers*each)
 	}
 }
 
