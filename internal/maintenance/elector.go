@@ -70,7 +70,7 @@ func (s *Services) elect(ctx context.Context) {
 	switch {
 	case res.Leader && !was:
 		s.log.LogAttrs(ctx, slog.LevelInfo, "leading maintenance", slog.Int64("term", res.Term), slog.String("holder", s.cfg.Holder))
-		s.WakeScheduler()
+		s.tookLead()
 	case !res.Leader && was:
 		s.log.LogAttrs(ctx, slog.LevelWarn, "no longer leading maintenance", slog.String("leader", res.Holder), slog.Int64("term", res.Term))
 	}

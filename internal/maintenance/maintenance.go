@@ -67,9 +67,12 @@ type Config struct {
 type Services struct {
 	cfg  Config
 	log  *slog.Logger
-	wake chan struct{}
-	svc  startstop.Service
-	lead leadership
+	wake chan struct{} // the scheduler's (WakeScheduler)
+	// rescueNow and cleanNow make the rescuer and the cleaner run at once,
+	// when this process takes the lead: not an interval later.
+	rescueNow, cleanNow chan struct{}
+	svc                 startstop.Service
+	lead                leadership
 }
 
 // New returns stopped services. It panics on a Config the client could not
@@ -80,7 +83,8 @@ func New(cfg Config) *Services {
 		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) {
 		panic("maintenance: incomplete Config")
 	}
-	return &Services{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	return &Services{cfg: cfg, log: cfg.Logger,
+		wake: make(chan struct{}, 1), rescueNow: make(chan struct{}, 1), cleanNow: make(chan struct{}, 1)}
 }
 
 // Start starts the rescuer, the cleaner and the scheduler.
@@ -91,8 +95,8 @@ func (s *Services) Start() {
 			s.elect(ctx) // one round first, so a lone process leads at once
 			wg.Go(func() { s.elector(ctx) })
 		}
-		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.Rescue) })
-		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.Clean) })
+		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, s.Rescue) })
+		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, s.Clean) })
 		wg.Go(func() { s.scheduler(ctx) })
 		wg.Wait()
 		s.resign()
@@ -105,19 +109,34 @@ func (s *Services) Stop() { s.svc.Stop() }
 
 // WakeScheduler makes the scheduler look at the schedules now (after one
 // was added, resumed or changed).
-func (s *Services) WakeScheduler() {
+func (s *Services) WakeScheduler() { signal(s.wake) }
+
+// tookLead runs every service at once, after this process became leader.
+func (s *Services) tookLead() {
+	signal(s.rescueNow)
+	signal(s.cleanNow)
+	signal(s.wake)
+}
+
+// signal sends on ch, a channel of one, unless a signal is pending.
+func signal(ch chan struct{}) {
 	select {
-	case s.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// loop runs f now and every interval after, while this process leads.
-func (s *Services) loop(ctx context.Context, every time.Duration, f func(context.Context, time.Time)) {
+// loop runs f now, every interval after and when wake receives, while this
+// process leads.
+func (s *Services) loop(ctx context.Context, every time.Duration, wake <-chan struct{}, f func(context.Context, time.Time)) {
 	run := func() {
 		if now := s.cfg.Now(); s.leading(now) {
 			f(ctx, now)
 		}
+	}
+	select {
+	case <-wake: // a lead taken before the loop started: run covers it
+	default:
 	}
 	run()
 	t := time.NewTicker(every)
@@ -127,6 +146,8 @@ func (s *Services) loop(ctx context.Context, every time.Duration, f func(context
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			run()
+		case <-wake:
 			run()
 		}
 	}

@@ -319,3 +319,44 @@ func (c countRescues) Rescue(ctx context.Context, p store.RescueParams) ([]*job.
 	c.n.Add(1)
 	return c.Store.Rescue(ctx, p)
 }
+
+// TestTakeOverRunsAtOnce: a process that takes the lead over rescues (and
+// cleans) at once, not an interval later: the jobs of a killed leader are
+// rescued as soon as its lease ends and another process leads.
+func TestTakeOverRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		shared := memstore.New()
+		ttl := 9 * time.Second
+		var rescues [2]atomic.Int64
+		var svcs [2]*Services
+		var stores [2]*partitioned
+		for i := range svcs {
+			st := &partitioned{Store: shared}
+			stores[i] = st
+			cfg := testConfig(countRescues{st, &rescues[i]})
+			cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
+			cfg.RescueInterval, cfg.CleanInterval = time.Hour, time.Hour
+			svcs[i] = New(cfg)
+			svcs[i].Start()
+			synctest.Wait() // "a" leads
+		}
+		defer func() {
+			for _, s := range svcs {
+				s.Stop()
+			}
+		}()
+		if !svcs[0].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 0 {
+			t.Fatalf("at start: leading %v %v, rescues %d %d", svcs[0].Leading(), svcs[1].Leading(), rescues[0].Load(), rescues[1].Load())
+		}
+		cut := "a"
+		stores[0].cut.Store(&cut)
+		for !svcs[1].Leading() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if n := rescues[1].Load(); n != 1 {
+			t.Fatalf("the new leader rescued %d times right after taking over, want 1 (its interval is an hour)", n)
+		}
+	})
+}
