@@ -15,21 +15,12 @@ const maxFinishBatch = 1024
 // complete writes the pool's outcomes to the store, as many per call as have
 // queued up: with a durable store, outcomes share one commit.
 func (e *Engine) complete(ctx context.Context, p *pool) {
-	batch := make([]finished, 0, 64)
+	var batch []finished
 	var reuse []*job.Job
-	for f := range p.done {
-		batch = append(batch[:0], f)
-	drain:
-		for len(batch) < maxFinishBatch {
-			select {
-			case f, ok := <-p.done:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, f)
-			default:
-				break drain
-			}
+	for {
+		var ok bool
+		if batch, ok = p.h.outcomes(batch, maxFinishBatch); !ok {
+			return
 		}
 		e.finish(ctx, batch, e.cfg.Now(), false)
 		for i := range batch {

@@ -61,7 +61,7 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 	defer func() {
 		p.claimMu.Lock()
 		p.closed = true
-		close(p.jobs)
+		p.h.close()
 		p.claimMu.Unlock()
 	}()
 	var reuse []*job.Job // job copies offered to the store's claim
@@ -151,8 +151,8 @@ func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full boo
 		if c := p.perQ[j.Queue]; c != nil {
 			c.Add(1)
 		}
-		p.jobs <- j // never blocks: at most Workers jobs are active
 	}
+	p.h.push(res.Jobs)
 	return len(res.Jobs) == limit, res.NextRunAt, nil
 }
 

@@ -6,7 +6,8 @@
 // leases. ProcessNext runs one job through the same steps in the caller's
 // goroutine.
 //
-// The files follow the steps: dispatch.go (claiming), worker.go (running an
+// The files follow the steps: dispatch.go (claiming), handoff.go (claimed
+// jobs to the workers, outcomes to the completer), worker.go (running an
 // attempt), outcome.go (deciding what follows it), complete.go (recording
 // it), heartbeat.go (leases) and step.go (ProcessNext).
 package engine
@@ -100,8 +101,7 @@ type Engine struct {
 
 // pool is the state of one run of the worker pool, from Start to Stop.
 type pool struct {
-	jobs       chan *job.Job // dispatcher → workers
-	done       chan finished // workers → completer
+	h          *handoff      // jobs to the workers, outcomes to the completer
 	freed      chan struct{} // a worker slot was freed
 	active     atomic.Int64  // claimed and not yet finished
 	perQ       map[string]*atomic.Int64
@@ -110,8 +110,8 @@ type pool struct {
 	hardStop   atomic.Bool   // handlers starting now are cancelled at once
 	idle       chan struct{} // closed when every worker has returned
 
-	claimMu sync.Mutex  // held by fill, and to close jobs
-	closed  bool        // jobs is closed
+	claimMu sync.Mutex  // held by fill, and to close h
+	closed  bool        // h is closed
 	inline  atomic.Bool // the last claim was quick: the completer claims too
 
 	spareMu sync.Mutex
@@ -175,8 +175,7 @@ func (e *Engine) Start() {
 // run runs one pool until it has drained (Stop) and its context is done.
 func (e *Engine) run(ctx context.Context) {
 	p := &pool{
-		jobs:       make(chan *job.Job, e.cfg.Workers),
-		done:       make(chan finished, e.cfg.Workers),
+		h:          newHandoff(e.cfg.Workers),
 		freed:      make(chan struct{}, 1),
 		perQ:       make(map[string]*atomic.Int64),
 		stopClaims: make(chan struct{}),
@@ -197,7 +196,7 @@ func (e *Engine) run(ctx context.Context) {
 	loops.Go(func() { e.heartbeat(ctx, p) })
 	workers.Wait()
 	close(p.idle)
-	close(p.done) // the completer ends once it has written what is left
+	p.h.end() // the completer ends once it has written what is left
 	loops.Wait()
 	e.mu.Lock()
 	e.pool = nil

@@ -18,7 +18,7 @@ import (
 // TestFillClaimsOnlyForFreeWorkers: the dispatcher and the completer both
 // fill the pool (fill); between them they never claim more jobs than there
 // are free workers, however they interleave, and once the pool stops
-// claiming, or its channel is closed, fill claims nothing.
+// claiming, or its handoff is closed, fill claims nothing.
 func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -37,9 +37,8 @@ func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 	e := New(Config{Store: st, Workers: workers, Kinds: []string{"k"}, LeaseDuration: time.Minute,
 		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
 		Resolve: func(*job.Job) (Handler, Settings, error) { return nil, Settings{}, nil }})
-	// Room for twice the workers, so that an excess claim shows instead of
-	// blocking.
-	p := &pool{jobs: make(chan *job.Job, 2*workers), freed: make(chan struct{}, 1), stopClaims: make(chan struct{})}
+	p := &pool{h: newHandoff(workers), freed: make(chan struct{}, 1), stopClaims: make(chan struct{})}
+	take := func() { p.h.next(finished{}, false) }
 
 	// Two fillers at once on an idle pool, round after round.
 	claimed := 0
@@ -54,12 +53,12 @@ func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if n, a := len(p.jobs), p.active.Load(); n != workers || a != workers {
+		if n, a := p.h.pending(), p.active.Load(); n != workers || a != workers {
 			t.Fatalf("round %d: %d jobs handed out, %d active; want %d of each", round, n, a, workers)
 		}
 		claimed += workers
 		for range workers {
-			<-p.jobs
+			take()
 			p.active.Add(-1)
 		}
 	}
@@ -68,31 +67,31 @@ func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 		t.Fatalf("%d jobs running in the store (%v), want %d", running, err, claimed)
 	}
 	for range workers {
-		p.jobs <- nil
+		p.h.push([]*job.Job{nil})
 		p.active.Add(1)
 	}
 
 	// A worker frees up: the next fill takes exactly one job.
-	<-p.jobs
+	take()
 	p.active.Add(-1)
 	var reuse []*job.Job
-	if full, _, err := e.fill(context.Background(), p, &reuse); err != nil || !full || len(p.jobs) != workers {
-		t.Fatalf("fill with one free worker: full %v, err %v, %d handed out", full, err, len(p.jobs))
+	if full, _, err := e.fill(context.Background(), p, &reuse); err != nil || !full || p.h.pending() != workers {
+		t.Fatalf("fill with one free worker: full %v, err %v, %d handed out", full, err, p.h.pending())
 	}
 
 	// Stopping: with free workers, fill claims nothing.
 	for range workers {
-		<-p.jobs
+		take()
 		p.active.Add(-1)
 	}
 	close(p.stopClaims)
-	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || len(p.jobs) != 0 || p.active.Load() != 0 {
-		t.Fatalf("fill after stopClaims: err %v, %d handed out", err, len(p.jobs))
+	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || p.h.pending() != 0 || p.active.Load() != 0 {
+		t.Fatalf("fill after stopClaims: err %v, %d handed out", err, p.h.pending())
 	}
 	p.stopClaims = make(chan struct{})
 	p.closed = true
-	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || len(p.jobs) != 0 {
-		t.Fatalf("fill with the channel closed: err %v, %d handed out", err, len(p.jobs))
+	if _, _, err := e.fill(context.Background(), p, &reuse); err != nil || p.h.pending() != 0 {
+		t.Fatalf("fill with the handoff closed: err %v, %d handed out", err, p.h.pending())
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// work runs jobs until the dispatcher closes the channel. A job that arrives
-// after Stop began is given back without running.
+// work runs jobs until the dispatcher closes the handoff. A job that
+// arrives after Stop began is given back without running.
 //
 // Between jobs a worker keeps its stack. The garbage collector halves a
 // goroutine's stack when less than a quarter of it is in use, and a worker
@@ -34,14 +34,18 @@ const stackKeep = 2048
 //
 //go:noinline
 func (e *Engine) workLoop(p *pool, keep *[stackKeep]byte) {
-	for j := range p.jobs {
+	var f finished
+	for done := false; ; done = true {
+		j, ok := p.h.next(f, done)
+		if !ok {
+			return
+		}
 		select {
 		case <-p.stopClaims:
-			p.done <- finished{j: j, outcome: released(j, 0)}
-			continue
+			f = finished{j: j, outcome: released(j, 0)}
 		default:
+			f = finished{j: j, outcome: e.attempt(context.Background(), j, e.cfg.Now, p)}
 		}
-		p.done <- finished{j: j, outcome: e.attempt(context.Background(), j, e.cfg.Now, p)}
 	}
 }
 
