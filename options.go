@@ -86,11 +86,16 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 // the one place that precedence is written; Enqueue, schedules and the
 // worker that runs a job all ask it.
 func (c *Client) options(kind string, own *EnqueueOptions) EnqueueOptions {
+	return c.optionsOf(c.cfg.Workers.lookup(kind), own)
+}
+
+// optionsOf is options for a kind already looked up (nil: not registered).
+func (c *Client) optionsOf(kd *kind, own *EnqueueOptions) EnqueueOptions {
 	var o, k EnqueueOptions
 	if own != nil {
 		o = *own
 	}
-	if kd := c.cfg.Workers.lookup(kind); kd != nil {
+	if kd != nil {
 		k = kd.opts
 	}
 	d := &c.cfg.Defaults

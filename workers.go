@@ -223,13 +223,14 @@ func (c *Client) runnable() []string {
 // Settings the job leaves unset come from its kind and the client, by
 // Client.options.
 func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
-	o := c.options(j.Kind, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
+	k := c.cfg.Workers.lookup(j.Kind)
+	o := c.optionsOf(k, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
 	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry}
 	if j.Func != nil {
 		fn := j.Func
 		return func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) }, set, nil
 	}
-	if k := c.cfg.Workers.lookup(j.Kind); k != nil {
+	if k != nil {
 		return k.handler, set, nil
 	}
 	return nil, set, fmt.Errorf("kind %q: %w", j.Kind, ErrUnknownKind)
