@@ -20,11 +20,14 @@ func TestScheduleListZone(t *testing.T) {
 	hop(t, db, "schedule", "add", "backup", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "exec", "--", "true").ok(t).
 		has(t, "03:00:00 CE") // CET or CEST
 	r := hop(t, db, "schedule", "list").ok(t)
-	next := time.Now().In(berlin)
-	if next.Hour() >= 3 {
-		next = next.AddDate(0, 0, 1)
+	// The next 03:00 in Berlin, with its date unless that is today there
+	// (between midnight and 03:00 Berlin time).
+	now := time.Now().In(berlin)
+	next, layout := now, "15:04:05 MST"
+	if now.Hour() >= 3 {
+		next, layout = now.AddDate(0, 0, 1), "2006-01-02 15:04:05 MST"
 	}
-	want := time.Date(next.Year(), next.Month(), next.Day(), 3, 0, 0, 0, berlin).Format("2006-01-02 15:04:05 MST")
+	want := time.Date(next.Year(), next.Month(), next.Day(), 3, 0, 0, 0, berlin).Format(layout)
 	r.has(t, want)
 
 	var raw []map[string]any
