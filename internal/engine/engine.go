@@ -94,14 +94,15 @@ type Engine struct {
 	wake chan struct{} // new work may be available
 
 	mu      sync.Mutex
-	pool    *pool                                   // the running pool, nil when stopped
-	running map[store.Lease]context.CancelCauseFunc // attempts running in this engine
-	outs    []store.Outcome                         // the completer's buffer
+	pool    *pool              // the running pool, nil when stopped
+	callers map[*slot]struct{} // the slots of ProcessNext calls running
+	outs    []store.Outcome    // the completer's buffer
 }
 
 // pool is the state of one run of the worker pool, from Start to Stop.
 type pool struct {
 	h          *handoff      // jobs to the workers, outcomes to the completer
+	slots      []slot        // the attempt each worker runs
 	freed      chan struct{} // a worker slot was freed
 	active     atomic.Int64  // claimed and not yet finished
 	perQ       map[string]*atomic.Int64
@@ -162,7 +163,7 @@ func New(cfg Config) *Engine {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		wake:    make(chan struct{}, 1),
-		running: make(map[store.Lease]context.CancelCauseFunc),
+		callers: make(map[*slot]struct{}),
 	}
 }
 
@@ -176,6 +177,7 @@ func (e *Engine) Start() {
 func (e *Engine) run(ctx context.Context) {
 	p := &pool{
 		h:          newHandoff(e.cfg.Workers),
+		slots:      make([]slot, e.cfg.Workers),
 		freed:      make(chan struct{}, 1),
 		perQ:       make(map[string]*atomic.Int64),
 		stopClaims: make(chan struct{}),
@@ -188,8 +190,8 @@ func (e *Engine) run(ctx context.Context) {
 	e.pool = p
 	e.mu.Unlock()
 	var workers, loops sync.WaitGroup
-	for range e.cfg.Workers {
-		workers.Go(func() { e.work(p) })
+	for i := range e.cfg.Workers {
+		workers.Go(func() { e.work(p, &p.slots[i]) })
 	}
 	loops.Go(func() { e.dispatch(ctx, p) })
 	loops.Go(func() { e.complete(ctx, p) })
@@ -237,64 +239,6 @@ func (e *Engine) Stop(ctx context.Context) {
 		}
 	}
 	e.svc.Stop()
-}
-
-// register records the cancel function of a running attempt; unregister
-// removes it.
-func (e *Engine) register(l store.Lease, cancel context.CancelCauseFunc) {
-	e.mu.Lock()
-	e.running[l] = cancel
-	e.mu.Unlock()
-}
-
-func (e *Engine) unregister(l store.Lease) {
-	e.mu.Lock()
-	delete(e.running, l)
-	e.mu.Unlock()
-}
-
-// cancelAll cancels every running handler with cause.
-func (e *Engine) cancelAll(cause error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, cancel := range e.running {
-		cancel(cause)
-	}
-}
-
-// CancelRunning cancels the handler of job id if this engine runs it, and
-// reports whether it did. The attempt then ends cancelled.
-func (e *Engine) CancelRunning(id job.ID) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	found := false
-	for l, cancel := range e.running {
-		if l.ID == id {
-			cancel(errCancelRequested)
-			found = true
-		}
-	}
-	return found
-}
-
-// leases lists the attempts running in this engine.
-func (e *Engine) leases() []store.Lease {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]store.Lease, 0, len(e.running))
-	for l := range e.running {
-		out = append(out, l)
-	}
-	return out
-}
-
-// loseLease cancels the handler of an attempt whose lease is lost.
-func (e *Engine) loseLease(l store.Lease) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cancel := e.running[l]; cancel != nil {
-		cancel(errLeaseLost)
-	}
 }
 
 func (e *Engine) observing() bool {

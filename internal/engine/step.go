@@ -19,7 +19,10 @@ func (e *Engine) ProcessNext(ctx context.Context, now time.Time) (*job.Job, bool
 		return nil, false, err
 	}
 	j := res.Jobs[0]
-	o := e.attempt(ctx, j, func() time.Time { return now }, nil)
+	s := new(slot)
+	e.addSlot(s)
+	o := e.attempt(ctx, j, func() time.Time { return now }, nil, s)
+	e.removeSlot(s)
 	after, err := e.finish(ctx, []finished{{j: j, outcome: o}}, now, true)
 	if err != nil {
 		return j, true, err

@@ -22,9 +22,9 @@ import (
 // EndToEndPostgres with 1,000 workers). keep, a frame below the loop for
 // the goroutine's life, holds the idle use above that quarter for stacks
 // up to 8 KiB, the size a no-op attempt grows to.
-func (e *Engine) work(p *pool) {
+func (e *Engine) work(p *pool, s *slot) {
 	var keep [stackKeep]byte
-	e.workLoop(p, &keep)
+	e.workLoop(p, s, &keep)
 }
 
 // stackKeep is the stack a worker keeps in use while idle (see work).
@@ -33,7 +33,7 @@ const stackKeep = 2048
 // workLoop is work's loop; keep only holds work's frame in place.
 //
 //go:noinline
-func (e *Engine) workLoop(p *pool, keep *[stackKeep]byte) {
+func (e *Engine) workLoop(p *pool, s *slot, keep *[stackKeep]byte) {
 	var f finished
 	for done := false; ; done = true {
 		j, ok := p.h.next(f, done)
@@ -44,28 +44,28 @@ func (e *Engine) workLoop(p *pool, keep *[stackKeep]byte) {
 		case <-p.stopClaims:
 			f = finished{j: j, outcome: released(j, 0)}
 		default:
-			f = finished{j: j, outcome: e.attempt(context.Background(), j, e.cfg.Now, p)}
+			f = finished{j: j, outcome: e.attempt(context.Background(), j, e.cfg.Now, p, s)}
 		}
 	}
 }
 
 // attempt runs one attempt of the claimed job j — its handler resolved, with
 // its timeout, its context cancellable by Cancel, by shutdown and by a lost
-// lease, panics recovered — and decides its outcome. clock stamps it; p, if
-// set, is the pool whose forced stop cancels it at once.
-func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time, p *pool) store.Outcome {
+// lease, panics recovered — and decides its outcome. clock stamps it; s is
+// the slot that records it while it runs; p, if set, is the pool whose
+// forced stop cancels it at once.
+func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time, p *pool, s *slot) store.Outcome {
 	h, set, err := e.cfg.Resolve(j)
 	var res []byte
 	var cause error
 	if err == nil {
 		hctx, cancel := context.WithCancelCause(ctx)
-		l := store.Lease{ID: j.ID, Attempt: j.Attempt}
-		e.register(l, cancel)
+		s.start(store.Lease{ID: j.ID, Attempt: j.Attempt}, cancel)
 		if p != nil && p.hardStop.Load() {
 			cancel(errShutdown)
 		}
 		res, err, cause = run(hctx, j, h, set)
-		e.unregister(l)
+		s.end()
 		cancel(nil)
 	}
 	// The attempt lasted from its claim, which stamped StartedAt: the
