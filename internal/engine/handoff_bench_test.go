@@ -35,18 +35,7 @@ func BenchmarkHandoff(b *testing.B) {
 				b.ResetTimer()
 				if via == "handoff" {
 					h := newHandoff(workers)
-					for range workers {
-						wg.Go(func() {
-							var f finished
-							for done := false; ; done = true {
-								j, ok := h.next(f, done)
-								if !ok {
-									return
-								}
-								f = finished{j: j, outcome: store.Outcome{ID: j.ID}}
-							}
-						})
-					}
+					noopWorkers(h, workers, &wg)
 					var outs []finished
 					for got := 0; got < b.N; {
 						batch = take(batch)

@@ -133,18 +133,7 @@ func TestHandoffEveryOutcomeOnce(t *testing.T) {
 		return int(next) < total
 	}
 	var workerWG, fillers sync.WaitGroup
-	for range workers {
-		workerWG.Go(func() {
-			var f finished
-			for done := false; ; done = true {
-				j, ok := h.next(f, done)
-				if !ok {
-					return
-				}
-				f = finished{j: j, outcome: store.Outcome{ID: j.ID}}
-			}
-		})
-	}
+	noopWorkers(h, workers, &workerWG)
 	for range 2 {
 		fillers.Go(func() {
 			for fill() {
@@ -184,5 +173,22 @@ func TestHandoffEveryOutcomeOnce(t *testing.T) {
 	h.end()
 	if _, ok := h.outcomes(batch, 3); ok {
 		t.Fatal("outcomes after the last one")
+	}
+}
+
+// noopWorkers starts n workers on h, in wg, that finish each job at once
+// until h is closed.
+func noopWorkers(h *handoff, n int, wg *sync.WaitGroup) {
+	for range n {
+		wg.Go(func() {
+			var f finished
+			for done := false; ; done = true {
+				j, ok := h.next(f, done)
+				if !ok {
+					return
+				}
+				f = finished{j: j, outcome: store.Outcome{ID: j.ID}}
+			}
+		})
 	}
 }
