@@ -24,7 +24,7 @@ import (
 // handler → completed on the in-memory store. Each iteration is one job;
 // the reported jobs/s includes the final flush of outcomes.
 func BenchmarkEndToEndMemory(b *testing.B) {
-	for _, workers := range []int{1, 4, 16} {
+	for _, workers := range []int{1, 4, 16, 100, 1000} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			endToEnd(b, hopper.Config{Concurrency: workers})
 		})
