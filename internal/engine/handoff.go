@@ -25,10 +25,16 @@ import (
 // (651–687 against 587–612 ns). docs/performance.md, "Hand-offs in
 // batches", has the end-to-end figures.
 //
-// Jobs are taken in the order they were pushed, the claim's order. Every
-// job pushed has a free worker (fill claims no more than there are), so no
-// job waits behind a running one: a worker not woken for it is one that
-// is about to take a job anyway.
+// Jobs are taken in the order they were pushed, the claim's order. No job
+// waits behind a running one. A worker's slot is free only once the
+// completer has taken its outcome, and a worker gives back its outcome in
+// the same critical section in which it takes a job or starts to wait; so
+// fill, which claims no more jobs than there are free slots, never leaves
+// more jobs queued than there are workers waiting. Each push signals as
+// many of those as it pushed jobs (all of them if fewer), and Signal wakes
+// waiters that were not signalled yet: there are always at least as many
+// workers signalled, and not yet awake, as jobs queued, or the queue is
+// taken by workers coming back from a job.
 type handoff struct {
 	mu      sync.Mutex
 	hasJob  sync.Cond  // signalled once per job pushed while workers wait
