@@ -22,26 +22,51 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 		if batch, ok = p.h.outcomes(batch, maxFinishBatch); !ok {
 			return
 		}
+		// The workers of these outcomes are free already. With a durable
+		// store, free their slots before the outcomes are written, so that
+		// the dispatcher's claim for them runs beside this Finish (on
+		// SQLite both share one transaction) instead of after it. While
+		// claims are quick the completer claims itself, after Finish, and
+		// its job copies are reused.
+		inline := p.inline.Load()
+		if !inline {
+			p.release(batch)
+			p.wakeDispatcher()
+		}
 		e.finish(ctx, batch, e.cfg.Now(), false)
+		if inline {
+			p.release(batch)
+		}
 		for i := range batch {
-			p.active.Add(-1)
-			if c := p.perQ[batch[i].j.Queue]; c != nil {
-				c.Add(-1)
-			}
 			p.giveSpare(batch[i].j, e.cfg.Workers) // the attempt is over: reuse its copy
 			batch[i] = finished{}                  // drop references to results and errors
 		}
 		// Fill the freed slots at once while claims are quick (inlineClaim);
 		// the dispatcher does it otherwise, and if that left any.
-		if p.inline.Load() {
-			if full, _, err := e.fill(ctx, p, &reuse); err == nil && full {
-				continue
+		if inline {
+			if full, _, err := e.fill(ctx, p, &reuse); err != nil || !full {
+				p.wakeDispatcher()
 			}
 		}
-		select {
-		case p.freed <- struct{}{}:
-		default:
+	}
+}
+
+// release frees the slots of the jobs of batch, whose workers have given
+// back their outcomes.
+func (p *pool) release(batch []finished) {
+	for i := range batch {
+		p.active.Add(-1)
+		if c := p.perQ[batch[i].j.Queue]; c != nil {
+			c.Add(-1)
 		}
+	}
+}
+
+// wakeDispatcher tells the dispatcher that slots are free.
+func (p *pool) wakeDispatcher() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
 	}
 }
 
