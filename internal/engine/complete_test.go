@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -41,22 +40,9 @@ func TestSlotsFreedBeforeFinish(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := &slowStore{Store: memstore.New(), gate: make(chan struct{})}
-		now := time.Now()
-		for range 2 {
-			j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 1, RunAt: now}
-			if err := j.Validate(now); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: []*job.Job{j}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		enqueueK(t, st, time.Now(), 2, 1)
 		var ran atomic.Int64
-		e := New(Config{Store: st, Workers: 1, Kinds: []string{"k"}, LeaseDuration: time.Minute,
-			Now: time.Now, Logger: slog.New(slog.DiscardHandler),
-			Resolve: func(*job.Job) (Handler, Settings, error) {
-				return func(context.Context, *job.Job) ([]byte, error) { ran.Add(1); return nil, nil }, Settings{}, nil
-			}})
+		e := countingEngine(st, 1, &ran)
 		e.Start()
 		defer e.Stop(context.Background())
 		defer close(st.gate) // before Stop, which waits for the Finish

@@ -24,16 +24,7 @@ func TestFillClaimsOnlyForFreeWorkers(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	st := memstore.New()
 	const workers, rounds = 3, 200
-	jobs := make([]*job.Job, 2*workers*rounds+10)
-	for i := range jobs {
-		jobs[i] = &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 1, RunAt: now}
-		if err := jobs[i].Validate(now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: jobs}); err != nil {
-		t.Fatal(err)
-	}
+	enqueueK(t, st, now, 2*workers*rounds+10, 1)
 	e := New(Config{Store: st, Workers: workers, Kinds: []string{"k"}, LeaseDuration: time.Minute,
 		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
 		Resolve: func(*job.Job) (Handler, Settings, error) { return nil, Settings{}, nil }})
@@ -117,14 +108,7 @@ func TestClaimFailureRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &failingClaims{Store: memstore.New()}
 		st.fail.Store(true)
-		now := time.Now()
-		j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 1, RunAt: now}
-		if err := j.Validate(now); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: []*job.Job{j}}); err != nil {
-			t.Fatal(err)
-		}
+		enqueueK(t, st, time.Now(), 1, 1)
 		ran := make(chan struct{}, 1)
 		e := New(Config{Store: st, Workers: 2, Kinds: []string{"k"}, LeaseDuration: time.Minute,
 			Now: time.Now, Logger: slog.New(slog.DiscardHandler),

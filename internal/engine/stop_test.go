@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -34,24 +33,9 @@ func TestJobsClaimedAfterStopAreReleased(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := &gatedClaims{Store: memstore.New(), gate: make(chan struct{})}
-		now := time.Now()
-		jobs := make([]*job.Job, 2)
-		for i := range jobs {
-			jobs[i] = &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 3, RunAt: now}
-			if err := jobs[i].Validate(now); err != nil {
-				t.Fatal(err)
-			}
-		}
-		res, err := st.Enqueue(context.Background(), store.EnqueueParams{Now: now, Jobs: jobs})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := enqueueK(t, st, time.Now(), 2, 3)
 		var ran atomic.Int64
-		e := New(Config{Store: st, Workers: 2, Kinds: []string{"k"}, LeaseDuration: time.Minute,
-			Now: time.Now, Logger: slog.New(slog.DiscardHandler),
-			Resolve: func(*job.Job) (Handler, Settings, error) {
-				return func(context.Context, *job.Job) ([]byte, error) { ran.Add(1); return nil, nil }, Settings{}, nil
-			}})
+		e := countingEngine(st, 2, &ran)
 		e.Start()
 		synctest.Wait() // the dispatcher's claim waits at the gate
 		stopped := make(chan struct{})
