@@ -261,25 +261,10 @@ func (p *partitioned) Lead(ctx context.Context, lp store.LeadParams) (store.Lead
 func TestOnlyTheLeaderActs(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		shared := memstore.New()
 		ttl := 9 * time.Second
-		var rescues [2]atomic.Int64
-		var svcs [2]*Services
-		var stores [2]*partitioned
-		for i := range svcs {
-			st := &partitioned{Store: shared}
-			stores[i] = st
-			cfg := testConfig(countRescues{st, &rescues[i]})
-			cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
-			cfg.RescueInterval = time.Second
-			svcs[i] = New(cfg)
-			svcs[i].Start()
-		}
-		defer func() {
-			for _, s := range svcs {
-				s.Stop()
-			}
-		}()
+		pr := startPair(ttl, func(cfg *Config) { cfg.RescueInterval = time.Second })
+		defer pr.stop()
+		svcs, stores, rescues := &pr.svcs, &pr.stores, &pr.rescues
 		time.Sleep(10 * time.Second)
 		l, f := 0, 1 // leader, follower
 		if svcs[1].Leading() {
@@ -310,6 +295,38 @@ func TestOnlyTheLeaderActs(t *testing.T) {
 	})
 }
 
+// pair is two processes sharing one store, "a" and "b", each behind a
+// partition a test can cut, counting their rescues.
+type pair struct {
+	svcs    [2]*Services
+	stores  [2]*partitioned
+	rescues [2]atomic.Int64
+}
+
+// startPair starts a pair with leader lease ttl, set adjusting their
+// configs; "a" starts first and takes the lead. Inside a synctest bubble.
+func startPair(ttl time.Duration, set func(*Config)) *pair {
+	pr := new(pair)
+	shared := memstore.New()
+	for i := range pr.svcs {
+		st := &partitioned{Store: shared}
+		pr.stores[i] = st
+		cfg := testConfig(countRescues{st, &pr.rescues[i]})
+		cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
+		set(&cfg)
+		pr.svcs[i] = New(cfg)
+		pr.svcs[i].Start()
+		synctest.Wait()
+	}
+	return pr
+}
+
+func (pr *pair) stop() {
+	for _, s := range pr.svcs {
+		s.Stop()
+	}
+}
+
 type countRescues struct {
 	store.Store
 	n *atomic.Int64
@@ -326,26 +343,9 @@ func (c countRescues) Rescue(ctx context.Context, p store.RescueParams) ([]*job.
 func TestTakeOverRunsAtOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		shared := memstore.New()
-		ttl := 9 * time.Second
-		var rescues [2]atomic.Int64
-		var svcs [2]*Services
-		var stores [2]*partitioned
-		for i := range svcs {
-			st := &partitioned{Store: shared}
-			stores[i] = st
-			cfg := testConfig(countRescues{st, &rescues[i]})
-			cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
-			cfg.RescueInterval, cfg.CleanInterval = time.Hour, time.Hour
-			svcs[i] = New(cfg)
-			svcs[i].Start()
-			synctest.Wait() // "a" leads
-		}
-		defer func() {
-			for _, s := range svcs {
-				s.Stop()
-			}
-		}()
+		pr := startPair(9*time.Second, func(cfg *Config) { cfg.RescueInterval, cfg.CleanInterval = time.Hour, time.Hour })
+		defer pr.stop()
+		svcs, stores, rescues := &pr.svcs, &pr.stores, &pr.rescues
 		if !svcs[0].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 0 {
 			t.Fatalf("at start: leading %v %v, rescues %d %d", svcs[0].Leading(), svcs[1].Leading(), rescues[0].Load(), rescues[1].Load())
 		}
