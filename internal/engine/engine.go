@@ -104,7 +104,7 @@ type pool struct {
 	h          *handoff      // jobs to the workers, outcomes to the completer
 	slots      []slot        // the attempt each worker runs
 	freed      chan struct{} // a worker slot was freed
-	active     atomic.Int64  // claimed and not yet finished
+	active     atomic.Int64  // slots taken: claimed, and not yet released (complete.go)
 	perQ       map[string]*atomic.Int64
 	stopClaims chan struct{} // closed: the dispatcher stops claiming
 	stopOnce   sync.Once
@@ -251,8 +251,9 @@ func (e *Engine) observe(t job.EventType, j *job.Job, at time.Time) {
 	}
 }
 
-// Busy returns how many jobs the pool has claimed and not yet finished: the
-// busy workers (0 when the pool is stopped).
+// Busy returns how many of the pool's slots are taken: jobs claimed whose
+// workers have not given their outcome back, and (with the memory store)
+// outcomes not yet written; 0 when the pool is stopped.
 func (e *Engine) Busy() int {
 	e.mu.Lock()
 	p := e.pool
