@@ -129,8 +129,11 @@ type Config struct {
 
 // QueueConfig configures one queue a client works.
 type QueueConfig struct {
-	// MaxWorkers caps how many of the queue's jobs run at once (0: only
-	// Config.Concurrency caps it).
+	// MaxWorkers caps how many of the queue's jobs run at once in this
+	// client (0: only Config.Concurrency caps it): how many of its
+	// handlers run. On a durable store a job whose handler has returned
+	// stays running in the store until its outcome is committed, so the
+	// store may briefly count more of them.
 	MaxWorkers int
 }
 
