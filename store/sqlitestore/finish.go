@@ -23,7 +23,20 @@ import (
 // The state reached (store.FinishState) is st, except that a job whose
 // cancellation was requested ends cancelled unless the attempt succeeded;
 // the record then names that state as its outcome.
+//
+// With st the literal sqlCompleted the state reached is known when the
+// statement is built (a success wins over a requested cancel), and the
+// clause is that case of the general one, without its CASEs: SQLite
+// evaluates every CASE for each row, and the general form made the
+// completion of a no-op job cost twice the plain form.
 func finishSetClause(st, run, msg, res, rec, now string) string {
+	if st == sqlCompleted {
+		return `state = 'completed',
+	worker = NULL, claimed_by = NULL, lease_until = 0,
+	attempts = CASE WHEN attempts IS NULL THEN '[' || ` + rec + ` || ']'
+		ELSE json_insert(attempts, '$[#]', json(` + rec + `)) END,
+	last_error = '', result = ` + res + `, finished_at = ` + now + `, crashes = 0`
+	}
 	to := `(CASE WHEN cancel_requested != 0 AND ` + st + ` != 'completed' THEN 'cancelled' ELSE ` + st + ` END)`
 	record := `(CASE WHEN ` + st + ` = ` + to + ` THEN ` + rec + ` ELSE json_set(` + rec + `, '$.outcome', ` + to + `) END)`
 	return `state = ` + to + `,
@@ -61,17 +74,28 @@ const (
 	maxFinishRows = 64
 )
 
-var finishSQL = func() (qs [maxFinishRows + 1]string) {
-	row := "(" + strings.Repeat("?,", nFinishCols-1) + "?)"
+var finishSQL = finishSetSQL("(id, att, st, run, err, res, rec)", nFinishCols, "o.st")
+
+// finishDoneSQL[n] is finishSQL[n] for n outcomes that all completed (the
+// common case): their rows are (id, attempt, result, record).
+var finishDoneSQL = finishSetSQL("(id, att, res, rec)", nFinishDoneCols, sqlCompleted)
+
+const (
+	nFinishDoneCols = 4
+	sqlCompleted    = `'completed'`
+)
+
+func finishSetSQL(cols string, ncols int, st string) (qs [maxFinishRows + 1]string) {
+	row := "(" + strings.Repeat("?,", ncols-1) + "?)"
 	for n := 1; n <= maxFinishRows; n++ {
-		qs[n] = `WITH o(id, att, st, run, err, res, rec) AS (VALUES ` + strings.Repeat(row+",", n-1) + row + `)
-	UPDATE jobs SET ` + finishSetClause("o.st", "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*nFinishCols+1)) + `
+		qs[n] = `WITH o` + cols + ` AS (VALUES ` + strings.Repeat(row+",", n-1) + row + `)
+	UPDATE jobs SET ` + finishSetClause(st, "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*ncols+1)) + `
 	FROM o
 	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.attempt = o.att
 	RETURNING jobs.id, jobs.state, jobs.queue, jobs.kind`
 	}
 	return qs
-}()
+}
 
 // Finish implements store.Store. An outcome whose target state the state
 // machine forbids fails the whole call with a *job.TransitionError.
@@ -98,23 +122,34 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	if len(p.Outcomes) == 0 {
 		return reached, nil
 	}
-	var args []any // nFinishCols per outcome, for finishSQL
+	// The set-based statements' rows: completed outcomes for
+	// finishDoneSQL, the others for finishSQL.
+	var done, other []any
 	if distinct && len(p.Outcomes) > 1 {
-		args = make([]any, 0, len(p.Outcomes)*nFinishCols)
 		for i, o := range p.Outcomes {
-			args = append(args, int64(o.ID), o.Attempt, stateName(o.State), store.UnixNanos(o.RunAt), o.Error,
-				jsonText(o.Result), records[i])
+			if o.State == job.StateCompleted {
+				done = append(done, int64(o.ID), o.Attempt, jsonText(o.Result), records[i])
+			} else {
+				other = append(other, int64(o.ID), o.Attempt, stateName(o.State), store.UnixNanos(o.RunAt), o.Error,
+					jsonText(o.Result), records[i])
+			}
 		}
 	}
 	err := s.write(ctx, func(w *writer) error {
 		clear(reached)
-		if args != nil {
+		if done != nil || other != nil {
 			var buf []any
-			for start := 0; start < len(p.Outcomes); start += maxFinishRows {
-				k := min(len(p.Outcomes)-start, maxFinishRows)
-				buf = append(append(buf[:0], args[start*nFinishCols:(start+k)*nFinishCols]...), now)
-				if err := w.finishSet(k, buf, index, reached); err != nil {
-					return err
+			for _, set := range []struct {
+				qs    *[maxFinishRows + 1]string
+				args  []any
+				ncols int
+			}{{&finishDoneSQL, done, nFinishDoneCols}, {&finishSQL, other, nFinishCols}} {
+				for start := 0; start < len(set.args); start += maxFinishRows * set.ncols {
+					end := min(len(set.args), start+maxFinishRows*set.ncols)
+					buf = append(append(buf[:0], set.args[start:end]...), now)
+					if err := w.finishSet(set.qs[(end-start)/set.ncols], buf, index, reached); err != nil {
+						return err
+					}
 				}
 			}
 			return nil
@@ -142,10 +177,10 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	return reached, nil
 }
 
-// finishSet runs finishSQL[k], records the state each applied outcome
-// reached and counts the moves.
-func (w *writer) finishSet(k int, args []any, index map[job.ID]int, reached []job.State) error {
-	rows, err := w.query(finishSQL[k], args...)
+// finishSet runs q, one of finishSQL or finishDoneSQL, records the state
+// each applied outcome reached and counts the moves.
+func (w *writer) finishSet(q string, args []any, index map[job.ID]int, reached []job.State) error {
+	rows, err := w.query(q, args...)
 	if err != nil {
 		return err
 	}
