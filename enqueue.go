@@ -205,7 +205,8 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 			return nil, err
 		}
 	}
-	o := c.options(r.Kind, r.Options)
+	kd := c.cfg.Workers.lookup(r.Kind)
+	o := c.optionsOf(kd, r.Options)
 	var own EnqueueOptions
 	if r.Options != nil {
 		own = *r.Options
@@ -222,7 +223,7 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 		if err != nil {
 			return nil, err
 		}
-		if err := c.checkKind(r.Kind, args); err != nil {
+		if err := c.checkKind(r.Kind, kd, args); err != nil {
 			return nil, err
 		}
 		j.Args = args

@@ -85,7 +85,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkKind(o.Kind, args); err != nil {
+	if err := c.checkKind(o.Kind, c.cfg.Workers.lookup(o.Kind), args); err != nil {
 		return nil, err
 	}
 	t := c.now()

@@ -139,15 +139,18 @@ func (w *Workers) CheckArgs(kind string, args json.RawMessage) error {
 // checkArgs is CheckArgs without the error for a kind not registered.
 func (w *Workers) checkArgs(kind string, args json.RawMessage) (found bool, err error) {
 	k := w.lookup(kind)
-	if k == nil {
-		return false, nil
-	}
-	if k.check != nil {
+	return k != nil, k.checkArgs(args)
+}
+
+// checkArgs reports whether args fit the kind k; nil for a nil k (not
+// registered).
+func (k *kind) checkArgs(args json.RawMessage) error {
+	if k != nil && k.check != nil {
 		if err := k.check(args); err != nil {
-			return true, &FieldError{Field: "args", Reason: err.Error()}
+			return &FieldError{Field: "args", Reason: err.Error()}
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // Kinds returns the registered kinds, sorted.
@@ -186,13 +189,14 @@ func encodeResult(v any, err error) ([]byte, error) {
 // checkKind returns a *FieldError (matching ErrUnknownKind) unless this
 // client may enqueue jobs of kind with args: a registered kind whose args
 // fit, a kind in Config.ExternalKinds, or any kind if the client has no
-// workers.
-func (c *Client) checkKind(kind string, args json.RawMessage) error {
+// workers. kd is kind's registration, as the caller looked it up (nil: not
+// registered).
+func (c *Client) checkKind(kind string, kd *kind, args json.RawMessage) error {
 	if kind == job.FuncKind {
 		return &FieldError{Field: "kind", Reason: `"func" is reserved for closures (EnqueueFunc)`}
 	}
-	if found, err := c.cfg.Workers.checkArgs(kind, args); found {
-		return err
+	if kd != nil {
+		return kd.checkArgs(args)
 	}
 	known := c.cfg.Workers.Kinds()
 	if len(known) == 0 || slices.Contains(c.cfg.ExternalKinds, kind) {
