@@ -16,8 +16,9 @@ import (
 // stores the times it is given in UTC, as stores return them.
 
 // ErrorWorkerLost is the error recorded for an attempt whose worker stopped
-// renewing its lease.
-const ErrorWorkerLost = "worker lost: lease expired"
+// renewing its lease: its process died (a store that can tell, such as
+// SQLite's lock files, ends the lease at once) or it hung.
+const ErrorWorkerLost = "worker lost: its process died or stopped renewing the lease"
 
 // ApplyClaim makes the available job j a running attempt of worker, leased
 // until leaseUntil: Attempt+1, StartedAt=now, CancelRequested cleared.

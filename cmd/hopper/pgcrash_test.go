@@ -23,6 +23,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/pgtest"
+	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -512,7 +513,7 @@ func checkHistory(j *hopper.Job, final string, failures bool, lost map[string]bo
 			if !lost[a.Worker] {
 				return fmt.Errorf("attempt %d interrupted under %s, which was neither killed nor frozen", a.Attempt, a.Worker)
 			}
-			if a.Error != "worker lost: lease expired" {
+			if a.Error != store.ErrorWorkerLost {
 				return fmt.Errorf("attempt %d interrupted with error %q", a.Attempt, a.Error)
 			}
 			if last && final != "dead" {

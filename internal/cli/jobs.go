@@ -186,7 +186,8 @@ func (a *app) jobsCancelCmd() *cobra.Command {
 		Use:   "cancel ID...",
 		Short: "Cancel jobs",
 		Long: `Cancel jobs. A waiting job is cancelled at once. A running job is asked to
-stop: its server cancels it at its next lease renewal (within 10s), killing
+stop: its server cancels it at its next lease renewal (within a third of
+its --lease, 10s by default), killing
 an exec job's processes; if it then fails it ends cancelled, if it completes
 anyway it ends completed. A job already cancelled is reported as such.
 
@@ -233,7 +234,7 @@ func cancelJob(ctx context.Context, s *session, id hopper.ID) target {
 	t := target{ID: id, State: j.State.String()}
 	switch {
 	case ok && j.State == hopper.StateRunning:
-		t.OK, t.Result = true, "running: cancellation requested; its server stops it within 10s"
+		t.OK, t.Result = true, "running: cancellation requested; its server stops it at its next lease renewal"
 	case ok || j.State == hopper.StateCancelled:
 		t.OK, t.Result = true, "cancelled"
 	default:

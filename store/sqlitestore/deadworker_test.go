@@ -21,8 +21,9 @@ const helperEnv = "HOPPER_SQLITESTORE_HELPER_DB"
 
 // TestHelperProcess is not a test: TestDeadWorker runs the test binary
 // again as a worker process that opens the store, claims one job with a
-// lease of an hour, prints "claimed <id>" and blocks until killed (or until
-// its stdin closes).
+// lease of an hour, takes the "maintenance" leader lease for an hour,
+// prints "claimed <id> <worker>" and blocks until killed (or until its
+// stdin closes).
 func TestHelperProcess(t *testing.T) {
 	path := os.Getenv(helperEnv)
 	if path == "" {
@@ -37,6 +38,11 @@ func TestHelperProcess(t *testing.T) {
 	res, err := s.Claim(t.Context(), store.ClaimParams{Now: now, Limit: 1, Worker: s.WorkerID(), LeaseUntil: now.Add(time.Hour)})
 	if err != nil || len(res.Jobs) != 1 {
 		fmt.Println("error", res.Jobs, err)
+		os.Exit(1)
+	}
+	lead, err := s.Lead(t.Context(), store.LeadParams{Now: now, Name: "maintenance", Holder: s.WorkerID(), TTL: time.Hour})
+	if err != nil || !lead.Leader {
+		fmt.Println("error", lead, err)
 		os.Exit(1)
 	}
 	fmt.Println("claimed", res.Jobs[0].ID, s.WorkerID())
@@ -95,6 +101,9 @@ func TestDeadWorker(t *testing.T) {
 	if _, err := os.Stat(lockFile); err != nil {
 		t.Fatalf("live worker's lock file: %v", err)
 	}
+	if res, err := s.Lead(t.Context(), store.LeadParams{Now: time.Now(), Name: "maintenance", Holder: s.WorkerID(), TTL: time.Minute}); err != nil || res.Leader {
+		t.Fatalf("Lead while the leader lives: %+v, %v; want the helper's lease to hold", res, err)
+	}
 
 	// kill -9.
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -112,7 +121,11 @@ func TestDeadWorker(t *testing.T) {
 	if _, err := os.Stat(lockFile); !os.IsNotExist(err) {
 		t.Errorf("dead worker's lock file after reopen: %v, want removed", err)
 	}
+	// Its leader lease is over too, though its hour has not passed.
 	now := time.Now()
+	if res, err := s2.Lead(t.Context(), store.LeadParams{Now: now, Name: "maintenance", Holder: s2.WorkerID(), TTL: time.Minute}); err != nil || !res.Leader || res.Term != 2 {
+		t.Fatalf("Lead after the leader died: %+v, %v; want a take-over in term 2", res, err)
+	}
 	moved, err = s2.Rescue(t.Context(), store.RescueParams{Now: now})
 	if err != nil || len(moved) != 1 || moved[0].ID != id {
 		t.Fatalf("Rescue after the worker died: %v, %v; want job %d", moved, err, id)
@@ -156,5 +169,8 @@ func TestDeadWorkerRescueWithoutReopen(t *testing.T) {
 	moved, err := s.Rescue(t.Context(), store.RescueParams{Now: time.Now()})
 	if err != nil || len(moved) != 1 || moved[0].ID != id || moved[0].State != job.StateAvailable {
 		t.Fatalf("Rescue after the worker died: %v, %v", moved, err)
+	}
+	if res, err := s.Lead(t.Context(), store.LeadParams{Now: time.Now(), Name: "maintenance", Holder: s.WorkerID(), TTL: time.Minute}); err != nil || !res.Leader {
+		t.Fatalf("Lead after the leader died and Rescue noticed: %+v, %v; want a take-over", res, err)
 	}
 }

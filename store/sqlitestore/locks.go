@@ -140,14 +140,24 @@ func workersOf(stale []staleLock) []string {
 	return ws
 }
 
-// sqlExpireWorker expires the leases of the jobs a Store has running.
-const sqlExpireWorker = `UPDATE jobs SET lease_until = 0 WHERE state = 'running' AND claimed_by = ?`
+// sqlExpireWorker expires the leases of the jobs a Store has running;
+// sqlResignWorker ends the leader leases it holds.
+const (
+	sqlExpireWorker = `UPDATE jobs SET lease_until = 0 WHERE state = 'running' AND claimed_by = ?`
+	sqlResignWorker = `UPDATE leaders SET until = 0 WHERE holder = ? AND until != 0`
+)
 
-// expireWorkers sets lease_until to 0 for the running jobs claimed by the
-// (dead) Stores of workers, so that Rescue returns them at once.
+// expireWorkers ends the leases of the (dead) Stores of workers: those of
+// the running jobs they claimed (lease_until 0), so that Rescue returns
+// them at once, and their leader leases (store.Leader, held under the
+// Store's worker ID by default), so that the next Lead takes over at once
+// rather than after the dead holder's TTL — and, as leader, rescues them.
 func expireWorkers(w *writer, workers []string) error {
 	for _, wk := range workers {
 		if _, err := w.exec(sqlExpireWorker, wk); err != nil {
+			return err
+		}
+		if _, err := w.exec(sqlResignWorker, wk); err != nil {
 			return err
 		}
 	}
