@@ -39,6 +39,9 @@ func TestDBURL(t *testing.T) {
 	hop(t, "postgres://127.0.0.1:1/hopper?sslmode=disable&connect_timeout=5", "jobs", "list").fails(t, 1, "127.0.0.1:1")
 	hop(t, "sqlite:"+path+"?journal=off", "jobs", "list").fails(t, 2, "--db", `unknown parameter "journal"`)
 	hop(t, "sqlite:", "jobs", "list").fails(t, 2, "--db", "no file path")
+	// A misspelt scheme is not a new file; a path to a file of that name is.
+	hop(t, "sqlit:x.db", "enqueue", "exec", "--", "true").fails(t, 2, "--db", `unknown scheme "sqlit"`, "./sqlit:x.db")
+	hop(t, filepath.Join(dir, "sqlit:x.db"), "enqueue", "exec", "--", "true").ok(t)
 	hop(t, filepath.Join(dir, "a?b.db"), "jobs", "list").fails(t, 2, "--db", `"?"`)
 	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
 		t.Fatal("a directory was created")

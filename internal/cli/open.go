@@ -39,16 +39,22 @@ func (d database) name() string {
 	return d.path
 }
 
-// parseDB reads --db: a store URL (sqlite:PATH, later postgres://…) or a
-// bare path, which means a SQLite file. A value is a URL when it starts
-// with a registered scheme and ":" (sqlite:x.db), or with any scheme and
-// "://"; anything else is a path.
+// parseDB reads --db: a store URL (sqlite:PATH, postgres://…) or a bare
+// path, which means a SQLite file. A value is a URL when it starts with a
+// registered scheme and ":" (sqlite:x.db), or with any scheme and "://";
+// one that starts with another scheme and ":" is refused as a misspelt
+// scheme (sqlit:x.db), since taking it as a file name would quietly create
+// a new database ("./sqlit:x.db" names that file); anything else is a path.
 func parseDB(s string) (database, error) {
 	if strings.TrimSpace(s) == "" {
 		return database{}, usagef("--db must not be empty")
 	}
-	if scheme, rest, ok := strings.Cut(s, ":"); ok && isScheme(scheme) &&
-		(slices.Contains(store.Schemes(), strings.ToLower(scheme)) || strings.HasPrefix(rest, "//")) {
+	scheme, rest, ok := strings.Cut(s, ":")
+	if ok && isScheme(scheme) && !slices.Contains(store.Schemes(), strings.ToLower(scheme)) && !strings.HasPrefix(rest, "//") {
+		return database{}, usagef("bad --db %q: unknown scheme %q (registered: %s); for a file of that name, write ./%s",
+			store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "), s)
+	}
+	if ok && isScheme(scheme) {
 		if !strings.EqualFold(scheme, sqlitestore.Scheme) {
 			return database{url: s}, nil
 		}
