@@ -258,7 +258,7 @@ func (a *app) jobsRescheduleCmd() *cobra.Command {
 		priority int
 	)
 	c := &cobra.Command{
-		Use:   "reschedule ID (--at TIME | --delay D) [--priority N]",
+		Use:   "reschedule ID [--at TIME | --delay D] [--priority N]",
 		Short: "Move a waiting job to another time and/or priority",
 		Long: `Move a waiting job (scheduled, available or retrying) to another run time
 and/or priority. A job that is running or finished cannot be moved: the

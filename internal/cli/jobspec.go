@@ -155,7 +155,7 @@ func (f *httpFlags) args(pos []string) (any, error) {
 	if strings.HasPrefix(f.data, "@") {
 		b, err := os.ReadFile(f.data[1:])
 		if err != nil {
-			return nil, fmt.Errorf("--data: %w", err)
+			return nil, usagef("bad --data: %v", err)
 		}
 		a.Body = string(b)
 	} else {

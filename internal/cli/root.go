@@ -193,8 +193,11 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
+		switch {
+		case len(args) < n:
 			return usagef("%s needs %s", cmd.CommandPath(), what)
+		case len(args) > n:
+			return usagef("%s takes only %s, got %d arguments: %s", cmd.CommandPath(), what, len(args), strings.Join(args, " "))
 		}
 		return nil
 	}

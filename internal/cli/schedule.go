@@ -111,6 +111,9 @@ func parseScheduleAdd(cmd *cobra.Command, f *scheduleFlags, args []string) (name
 	name, kind = pos[0], pos[1]
 	kf := newKindFlags(kind)
 	if kf == nil {
+		if newKindFlags(name) != nil { // schedule add exec … : the NAME left out?
+			return "", "", nil, nil, usagef("unknown job kind %q: want exec or http (%q was taken as the schedule's NAME: %s)", kind, name, scheduleAddUse)
+		}
 		return "", "", nil, nil, usagef("unknown job kind %q: want exec or http", kind)
 	}
 	kfs := pflag.NewFlagSet(kind, pflag.ContinueOnError)
@@ -171,7 +174,7 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 		case errors.Is(err, hopper.ErrDuplicate):
 			return fmt.Errorf("schedule %q already exists (use --replace to replace it)", name)
 		case err != nil:
-			return enqueueError(err)
+			return scheduleError(err, f)
 		}
 		v := newScheduleView(sc)
 		if a.json {
@@ -186,6 +189,28 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 		fmt.Fprintf(a.Out, "%s\n", describeTimeout(sc))
 		return nil
 	})
+}
+
+// scheduleError names the flag behind an invalid schedule's field (the
+// library names the fields of hopper.ScheduleOptions and job.Schedule);
+// other errors are enqueueError's.
+func scheduleError(err error, f *scheduleFlags) error {
+	var fe *hopper.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	flag := map[string]string{"cron": "--cron", "time_zone": "--tz", "every": "--every",
+		"fixed_delay": "--fixed-delay", "overlap": "--overlap", "name": "NAME"}[fe.Field]
+	if fe.Field == "spec" {
+		flag = "--cron"
+		if f.cron == "" {
+			flag = "--every"
+		}
+	}
+	if flag == "" {
+		return enqueueError(err)
+	}
+	return usagef("bad %s: %s", flag, fe.Reason)
 }
 
 // describeSpec says when a schedule fires.

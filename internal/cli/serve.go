@@ -36,7 +36,7 @@ func (a *app) serveCmd() *cobra.Command {
 		hf              serverFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
