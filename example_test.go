@@ -249,6 +249,6 @@ func ExampleRegister_validate() {
 	}
 	// Output:
 	// refused, field args: to: a recipient is required
-	// refused, field args: args do not fit hopper_test.email: json: unknown field "subjct"
+	// refused, field args: args do not fit hopper_test.email: unknown field "subjct"
 	// enqueued job 1
 }

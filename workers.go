@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hopperq/hopper/internal/engine"
+	"github.com/hopperq/hopper/internal/jsonerr"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -61,7 +62,7 @@ func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args 
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&args); err != nil {
-				return args, fmt.Errorf("args do not fit %s: %w", typ, err)
+				return args, &jsonerr.ArgsError{Type: typ, Reason: jsonerr.Describe(err)}
 			}
 		}
 		if v, ok := any(&args).(validator); ok {
@@ -147,7 +148,7 @@ func (w *Workers) checkArgs(kind string, args json.RawMessage) (found bool, err 
 func (k *kind) checkArgs(args json.RawMessage) error {
 	if k != nil && k.check != nil {
 		if err := k.check(args); err != nil {
-			return &FieldError{Field: "args", Reason: err.Error()}
+			return &FieldError{Field: "args", Reason: err.Error(), Err: err}
 		}
 	}
 	return nil

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsonerr"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -148,29 +148,15 @@ func decodeError(err error, prefix string) error {
 	if errors.As(err, &mb) {
 		return err
 	}
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return invalid(whole(prefix), "malformed JSON at byte "+strconv.FormatInt(se.Offset, 10)+": "+se.Error())
-	case errors.As(err, &te):
-		field := strings.ReplaceAll(te.Field, "jobOptions.", "") // an embedded struct's name is no field
-		if field == "" {
-			return invalid(whole(prefix), "want a JSON object, got "+te.Value)
-		}
-		return invalid(prefix+field, "want "+jsonType(te.Type.Kind().String())+", got "+te.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid(whole(prefix), "malformed JSON: it ends early")
-	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
-		name = strings.TrimSuffix(name, `"`)
-		return invalid(prefix+name, "unknown field")
-	}
 	if errors.Is(err, errTrailing) {
 		return invalid("body", "more than one JSON value")
 	}
-	return invalid(whole(prefix), strings.TrimPrefix(msg, "json: "))
+	field, reason := jsonerr.Explain(err)
+	field = strings.ReplaceAll(field, "jobOptions.", "") // an embedded struct's name is no field
+	if field == "" {
+		return invalid(whole(prefix), reason)
+	}
+	return invalid(prefix+field, reason)
 }
 
 // whole names the value prefix is the prefix of: "jobs[3]" for "jobs[3].",
@@ -182,19 +168,3 @@ func whole(prefix string) string {
 	return strings.TrimSuffix(prefix, ".")
 }
 
-// jsonType names a Go kind as the JSON type a field wants.
-func jsonType(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
-		return "an integer"
-	case strings.HasPrefix(kind, "float"):
-		return "a number"
-	case kind == "string":
-		return "a string"
-	case kind == "bool":
-		return "true or false"
-	case kind == "slice", kind == "array":
-		return "an array"
-	}
-	return "an object"
-}

@@ -47,7 +47,7 @@ type FieldError struct {
 	Field  string
 	Reason string
 	// Err, if set, is a sentinel the condition also matches with
-	// errors.Is (ErrUnknownKind, say).
+	// errors.Is (ErrUnknownKind, say), or the error behind Reason.
 	Err error
 }
 

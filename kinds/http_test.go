@@ -220,11 +220,11 @@ func TestArgsCheckedAtEnqueue(t *testing.T) {
 		want string
 	}{
 		{KindExec, json.RawMessage(`{"cmd":"echo"}`), `unknown field "cmd"`},
-		{KindExec, json.RawMessage(`{"command":["echo","hi"]}`), "cannot unmarshal array"},
+		{KindExec, json.RawMessage(`{"command":["echo","hi"]}`), `"command": want a string, got array`},
 		{KindExec, nil, "exec: command must not be empty"},
 		{KindExec, ExecArgs{Command: "echo", Env: []string{"NOEQUALS"}}, "env[0]"},
 		{KindHTTP, HTTPArgs{URL: "ftp://example.com"}, "scheme must be http or https"},
-		{KindHTTP, json.RawMessage(`{"url":"http://example.com","timeout":"soon"}`), "field HTTPArgs.timeout"},
+		{KindHTTP, json.RawMessage(`{"url":"http://example.com","timeout":"soon"}`), `"timeout": "soon" (want a Go duration`},
 	} {
 		var fe *hopper.FieldError
 		_, err := c.Enqueue(ctx, tc.kind, tc.args, nil)

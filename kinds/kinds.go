@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsonerr"
 )
 
 // Register registers the built-in kinds, KindExec and KindHTTP, on w,
@@ -63,7 +64,11 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 	}
 	var fe *hopper.FieldError
 	if err := builtins().CheckArgs(kind, raw); errors.As(err, &fe) {
-		return fmt.Errorf("%s: bad args: %s", kind, fe.Reason)
+		reason := fe.Reason
+		if ae := (*jsonerr.ArgsError)(nil); errors.As(fe, &ae) {
+			reason = ae.Reason // the args' terms, not those of the Go type they decode into
+		}
+		return fmt.Errorf("%s: bad args: %s", kind, reason)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsonerr"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -159,7 +160,11 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&l); err != nil {
-				return usagef("line %d: %v (%d jobs enqueued before it)", ln, err, enqueued)
+				reason := jsonerr.Describe(err)
+				if errors.As(err, new(*time.ParseError)) {
+					reason = `"run_at": ` + reason // the line's only time
+				}
+				return usagef("line %d: %s (%d jobs enqueued before it)", ln, reason, enqueued)
 			}
 			r, err := l.request(external)
 			if err != nil {

@@ -88,6 +88,22 @@ func TestBulkKindsAndBytes(t *testing.T) {
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"timeout":"0s"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "timeout", "positive")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"queue":""}`, "enqueue", "--bulk").fails(t, 2, "line 1", "queue", "empty")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"run_at":"2999-01-01T00:00:00Z"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "run_at", "outside the supported range")
+	// Lines that are not jobs are told in the line's terms, not Go's.
+	for line, want := range map[string][]string{
+		`[1]`: {"want an object, got array"},
+		`{"kind":"exec"`: {"not valid JSON"},
+		`{"kind":"exec","args":{"command":"true"},"delay":"5x"}`:    {`"delay": "5x"`, `want a Go duration`},
+		`{"kind":"exec","args":{"command":"true"},"run_at":"soon"}`: {`"run_at": want a time`, "RFC 3339", `"soon"`},
+		`{"kind":"exec","args":{"command":"true"},"priority":"hi"}`: {`"priority": want an integer, got string`},
+		`{"kind":"exec","args":{"command":"true","bogus":1}}`:       {`exec: bad args: unknown field "bogus"`},
+		`{"kind":"exec","args":{"command":5}}`:                      {`exec: bad args: "command": want a string, got number`},
+	} {
+		r := hopIn(t, db, line, "enqueue", "--bulk")
+		r.fails(t, 2, append([]string{"line 1: "}, want...)...)
+		if strings.Contains(r.err, "Go struct") || strings.Contains(r.err, "kinds.") || strings.Contains(r.err, "cli.") {
+			t.Errorf("%s: the error names Go types: %s", line, r.err)
+		}
+	}
 	if n := hop(t, db, "jobs", "count").ok(t).out; n != "1\n" {
 		t.Fatalf("%s jobs, want the 1 send_email", strings.TrimSpace(n))
 	}
