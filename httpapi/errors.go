@@ -167,4 +167,3 @@ func whole(prefix string) string {
 	}
 	return strings.TrimSuffix(prefix, ".")
 }
-

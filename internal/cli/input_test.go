@@ -90,7 +90,7 @@ func TestBulkKindsAndBytes(t *testing.T) {
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"run_at":"2999-01-01T00:00:00Z"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "run_at", "outside the supported range")
 	// Lines that are not jobs are told in the line's terms, not Go's.
 	for line, want := range map[string][]string{
-		`[1]`: {"want an object, got array"},
+		`[1]`:            {"want an object, got array"},
 		`{"kind":"exec"`: {"not valid JSON"},
 		`{"kind":"exec","args":{"command":"true"},"delay":"5x"}`:    {`"delay": "5x"`, `want a Go duration`},
 		`{"kind":"exec","args":{"command":"true"},"run_at":"soon"}`: {`"run_at": want a time`, "RFC 3339", `"soon"`},
