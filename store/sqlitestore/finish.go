@@ -126,6 +126,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	// finishDoneSQL, the others for finishSQL.
 	var done, other []any
 	if distinct && len(p.Outcomes) > 1 {
+		done = make([]any, 0, len(p.Outcomes)*nFinishDoneCols) // most outcomes are successes
 		for i, o := range p.Outcomes {
 			if o.State == job.StateCompleted {
 				done = append(done, int64(o.ID), o.Attempt, jsonText(o.Result), records[i])
@@ -137,7 +138,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	}
 	err := s.write(ctx, func(w *writer) error {
 		clear(reached)
-		if done != nil || other != nil {
+		if len(done) > 0 || len(other) > 0 {
 			var buf []any
 			for _, set := range []struct {
 				qs    *[maxFinishRows + 1]string
