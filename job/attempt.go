@@ -25,6 +25,6 @@ type Attempt struct {
 
 // Outcome names for attempts that did not end in a state change of their own.
 const (
-	OutcomeInterrupted = "interrupted" // worker died (lease expired)
+	OutcomeInterrupted = "interrupted" // worker lost (store.ErrorWorkerLost)
 	OutcomeReleased    = "released"    // shutdown gave the job back; the attempt does not count
 )

@@ -190,89 +190,140 @@ func BenchmarkDriver(b *testing.B) {
 // completed), for 100 jobs per transaction (BEGIN IMMEDIATE … COMMIT,
 // fsynced), with the leanest statements that still keep the schema's
 // indexes true — no attempt record, no result, no lane counts, no Go
-// bookkeeping, and nothing else running. Run with
+// bookkeeping, and nothing else running ("floor"). Two more steps add what
+// the store does beside: the claim returning whole rows, decoded by
+// scanJob ("+rows"), and then the finish through the store's own
+// statement for completed outcomes, with each job's attempt record and the
+// attempt fence ("+records"). Run with
 //
 //	go test -tags sqlitebench -run '^$' -bench BenchmarkFloor -benchtime 2000x -count 3 ./store/sqlitestore/
 //
-// Its jobs/s bounds what the store can reach end to end with one writer
-// (docs/sqlite.md, "The writer's floor").
+// The floor's jobs/s bounds what the store can reach end to end with one
+// writer (docs/sqlite.md, "The writer's floor").
 func BenchmarkFloor(b *testing.B) {
 	for _, d := range benchDrivers {
-		b.Run(d.name, func(b *testing.B) {
-			withDriver(b, d, func(b *testing.B) {
-				path := filepath.Join(b.TempDir(), "floor.db")
-				s, err := Open(context.Background(), path, Options{}) // the schema, migrated
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.Close()
-				db, err := sql.Open(driverName, path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer db.Close()
-				db.SetMaxOpenConns(1)
-				for _, q := range []string{"PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA temp_store = MEMORY"} {
-					if _, err := db.Exec(q); err != nil {
-						b.Fatal(err)
-					}
-				}
-				row := "('email', 'default', '{\"to\":\"someone@example.com\",\"n\":12345}', 0, ?1, 'available', 25, ?1)"
-				ins := `INSERT INTO jobs (kind, queue, args, priority, run_at, state, max_attempts, created_at) VALUES ` +
-					strings.Repeat(row+", ", 99) + row
-				claim := `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, lease_until = ?2,
-					worker = 'w', claimed_by = 'me'
-					WHERE id IN (SELECT id FROM jobs WHERE queue = 'default' AND kind = 'email' AND state = 'available'
-						ORDER BY priority, run_at, id LIMIT 100) AND state = 'available'
-					RETURNING id, attempt`
-				finish := `UPDATE jobs SET state = 'completed', worker = NULL, claimed_by = NULL, lease_until = 0,
-					finished_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'running'`
-				var stmts [3]*sql.Stmt // prepared once, as the store's writer does
-				for i, q := range []string{ins, claim, finish} {
-					if stmts[i], err = db.Prepare(q); err != nil {
-						b.Fatal(err)
-					}
-					defer stmts[i].Close()
-				}
-				now := benchT0.UnixNano()
-				ids := make([]string, 0, 100)
-				b.ResetTimer()
-				cpu := cpuTime()
-				for range b.N {
-					tx, err := db.Begin()
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := tx.Stmt(stmts[0]).Exec(now); err != nil {
-						b.Fatal(err)
-					}
-					rows, err := tx.Stmt(stmts[1]).Query(now, now+int64(time.Hour))
-					if err != nil {
-						b.Fatal(err)
-					}
-					ids = ids[:0]
-					for rows.Next() {
-						var id, attempt int64
-						if err := rows.Scan(&id, &attempt); err != nil {
-							b.Fatal(err)
-						}
-						ids = append(ids, strconv.FormatInt(id, 10))
-					}
-					if err := rows.Close(); err != nil || len(ids) != 100 {
-						b.Fatalf("claimed %d: %v", len(ids), err)
-					}
-					if n, err := tx.Stmt(stmts[2]).Exec(now, "["+strings.Join(ids, ",")+"]"); err != nil {
-						b.Fatal(err)
-					} else if k, _ := n.RowsAffected(); k != 100 {
-						b.Fatalf("finished %d", k)
-					}
-					if err := tx.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
-				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N*100), "cpu-ns/job")
+		for _, step := range []struct {
+			name             string
+			wholeRow, record bool
+		}{{"floor", false, false}, {"+rows", true, false}, {"+records", true, true}} {
+			b.Run(d.name+"/"+step.name, func(b *testing.B) {
+				withDriver(b, d, func(b *testing.B) { benchFloor(b, step.wholeRow, step.record) })
 			})
-		})
+		}
 	}
+}
+
+func benchFloor(b *testing.B, wholeRow, record bool) {
+	path := filepath.Join(b.TempDir(), "floor.db")
+	s, err := Open(context.Background(), path, Options{}) // the schema, migrated
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open(driverName, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA temp_store = MEMORY"} {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	row := "('email', 'default', '{\"to\":\"someone@example.com\",\"n\":12345}', 0, ?1, 'available', 25, ?1)"
+	ins := `INSERT INTO jobs (kind, queue, args, priority, run_at, state, max_attempts, created_at) VALUES ` +
+		strings.Repeat(row+", ", 99) + row
+	returning := "id, attempt"
+	if wholeRow {
+		returning = jobCols
+	}
+	claim := `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, lease_until = ?2,
+		worker = 'w', claimed_by = 'me'
+		WHERE id IN (SELECT id FROM jobs WHERE queue = 'default' AND kind = 'email' AND state = 'available'
+			ORDER BY priority, run_at, id LIMIT 100) AND state = 'available'
+		RETURNING ` + returning
+	finish := `UPDATE jobs SET state = 'completed', worker = NULL, claimed_by = NULL, lease_until = 0,
+		finished_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'running'`
+	if record {
+		finish = finishDoneSQL[50]
+	}
+	var stmts [3]*sql.Stmt // prepared once, as the store's writer does
+	for i, q := range []string{ins, claim, finish} {
+		if stmts[i], err = db.Prepare(q); err != nil {
+			b.Fatal(err)
+		}
+		defer stmts[i].Close()
+	}
+	now := benchT0.UnixNano()
+	ids := make([]string, 0, 100)
+	var jobs []*job.Job
+	var args []any
+	b.ResetTimer()
+	cpu := cpuTime()
+	for range b.N {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Stmt(stmts[0]).Exec(now); err != nil {
+			b.Fatal(err)
+		}
+		rows, err := tx.Stmt(stmts[1]).Query(now, now+int64(time.Hour))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids, jobs = ids[:0], jobs[:0]
+		for rows.Next() {
+			var id, attempt int64
+			if wholeRow {
+				j, err := scanJob(rows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				jobs = append(jobs, j)
+				id, attempt = int64(j.ID), int64(j.Attempt)
+			} else if err := rows.Scan(&id, &attempt); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		if err := rows.Close(); err != nil || len(ids) != 100 {
+			b.Fatalf("claimed %d: %v", len(ids), err)
+		}
+		finished := int64(0)
+		if record {
+			for half := range 2 { // the store's statements take up to 64 rows
+				args = args[:0]
+				for _, j := range jobs[50*half : 50*half+50] {
+					rec, err := store.EncodeAttempt(job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt,
+						Duration: time.Millisecond, Worker: "w", Outcome: job.StateCompleted.String()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					args = append(args, int64(j.ID), j.Attempt, nil, rec)
+				}
+				rows, err := tx.Stmt(stmts[2]).Query(append(args, now)...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+					finished++
+				}
+				rows.Close()
+			}
+		} else if n, err := tx.Stmt(stmts[2]).Exec(now, "["+strings.Join(ids, ",")+"]"); err != nil {
+			b.Fatal(err)
+		} else {
+			finished, _ = n.RowsAffected()
+		}
+		if finished != 100 {
+			b.Fatalf("finished %d", finished)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N*100), "cpu-ns/job")
 }
