@@ -73,7 +73,7 @@ const (
 		lease_until = ?3, claimed_by = ?4, cancel_requested = 0`
 	sqlClaim = sqlClaimSet + `
 		WHERE id IN (SELECT value FROM json_each(?5)) AND state = 'available'
-		RETURNING ` + jobCols
+		RETURNING ` + claimedCols
 )
 
 // Every LIMIT takes its bound parameter as +?N, not ?N: SQLite (3.47+)
@@ -107,7 +107,7 @@ var claimSQL = func() (qs [maxClaimArms + 1]string) {
 		qs[n] = sqlClaimSet + `
 		WHERE id IN (SELECT id FROM (` + unionArms(n, arm) + `) ORDER BY priority, run_at, id LIMIT +?5)
 		AND state = 'available'
-		RETURNING ` + jobCols
+		RETURNING ` + claimedCols
 	}
 	return qs
 }()
@@ -129,7 +129,7 @@ var claimCappedSQL = func() (qs [maxClaimArms + 1]string) {
 				FROM (` + unionArms(n, arm) + `))
 			WHERE rn <= ql ORDER BY priority, run_at, id LIMIT +?5)
 		AND state = 'available'
-		RETURNING ` + jobCols
+		RETURNING ` + claimedCols
 	}
 	return qs
 }()
@@ -243,7 +243,7 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	// 3. Claim.
 	var jobs []*job.Job
 	if len(lanes) <= maxClaimArms {
-		jobs, err = w.queryJobs(claimStatement(lanes, capped), s.claimArgs(p, lanes, capped)...)
+		jobs, err = w.queryClaimed(p, claimStatement(lanes, capped), s.claimArgs(p, lanes, capped)...)
 	} else {
 		jobs, err = s.claimMerged(w, p, lanes)
 	}
@@ -262,6 +262,26 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	})
 	res.Jobs = jobs
 	return res, nil
+}
+
+// queryClaimed runs q, a claim for p (sqlClaimSet, RETURNING
+// claimedCols), and reads the jobs it claimed.
+func (w *writer) queryClaimed(p store.ClaimParams, q string, args ...any) ([]*job.Job, error) {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	now, lease := store.UnixNanos(p.Now), store.UnixNanos(p.LeaseUntil)
+	var out []*job.Job
+	for rows.Next() {
+		j, err := scanClaimed(rows, now, p.Worker, lease)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
 }
 
 // readyLanes returns the lanes of p with available jobs, with their
@@ -362,7 +382,7 @@ func (s *Store) claimMerged(w *writer, p store.ClaimParams, lanes []lane) ([]*jo
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return w.queryJobs(sqlClaim, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, idList(ids))
+	return w.queryClaimed(p, sqlClaim, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker, idList(ids))
 }
 
 // promote makes the scheduled and retrying jobs due by now available, in

@@ -98,54 +98,89 @@ type scanner interface {
 
 // scanJob reads one row selected with jobCols.
 func scanJob(r scanner) (*job.Job, error) {
-	var (
-		j                                 job.Job
-		state                             string
-		args, result, retry, attempts     []byte
-		unique, worker, schedule          *string
-		runAt, created, started, finished int64
-		lease, fire, timeout, cancelReq   int64
-	)
-	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &args, &j.Priority, &runAt, &state,
-		&j.MaxAttempts, &j.Attempt, &timeout, &unique, &retry, &result, &j.LastError,
-		&attempts, &created, &started, &finished, &worker, &lease, &j.Crashes,
-		&cancelReq, &schedule, &fire)
+	var row jobRow
+	j := &row.j
+	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt, &row.state,
+		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
+		&row.attempts, &row.created, &row.started, &row.finished, &row.worker, &row.lease, &j.Crashes,
+		&row.cancelReq, &row.schedule, &row.fire)
 	if err != nil {
 		return nil, err
 	}
-	if j.State, err = parseState(state); err != nil {
+	return row.job()
+}
+
+// claimedCols is jobCols without the columns a claim sets to values it
+// knows (sqlClaimSet: state, started_at, worker, lease_until,
+// cancel_requested), in scanClaimed's order. Each column read costs the
+// driver two calls, each behind the connection's mutex: returning whole
+// rows cost the writer about half as much again as the claim's row writes
+// (performance.md, "The writer's floor").
+const claimedCols = `id, kind, queue, args, priority, run_at, max_attempts, attempt,
+	timeout, unique_key, retry, result, last_error, attempts, created_at,
+	finished_at, crashes, schedule, fire_time`
+
+// scanClaimed reads one row a claim returned (claimedCols): a job it made
+// running at now for worker, leased until lease.
+func scanClaimed(r scanner, now int64, worker string, lease int64) (*job.Job, error) {
+	row := jobRow{state: stateName(job.StateRunning), started: now, worker: &worker, lease: lease}
+	j := &row.j
+	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt,
+		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
+		&row.attempts, &row.created, &row.finished, &j.Crashes, &row.schedule, &row.fire)
+	if err != nil {
+		return nil, err
+	}
+	return row.job()
+}
+
+// jobRow is a job row's columns as scanned.
+type jobRow struct {
+	j                                 job.Job
+	state                             string
+	args, result, retry, attempts     []byte
+	unique, worker, schedule          *string
+	runAt, created, started, finished int64
+	lease, fire, timeout, cancelReq   int64
+}
+
+// job decodes the row.
+func (r *jobRow) job() (*job.Job, error) {
+	j := &r.j
+	var err error
+	if j.State, err = parseState(r.state); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
-	if len(args) > 0 {
-		j.Args = json.RawMessage(args)
+	if len(r.args) > 0 {
+		j.Args = json.RawMessage(r.args)
 	}
-	if len(result) > 0 {
-		j.Result = json.RawMessage(result)
+	if len(r.result) > 0 {
+		j.Result = json.RawMessage(r.result)
 	}
-	j.RunAt = store.FromUnixNanos(runAt)
-	j.Timeout = time.Duration(timeout)
-	if unique != nil {
-		j.UniqueKey = *unique
+	j.RunAt = store.FromUnixNanos(r.runAt)
+	j.Timeout = time.Duration(r.timeout)
+	if r.unique != nil {
+		j.UniqueKey = *r.unique
 	}
-	if j.Retry, err = store.DecodePolicy(retry); err != nil {
+	if j.Retry, err = store.DecodePolicy(r.retry); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
-	if len(attempts) > 0 {
-		if j.Attempts, err = store.DecodeAttempts(attempts); err != nil {
+	if len(r.attempts) > 0 {
+		if j.Attempts, err = store.DecodeAttempts(r.attempts); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}
-	j.CreatedAt = store.FromUnixNanos(created)
-	j.StartedAt = store.FromUnixNanos(started)
-	j.FinishedAt = store.FromUnixNanos(finished)
-	if worker != nil {
-		j.Worker = *worker
+	j.CreatedAt = store.FromUnixNanos(r.created)
+	j.StartedAt = store.FromUnixNanos(r.started)
+	j.FinishedAt = store.FromUnixNanos(r.finished)
+	if r.worker != nil {
+		j.Worker = *r.worker
 	}
-	j.LeaseUntil = store.FromUnixNanos(lease)
-	j.CancelRequested = cancelReq != 0
-	if schedule != nil {
-		j.Schedule = *schedule
+	j.LeaseUntil = store.FromUnixNanos(r.lease)
+	j.CancelRequested = r.cancelReq != 0
+	if r.schedule != nil {
+		j.Schedule = *r.schedule
 	}
-	j.FireTime = store.FromUnixNanos(fire)
-	return &j, nil
+	j.FireTime = store.FromUnixNanos(r.fire)
+	return j, nil
 }
