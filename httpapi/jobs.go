@@ -184,6 +184,11 @@ func filters(q map[string][]string) (hopper.ListOptions, error) {
 		if _, given := q[f.name]; given && strings.TrimSpace(v) == "" {
 			return o, invalid(f.name, "blank: leave it out for every "+f.name)
 		}
+		if v != "" {
+			if err := job.CheckName(f.name, v); err != nil { // no job has such a name
+				return o, err
+			}
+		}
 		*f.to = v
 	}
 	return o, nil

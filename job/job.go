@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper/backoff"
@@ -112,7 +113,9 @@ func CheckTime(field string, t time.Time) error {
 }
 
 // CheckName returns a *FieldError for field unless s is a non-blank,
-// valid UTF-8 name of at most MaxNameSize bytes.
+// valid UTF-8 name of at most MaxNameSize bytes without control characters
+// (a name is shown in tables, logs and metric labels, and PostgreSQL
+// cannot store a NUL).
 func CheckName(field, s string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
@@ -121,6 +124,10 @@ func CheckName(field, s string) error {
 		return Invalid(field, "longer than %d bytes", MaxNameSize)
 	case !utf8.ValidString(s):
 		return Invalid(field, "not valid UTF-8")
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return Invalid(field, "holds a control character (%U) at byte %d", r, i)
 	}
 	return nil
 }
@@ -202,6 +209,9 @@ func (j *Job) Validate(now time.Time) error {
 	}
 	if len(j.UniqueKey) > MaxKeySize || !utf8.ValidString(j.UniqueKey) {
 		return Invalid("unique_key", "must be valid UTF-8 of at most %d bytes", MaxKeySize)
+	}
+	if i := strings.IndexByte(j.UniqueKey, 0); i >= 0 {
+		return Invalid("unique_key", "holds a NUL byte at byte %d, which PostgreSQL cannot store", i)
 	}
 	if j.Retry != nil {
 		if err := j.Retry.Validate(); err != nil {

@@ -132,6 +132,11 @@ func TestValidate(t *testing.T) {
 		{"far future", Job{Kind: "k", Queue: "q", MaxAttempts: 1, RunAt: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
 		{"before 1970", Job{Kind: "k", Queue: "q", MaxAttempts: 1, RunAt: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
 		{"long queue", Job{Kind: "k", Queue: string(make([]byte, 300)), MaxAttempts: 1}, "queue"},
+		{"NUL in queue", Job{Kind: "k", Queue: "a\x00b", MaxAttempts: 1}, "queue"},
+		{"newline in kind", Job{Kind: "k\n", Queue: "q", MaxAttempts: 1}, "kind"},
+		{"NUL in unique key", Job{Kind: "k", Queue: "q", MaxAttempts: 1, UniqueKey: "u\x00"}, "unique_key"},
+		{"tab in unique key", Job{Kind: "k", Queue: "q", MaxAttempts: 1, UniqueKey: "a\tb"}, ""},
+		{"spaces and symbols in queue", Job{Kind: "k", Queue: "a b!é", MaxAttempts: 1}, ""},
 		{"func with args", Job{Func: func(context.Context) (any, error) { return nil, nil }, Queue: "q", MaxAttempts: 1, Args: []byte("1")}, "args"},
 	} {
 		err := tc.j.Validate(now)
