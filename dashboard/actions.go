@@ -73,7 +73,9 @@ func (h *handler) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 	var runAt time.Time
 	if r.PostFormValue("now") != "" {
 		runAt = time.Now()
-	} else if s := strings.TrimSpace(r.PostFormValue("run_at")); s != "" {
+	} else if s := strings.TrimSpace(r.PostFormValue("run_at")); s != "" && s != r.PostFormValue("run_at_was") {
+		// The form shows the run time to the minute: sent back as shown,
+		// it is left as it is (to the nanosecond), not rounded.
 		t, err := parseLocal(s, h.loc)
 		if err != nil {
 			h.done(w, r, true, fmt.Sprintf("Run at %q: want a date and time such as %s.", s, time.Now().In(h.loc).Format(datetimeLocal)), back)

@@ -385,6 +385,24 @@ func TestJobActions(t *testing.T) {
 	if !strings.Contains(msg, "rescheduled") || !strings.Contains(msg, `class="flash"`) {
 		t.Errorf("no message after rescheduling")
 	}
+	// The run time sent back as the form showed it, with a new priority:
+	// the run time stays exact (the form shows minutes only).
+	exact := time.Now().Add(2*time.Hour + 1234567*time.Microsecond).UTC()
+	if _, err := e.c.Reschedule(t.Context(), waiting, exact, nil); err != nil {
+		t.Fatal(err)
+	}
+	shown := exact.Format(datetimeLocal) // the env shows UTC
+	if body := e.get(path(waiting, ""), "").want(t, 200).body; !strings.Contains(body, `name="run_at_was" value="`+shown+`"`) {
+		t.Fatalf("the form does not carry the run time it shows (%s)", shown)
+	}
+	e.post(path(waiting, "/reschedule"), "", url.Values{"run_at": {shown}, "run_at_was": {shown}, "priority": {"-6"}}).want(t, http.StatusSeeOther)
+	if j := e.job(waiting); !j.RunAt.Equal(exact) || j.Priority != -6 {
+		t.Errorf("priority changed with the run time as shown: run at %v, priority %d; want %v, -6", j.RunAt, j.Priority, exact)
+	}
+	e.post(path(waiting, "/reschedule"), "", url.Values{"run_at": {at.Format(datetimeLocal)}, "run_at_was": {shown}}).want(t, http.StatusSeeOther)
+	if j := e.job(waiting); !j.RunAt.Equal(at) {
+		t.Errorf("a changed run time: run at %v, want %v", j.RunAt, at)
+	}
 	// Bad input changes nothing and says why.
 	r = e.post(path(waiting, "/reschedule"), "", url.Values{"run_at": {"tomorrow"}}).want(t, http.StatusSeeOther)
 	if !strings.Contains(cookies(r), "err") || !e.job(waiting).RunAt.Equal(at) {
