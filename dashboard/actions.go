@@ -209,7 +209,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if got := scopeOf(r.Context()); got < act.scope {
-		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; to %s jobs you need a %s token.", scopeVerb(got), act.name, act.scope))
+		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; to %s jobs you need %s %s token.", scopeVerb(got), act.name, article(act.scope.String()), act.scope))
 		return
 	}
 	all := form.Get("all") == "1"
@@ -387,3 +387,11 @@ func capitalize(s string) string {
 
 // schedulePath is the anchor of a schedule on the schedules page.
 func scheduleAnchor(name string) string { return "schedule-" + url.PathEscape(name) }
+
+// article is "an" before a word that starts with a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}

@@ -225,11 +225,26 @@ func (a *api) allow(r *http.Request, need httpauth.Scope) error {
 	if got < need {
 		msg := "this token has " + got.String() + " scope; this operation needs " + need.String()
 		if a.auth.ReadOnly {
-			msg = "the server is read-only: this operation needs " + need.String() + " scope"
+			msg = "the server is read-only (started with --read-only or Auth.ReadOnly): it takes no " + need.String() + " operation, whatever the token"
 		}
 		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
 	}
 	return nil
+}
+
+// GetOnly returns h for GET and HEAD requests; any other method gets the
+// API's JSON 405 with Allow. For endpoints served beside the API (/metrics,
+// /healthz, /readyz) on a mux whose catch-all would otherwise answer them.
+func GetOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+				Message: r.Method + " is not allowed here; allowed: GET, HEAD"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Protect returns h behind auth: a request whose token has less than scope

@@ -135,9 +135,9 @@ func loopback(a net.Addr) bool {
 func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.Prefix+"/", httpapi.New(c, httpapi.Options{Auth: auth, Logger: log}))
-	mux.Handle("GET /metrics", httpapi.Protect(auth, httpauth.Read, m.Handler()))
-	mux.Handle("GET /healthz", httpapi.Health())
-	mux.Handle("GET /readyz", httpapi.Ready(c, httpapi.HealthOptions{Logger: log}))
+	mux.Handle("/metrics", httpapi.GetOnly(httpapi.Protect(auth, httpauth.Read, m.Handler())))
+	mux.Handle("/healthz", httpapi.GetOnly(httpapi.Health()))
+	mux.Handle("/readyz", httpapi.GetOnly(httpapi.Ready(c, httpapi.HealthOptions{Logger: log})))
 	mux.Handle("/", dashboard.New(c, dashboard.Options{Auth: auth, Logger: log}))
 	return mux
 }

@@ -131,6 +131,9 @@ func TestServeHTTP(t *testing.T) {
 	}
 	s.want("", "GET", "/healthz", "", 200, `"ok"`)
 	s.want("", "GET", "/readyz", "", 200, `"ok"`)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		s.want(cliAdmin, "POST", path, "", 405, `"method_not_allowed"`, "GET, HEAD")
+	}
 	s.want("", "GET", "/api/v1/jobs", "", 401, `"unauthorized"`)
 	s.want(cliRead, "POST", "/api/v1/jobs", `{"kind":"exec","args":{"command":"echo","args":["hi"]}}`, 403, `"forbidden"`)
 	body := s.want(cliAdmin, "POST", "/api/v1/jobs", `{"kind":"exec","args":{"command":"echo","args":["over http"]}}`, 201, `"id"`)
