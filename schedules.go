@@ -34,7 +34,8 @@ type ScheduleOptions struct {
 	// macro (@hourly, @daily, @weekly, @monthly, @yearly). Set Cron or
 	// Every.
 	Cron string
-	// TimeZone is the IANA zone Cron is read in (default UTC). Across DST,
+	// TimeZone is the IANA zone Cron is read in (default UTC; not "Local").
+	// Across DST,
 	// a time in the spring-forward gap fires once at the end of the gap and
 	// a repeated fall-back hour fires once.
 	TimeZone string
@@ -103,6 +104,9 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		if o.FixedDelay {
 			return nil, &FieldError{Field: "fixed_delay", Reason: "applies to every, not to cron"}
 		}
+		if o.TimeZone == "Local" { // time.LoadLocation takes it: each host's own zone
+			return nil, &FieldError{Field: "time_zone", Reason: `"Local" is each server's own zone, which servers sharing a database may not share; want an IANA name such as Europe/Berlin`}
+		}
 		sc.Spec = o.Cron
 	case o.Every != 0:
 		if o.Every < time.Second {
@@ -122,7 +126,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	if err := job.CheckTime("next_run_at", next); err != nil {
 		return nil, err
 	}
-	sc.NextRunAt = next
+	sc.NextRunAt = next.UTC() // as the stores return it, whatever the zone
 	if err := c.store.AddSchedule(ctx, store.AddScheduleParams{Schedule: sc, Replace: o.Replace}); err != nil {
 		return nil, err
 	}

@@ -171,6 +171,9 @@ func TestScheduleCronAcrossDST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if loc := sc.NextRunAt.Location(); loc != time.UTC {
+		t.Errorf("AddSchedule's NextRunAt is in %v, want UTC as the store returns it", loc)
+	}
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	// Step from 2026-03-27 through 2026-03-31, one simulated minute at a time.
 	at := time.Date(2026, 3, 27, 0, 0, 0, 0, berlin)
@@ -206,6 +209,7 @@ func TestAddScheduleRejectsBadInput(t *testing.T) {
 		{"x", hopper.ScheduleOptions{Kind: "k"}, "cron"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "* * *"}, "spec"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "0 9 * * *", TimeZone: "Mars/Olympus"}, "time_zone"},
+		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "0 9 * * *", TimeZone: "Local"}, "time_zone"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "0 9 * * *", Every: time.Minute}, "cron"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Every: time.Millisecond}, "every"},
 		{"x", hopper.ScheduleOptions{Cron: "@daily"}, "kind"},
