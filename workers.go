@@ -205,7 +205,7 @@ func (c *Client) checkKind(kind string, kd *kind, args json.RawMessage) error {
 	}
 	return &FieldError{
 		Field: "kind",
-		Reason: fmt.Sprintf("no handler registered for %q (registered: %s); list kinds that other processes run in Config.ExternalKinds",
+		Reason: fmt.Sprintf("no handler registered for %q (registered: %s); list kinds that other processes run in Config.ExternalKinds (hopper serve: --external-kinds)",
 			kind, quoteList(known)),
 		Err: ErrUnknownKind,
 	}

@@ -90,7 +90,7 @@ func toError(err error, rename func(string) string) *Error {
 		if rename != nil {
 			field = rename(field)
 		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Field: field, Message: fe.Reason}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Field: field, Message: jsonerr.ArgsReason(fe, fe.Reason)}
 	}
 	var mb *http.MaxBytesError
 	if errors.As(err, &mb) {

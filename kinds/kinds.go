@@ -64,11 +64,7 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 	}
 	var fe *hopper.FieldError
 	if err := builtins().CheckArgs(kind, raw); errors.As(err, &fe) {
-		reason := fe.Reason
-		if ae := (*jsonerr.ArgsError)(nil); errors.As(fe, &ae) {
-			reason = ae.Reason // the args' terms, not those of the Go type they decode into
-		}
-		return fmt.Errorf("%s: bad args: %s", kind, reason)
+		return fmt.Errorf("%s: bad args: %s", kind, jsonerr.ArgsReason(fe, fe.Reason))
 	}
 	return nil
 }

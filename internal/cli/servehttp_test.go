@@ -147,7 +147,7 @@ func TestServeHTTP(t *testing.T) {
 	s.want(cliRead, "GET", fmt.Sprintf("/api/v1/jobs/%d", res.ID), "", 200, `"over http`)
 	s.want(cliAdmin, "POST", "/api/v1/jobs", `{"kind":"send_email"}`, 400, `"field":"kind"`)
 	// Args the built-in kind cannot run are refused, not stored to die.
-	s.want(cliAdmin, "POST", "/api/v1/jobs", `{"kind":"exec","args":{"command":["echo","hi"]}}`, 400, `"field":"args"`, `want a string, got array`)
+	s.want(cliAdmin, "POST", "/api/v1/jobs", `{"kind":"exec","args":{"command":["echo","hi"]}}`, 400, `"field":"args"`, `"message":"\"command\": want a string, got array"`)
 	s.want(cliAdmin, "POST", "/api/v1/schedules", `{"name":"t","every":"1m","kind":"http","args":{"url":"ftp://x"}}`, 400, `"field":"args"`, "http or https")
 	s.want(cliRead, "GET", "/api/v1/jobs/count", "", 200, `"count":1}`)
 	s.want(cliRead, "GET", "/api/v1/schedules", "", 200, `"schedules":[]`)

@@ -104,3 +104,13 @@ type ArgsError struct {
 // Error names the type, for the Go programmer; Reason alone is in the
 // args' own terms, for the person or program that wrote them.
 func (e *ArgsError) Error() string { return "args do not fit " + e.Type + ": " + e.Reason }
+
+// ArgsReason returns, for err or an error it wraps that is an *ArgsError,
+// its Reason — what a person or a program in another language who wrote
+// the args can act on — and otherwise def.
+func ArgsReason(err error, def string) string {
+	if ae := (*ArgsError)(nil); errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return def
+}
