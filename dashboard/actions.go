@@ -273,8 +273,11 @@ func (h *handler) confirmBulk(w http.ResponseWriter, r *http.Request, act bulkAc
 			return
 		}
 		v.Describe = f.describe()
-		if st, err := h.hub.stats(r.Context()); err == nil {
-			v.N, v.Counted = f.count(st)
+		// Counted now, not from the page's cached stats (up to StatsMaxAge
+		// old): a page that asks "are you sure" must not say "0 jobs" for
+		// jobs enqueued a moment ago.
+		if n, err := h.c.Count(r.Context(), f.options()); err == nil {
+			v.N, v.Counted = n, true
 		}
 		hidden = append(hidden, hiddenField{"all", "1"}, hiddenField{"upto", strconv.FormatInt(int64(newest[0].ID), 10)})
 		for k, vs := range f.values() {

@@ -484,6 +484,24 @@ func TestExecOutput(t *testing.T) {
 }
 
 // TestBulk: a selection, and every job matching a filter up to the
+// TestBulkConfirmCountsNow: the confirmation page counts the matching jobs
+// when it is shown, not from the stats the pages cache.
+func TestBulkConfirmCountsNow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{StatsMaxAge: time.Hour})
+	e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour, Queue: "bulk"})
+	form := url.Values{"action": {"cancel"}, "all": {"1"}, "queue": {"bulk"}, "back": {"/jobs?queue=bulk"}}
+	if body := e.post("/bulk", "", form).want(t, 200).body; !strings.Contains(body, "1 job matches now") {
+		t.Fatalf("confirmation: %s", clip(body))
+	}
+	e.get("/", "").want(t, 200) // the stats cached for an hour
+	e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour, Queue: "bulk"})
+	e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour, Queue: "bulk"})
+	if body := e.post("/bulk", "", form).want(t, 200).body; !strings.Contains(body, "3 jobs match now") {
+		t.Errorf("confirmation after two more: %s", clip(body))
+	}
+}
+
 // newest when confirmed (jobs enqueued after that are left alone).
 func TestBulk(t *testing.T) {
 	t.Parallel()
