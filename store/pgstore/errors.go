@@ -68,7 +68,23 @@ func isPoolClosed(err error) bool {
 	return strings.Contains(err.Error(), "closed pool") || strings.Contains(err.Error(), "conn closed")
 }
 
+// translated marks an error translate made, so that an error translated
+// on its way up is not translated (and prefixed) again.
+type translated struct{ error }
+
+func (t translated) Unwrap() error { return t.error }
+
 func translate(schema string, err error) error {
+	if errors.As(err, new(translated)) {
+		return err
+	}
+	if out := translateOnce(schema, err); out != err {
+		return translated{out}
+	}
+	return err
+}
+
+func translateOnce(schema string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {

@@ -75,6 +75,23 @@ func TestErrorsAreDomainErrors(t *testing.T) {
 	if n, _ := s.Count(ctx, store.ListParams{}); n != 1 {
 		t.Errorf("after the refused Enqueue: %d jobs, want 1", n)
 	}
+	// A server error says where it comes from once, however many layers
+	// it went through (a NUL, which PostgreSQL cannot store in text).
+	nul := newJob(t, "k")
+	nul.Queue = "a\x00"
+	for name, op := range map[string]func() error{
+		"List":  func() error { _, err := s.List(ctx, store.ListParams{Kind: "a\x00"}); return err },
+		"Count": func() error { _, err := s.Count(ctx, store.ListParams{Queue: "a\x00"}); return err },
+		"Enqueue": func() error {
+			_, err := s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{nul}})
+			return err
+		},
+		"GetSchedule": func() error { _, err := s.GetSchedule(ctx, "a\x00"); return err },
+	} {
+		if err := op(); err == nil || strings.Count(err.Error(), "pgstore:") != 1 {
+			t.Errorf("%s with a NUL: got %v, want one error from the server, prefixed once", name, err)
+		}
+	}
 	if _, err := s.Cancel(ctx, store.CancelParams{Now: t0, ID: 12345}); !errors.Is(err, job.ErrNotFound) {
 		t.Errorf("Cancel of an unknown job: got %v, want job.ErrNotFound", err)
 	}

@@ -872,15 +872,17 @@ func TestPitfallIdleWorkers(t *testing.T) {
 	}
 	const settle, window = 1500 * time.Millisecond, 3 * time.Second
 	time.Sleep(settle) // a measurement window, not a wait for an event
-	x0, t1 := xacts()
-	time.Sleep(window)
-	x1, t2 := xacts()
+	measure := func() (int64, time.Duration) {
+		x0, t1 := xacts()
+		time.Sleep(window)
+		x1, t2 := xacts()
+		return x1 - x0, t2.Sub(t1)
+	}
+	got, w := measure()
 	var backends int
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db).Scan(&backends); err != nil {
 		t.Fatal(err)
 	}
-	w := t2.Sub(t1)
-	got := x1 - x0
 	// The bound, per process over the window w, with one more second for
 	// the statistics' lag (transactions done before the window, reported
 	// in it):
@@ -904,7 +906,17 @@ func TestPitfallIdleWorkers(t *testing.T) {
 		procs, poll, backends, got, w.Round(time.Millisecond), float64(got)/w.Seconds(),
 		float64(got)/procs/(float64(w)/float64(poll)), bound)
 	if got > bound {
-		t.Errorf("%d idle processes: %d transactions in %v, want at most %d", procs, got, w.Round(time.Millisecond), bound)
+		// On a loaded machine (the package's other tests beside this one)
+		// the 20 start-ups can still be running, or be reported late, in
+		// the first window: measure a second one. A busy loop would fill
+		// both.
+		first := got
+		if got, w = measure(); got > bound {
+			t.Errorf("%d idle processes: %d then %d transactions in two windows of %v, want at most %d",
+				procs, first, got, w.Round(time.Millisecond), bound)
+		} else {
+			t.Logf("the first window had %d transactions (start-up), the second %d", first, got)
+		}
 	}
 
 	// One job, enqueued by another process: one of them runs it, once.
