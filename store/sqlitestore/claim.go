@@ -271,17 +271,8 @@ func (w *writer) queryClaimed(p store.ClaimParams, q string, args ...any) ([]*jo
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	now, lease := store.UnixNanos(p.Now), store.UnixNanos(p.LeaseUntil)
-	var out []*job.Job
-	for rows.Next() {
-		j, err := scanClaimed(rows, now, p.Worker, lease)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return scanEach(rows, func(r scanner) (*job.Job, error) { return scanClaimed(r, now, p.Worker, lease) })
 }
 
 // readyLanes returns the lanes of p with available jobs, with their

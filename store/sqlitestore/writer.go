@@ -127,11 +127,14 @@ func (w *writer) queryJobs(q string, args ...any) ([]*job.Job, error) {
 	return scanJobs(rows)
 }
 
-func scanJobs(rows *sql.Rows) ([]*job.Job, error) {
+func scanJobs(rows *sql.Rows) ([]*job.Job, error) { return scanEach(rows, scanJob) }
+
+// scanEach reads every row with scan and closes rows.
+func scanEach(rows *sql.Rows, scan func(scanner) (*job.Job, error)) ([]*job.Job, error) {
 	defer rows.Close()
 	var out []*job.Job
 	for rows.Next() {
-		j, err := scanJob(rows)
+		j, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
