@@ -37,3 +37,30 @@ func countingEngine(st store.Store, workers int, ran *atomic.Int64) *Engine {
 			return func(context.Context, *job.Job) ([]byte, error) { ran.Add(1); return nil, nil }, Settings{}, nil
 		}})
 }
+
+// gatedStore wraps a store for tests of the engine's timing: its first
+// Claim waits for claimGate to close and its first Finish for finishGate
+// (a nil gate: none), and every Claim takes claimDelay.
+type gatedStore struct {
+	store.Store
+	claimGate, finishGate chan struct{}
+	claimDelay            time.Duration
+	claims, finishes      atomic.Int64
+}
+
+func (s *gatedStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	if s.claims.Add(1) == 1 && s.claimGate != nil {
+		<-s.claimGate
+	}
+	if s.claimDelay > 0 {
+		time.Sleep(s.claimDelay)
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+func (s *gatedStore) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
+	if s.finishes.Add(1) == 1 && s.finishGate != nil {
+		<-s.finishGate
+	}
+	return s.Store.Finish(ctx, p)
+}

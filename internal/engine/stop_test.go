@@ -8,23 +8,8 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/job"
-	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
 )
-
-// gatedClaims is a store whose first claim waits for gate to close.
-type gatedClaims struct {
-	store.Store
-	gate  chan struct{}
-	calls atomic.Int64
-}
-
-func (s *gatedClaims) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	if s.calls.Add(1) == 1 {
-		<-s.gate
-	}
-	return s.Store.Claim(ctx, p)
-}
 
 // TestJobsClaimedAfterStopAreReleased: jobs whose claim was in flight when
 // Stop began reach the workers after it; they are given back without
@@ -32,7 +17,7 @@ func (s *gatedClaims) Claim(ctx context.Context, p store.ClaimParams) (store.Cla
 func TestJobsClaimedAfterStopAreReleased(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		st := &gatedClaims{Store: memstore.New(), gate: make(chan struct{})}
+		st := &gatedStore{Store: memstore.New(), claimGate: make(chan struct{})}
 		res := enqueueK(t, st, time.Now(), 2, 3)
 		var ran atomic.Int64
 		e := countingEngine(st, 2, &ran)
@@ -43,8 +28,8 @@ func TestJobsClaimedAfterStopAreReleased(t *testing.T) {
 			e.Stop(context.Background())
 			close(stopped)
 		}()
-		synctest.Wait() // Stop has begun: no more claims
-		close(st.gate)  // the claim in flight takes both jobs
+		synctest.Wait()     // Stop has begun: no more claims
+		close(st.claimGate) // the claim in flight takes both jobs
 		<-stopped
 		if n := ran.Load(); n != 0 {
 			t.Fatalf("%d jobs ran after Stop began, want 0", n)
