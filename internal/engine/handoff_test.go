@@ -23,22 +23,12 @@ func TestHandoffWakesAWorkerPerJob(t *testing.T) {
 		var took []job.ID
 		release := make(chan struct{})
 		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				var f finished
-				for done := false; ; done = true {
-					j, ok := h.next(f, done)
-					if !ok {
-						return
-					}
-					mu.Lock()
-					took = append(took, j.ID)
-					mu.Unlock()
-					<-release // a long handler
-					f = finished{j: j, outcome: store.Outcome{ID: j.ID}}
-				}
-			})
-		}
+		startWorkers(h, workers, &wg, func(j *job.Job) {
+			mu.Lock()
+			took = append(took, j.ID)
+			mu.Unlock()
+			<-release // a long handler
+		})
 		taken := func() []job.ID {
 			synctest.Wait()
 			mu.Lock()
@@ -178,7 +168,11 @@ func TestHandoffEveryOutcomeOnce(t *testing.T) {
 
 // noopWorkers starts n workers on h, in wg, that finish each job at once
 // until h is closed.
-func noopWorkers(h *handoff, n int, wg *sync.WaitGroup) {
+func noopWorkers(h *handoff, n int, wg *sync.WaitGroup) { startWorkers(h, n, wg, nil) }
+
+// startWorkers starts n workers on h, in wg, that call run (if set) on
+// each job and then finish it, until h is closed.
+func startWorkers(h *handoff, n int, wg *sync.WaitGroup, run func(*job.Job)) {
 	for range n {
 		wg.Go(func() {
 			var f finished
@@ -186,6 +180,9 @@ func noopWorkers(h *handoff, n int, wg *sync.WaitGroup) {
 				j, ok := h.next(f, done)
 				if !ok {
 					return
+				}
+				if run != nil {
+					run(j)
 				}
 				f = finished{j: j, outcome: store.Outcome{ID: j.ID}}
 			}
