@@ -55,6 +55,20 @@ func NewWorkers() *Workers { return &Workers{kinds: make(map[string]*kind)} }
 // registered, or if opts is invalid, as http.HandleFunc does: these are
 // programming errors.
 func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args T) (any, error), opts *EnqueueOptions) {
+	RegisterChecked(w, kind, fn, nil, opts)
+}
+
+// RegisterChecked is Register with one more rule for the args: check is
+// called on args that decoded and passed their Validate method, and args it
+// rejects are refused and fail exactly as args Validate rejects — a
+// *FieldError on "args" at Enqueue, AddSchedule and CheckArgs, with check's
+// error as the reason and as its Err (so errors.Is sees through it); a job
+// whose args it rejects fails permanently without running fn. It is for
+// rules that depend on the program's configuration rather than on the args'
+// type alone, such as the commands an operator allows
+// (kinds.RegisterWith). check must be safe for concurrent use; a nil check
+// makes RegisterChecked the same as Register.
+func RegisterChecked[T any](w *Workers, kind string, fn func(ctx context.Context, args T) (any, error), check func(args T) error, opts *EnqueueOptions) {
 	typ := reflect.TypeFor[T]().String()
 	decode := func(raw json.RawMessage) (T, error) {
 		var args T
@@ -66,11 +80,16 @@ func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args 
 			}
 		}
 		if v, ok := any(&args).(validator); ok {
-			return args, v.Validate()
+			if err := v.Validate(); err != nil {
+				return args, err
+			}
+		}
+		if check != nil {
+			return args, check(args)
 		}
 		return args, nil
 	}
-	check := func(raw json.RawMessage) error {
+	checkRaw := func(raw json.RawMessage) error {
 		_, err := decode(raw)
 		return err
 	}
@@ -80,7 +99,7 @@ func Register[T any](w *Workers, kind string, fn func(ctx context.Context, args 
 			return nil, Permanent(err)
 		}
 		return encodeResult(fn(ctx, args))
-	}, check, opts)
+	}, checkRaw, opts)
 }
 
 // validator is implemented by args types that check themselves (Register).
