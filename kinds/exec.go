@@ -53,11 +53,14 @@ const (
 // NUL. See also the Max* limits.
 type ExecArgs struct {
 	// Command is the program: a path, or a name looked up in the PATH of
-	// the process running Exec. A relative path is taken from Dir.
+	// the command's environment (see ExecPolicy; not a PATH set in Env).
+	// A relative path is taken from Dir.
 	Command string `json:"command"`
 	// Args are the program's arguments (without the program name).
 	Args []string `json:"args,omitempty"`
-	// Env adds "KEY=VALUE" variables to the worker's environment.
+	// Env adds "KEY=VALUE" variables to the command's environment, which
+	// otherwise holds only the few variables ExecPolicy lists, never all
+	// of the worker's; a variable set here wins.
 	Env []string `json:"env,omitempty"`
 	// Dir is the working directory (default: the worker's).
 	Dir string `json:"dir,omitempty"`
@@ -153,7 +156,10 @@ func checkExecString(field, s string, max int) error {
 // errExecTimeout is the cause of a context ended by ExecArgs.Timeout.
 var errExecTimeout = errors.New("exec timeout")
 
-// Exec runs a command as described by a. It is the handler of KindExec.
+// Exec runs a command as described by a, with the default ExecPolicy: any
+// command, as this process's user, in the clean environment ExecPolicy
+// describes. It is the handler of KindExec registered by Register;
+// RegisterWith runs commands with the policy it is given.
 //
 // Exit code 0 returns the result and a nil error. Once the command ran, a
 // failure returns the result too, with an error that fails the attempt:
@@ -162,19 +168,29 @@ var errExecTimeout = errors.New("exec timeout")
 // (the exit code or signal, and the end of the last line of stderr); the
 // output is in the result. Invalid args, and a command that cannot be
 // started because it is missing, not executable or too big, or because
-// Dir is not a directory, fail permanently with no result.
+// Dir is not a directory, fail permanently with no result; so does, with a
+// policy, a command outside its allow-list (an error matching
+// ErrExecNotAllowed).
 //
 // If the program called Supervise, the command runs under a supervisor
 // process that kills its process group when this process dies; otherwise
 // it is started directly and only it gets SIGKILL if this process dies.
 func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
-	return runExec(ctx, a, supervisorAvailable.Load())
+	return defaultExec.run(ctx, a, supervisorAvailable.Load())
 }
 
-// runExec is Exec, with or without a supervisor.
-func runExec(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, error) {
+// run is Exec with r's policy, with or without a supervisor.
+func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, error) {
 	if err := a.Validate(); err != nil {
 		return nil, hopper.Permanent(err)
+	}
+	// The program is found and checked once, and that path runs.
+	path, err := r.resolve(&a)
+	if errors.Is(err, ErrExecNotAllowed) {
+		return nil, hopper.Permanent(err)
+	}
+	if err != nil {
+		return nil, startError(a.Command, err)
 	}
 	// A bad Dir is reported here: starting would blame the program.
 	if a.Dir != "" {
@@ -190,19 +206,19 @@ func runExec(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, err
 		ctx, cancel = context.WithTimeoutCause(ctx, a.Timeout.D(), errExecTimeout)
 		defer cancel()
 	}
-	// target is the command as exec.Command resolves it (in PATH), with
-	// its environment and directory.
-	target := exec.Command(a.Command, a.Args...)
-	if target.Err != nil {
-		return nil, startError(a.Command, target.Err)
+	// target is the command: its program, argv (argv[0] as the job gave
+	// it), environment, directory and user.
+	target := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{a.Command}, a.Args...),
+		Env:         r.env(a.Env),
+		Dir:         a.Dir,
+		SysProcAttr: &syscall.SysProcAttr{Credential: r.cred},
 	}
-	target.Env = append(os.Environ(), a.Env...)
-	target.Dir = a.Dir
 
 	var cmd *exec.Cmd
 	var sv *supervisorLink
 	if supervised {
-		var err error
 		if cmd, sv, err = supervisorCommand(ctx, target); err != nil {
 			return nil, fmt.Errorf("exec %s: %w", a.Command, err)
 		}
@@ -210,6 +226,7 @@ func runExec(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, err
 		cmd = exec.CommandContext(ctx, target.Path)
 		cmd.Args, cmd.Env, cmd.Dir = target.Args, target.Env, target.Dir
 		cmd.SysProcAttr = directProcAttr()
+		cmd.SysProcAttr.Credential = r.cred
 	}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = 2 * time.Second

@@ -27,7 +27,7 @@ type execMode struct {
 var execModes = []execMode{{"supervised", true}, {"direct", false}}
 
 func (m execMode) exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
-	return runExec(ctx, a, m.supervised)
+	return defaultExec.run(ctx, a, m.supervised)
 }
 
 // forModes runs f as a parallel subtest in each execMode.
@@ -103,7 +103,9 @@ func TestExecArgsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "<./show><><two words><line\nbreak><é ✓><--><x=y><last wins><x=y>" + dir + "\n"
+		// A script's $0 is the path the kernel ran: the absolute path the
+		// command resolved to, the one an allow-list checks.
+		want := "<" + script + "><><two words><line\nbreak><é ✓><--><x=y><last wins><x=y>" + dir + "\n"
 		if res.StdoutTail != want {
 			t.Fatalf("stdout %q, want %q", res.StdoutTail, want)
 		}

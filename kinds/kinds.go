@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -18,22 +20,55 @@ import (
 )
 
 // Register registers the built-in kinds, KindExec and KindHTTP, on w,
-// with no default options. Their handlers are Exec and HTTP: a job's result
-// is an *ExecResult or an *HTTPResult, also kept with a failed attempt when
-// the command ran or a response came. Their args are checked at Enqueue and
-// AddSchedule: args that do not decode strictly into ExecArgs or HTTPArgs
-// (an unknown field, a wrong type) or that their Validate rejects are
-// refused with a *hopper.FieldError on "args"; such a job enqueued by a
-// process that does not register these kinds fails permanently.
+// with the default Options and no default enqueue options. Their handlers
+// are Exec and HTTP: a job's result is an *ExecResult or an *HTTPResult,
+// also kept with a failed attempt when the command ran or a response came.
+// Their args are checked at Enqueue and AddSchedule: args that do not
+// decode strictly into ExecArgs or HTTPArgs (an unknown field, a wrong
+// type) or that their Validate rejects are refused with a
+// *hopper.FieldError on "args"; such a job enqueued by a process that does
+// not register these kinds fails permanently.
 //
 // A program that registers KindExec must call Supervise first in main.
 func Register(w *hopper.Workers) {
-	hopper.Register(w, KindExec, func(ctx context.Context, a ExecArgs) (any, error) {
-		return result(Exec(ctx, a))
-	}, nil)
-	hopper.Register(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
-		return result(HTTP(ctx, a))
-	}, nil)
+	if err := RegisterWith(w, Options{}); err != nil {
+		panic("kinds: Register: " + err.Error()) // the defaults are valid
+	}
+}
+
+// RegisterWith registers the built-in kinds that o offers on w, with o's
+// policies, as Register does with the defaults. Jobs outside a policy are
+// refused at Enqueue and AddSchedule with a *hopper.FieldError on "args"
+// saying why, and a job outside it that is already stored (enqueued by
+// another process, or before the policy changed) fails permanently when
+// it runs. It returns the error of Options.Validate, registering nothing,
+// if o is not valid; it panics, as hopper.Register does, if one of the
+// kinds is already registered on w.
+//
+// A program that offers KindExec must call Supervise first in main.
+func RegisterWith(w *hopper.Workers, o Options) error {
+	c, err := o.compile()
+	if err != nil {
+		return err
+	}
+	for _, k := range c.kinds {
+		switch k {
+		case KindExec:
+			r := c.exec
+			var check func(ExecArgs) error
+			if r.allow != nil {
+				check = r.check
+			}
+			hopper.RegisterChecked(w, KindExec, func(ctx context.Context, a ExecArgs) (any, error) {
+				return result(r.run(ctx, a, supervisorAvailable.Load()))
+			}, check, nil)
+		case KindHTTP:
+			hopper.Register(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
+				return result(HTTP(ctx, a))
+			}, nil)
+		}
+	}
+	return nil
 }
 
 // result turns a handler's typed result into an untyped one, a nil pointer
@@ -46,15 +81,31 @@ func result[R any](r *R, err error) (any, error) {
 }
 
 // ValidateArgs checks the args of a job of a built-in kind as Enqueue on a
-// client with these kinds registered does (hopper.Workers.CheckArgs: they
-// must decode strictly into ExecArgs or HTTPArgs and pass its Validate), so
-// that a producer without the workers sees a mistake at enqueue time
-// rather than as a dead job. Args that are not valid UTF-8 are refused
-// first, naming the field: decoding would silently replace the bad bytes.
-// Args of other kinds are not checked.
+// client with these kinds registered by Register does; it is
+// Options{}.ValidateArgs.
 func ValidateArgs(kind string, raw json.RawMessage) error {
+	return Options{}.ValidateArgs(kind, raw)
+}
+
+// ValidateArgs checks the args of a job of a built-in kind as Enqueue on a
+// client with these kinds registered by RegisterWith(w, o) does
+// (hopper.Workers.CheckArgs: they must decode strictly into ExecArgs or
+// HTTPArgs, pass its Validate, and fit o's policy), so that a producer
+// without the workers sees a mistake at enqueue time rather than as a dead
+// job. Args that are not valid UTF-8 are refused first, naming the field:
+// decoding would silently replace the bad bytes. A built-in kind o does not
+// offer is refused; args of other kinds are not checked. An invalid o is
+// reported as Options.Validate reports it.
+func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	if kind != KindExec && kind != KindHTTP {
 		return nil
+	}
+	offered, err := o.offered()
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(offered, kind) {
+		return fmt.Errorf("%s: not offered here (offered: %s)", kind, strings.Join(offered, ", "))
 	}
 	if !utf8.Valid(raw) {
 		if field := invalidUTF8Path(raw); field != "" {
@@ -62,14 +113,31 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 		}
 		return fmt.Errorf("%s: bad args: not valid UTF-8", kind)
 	}
+	err = builtins().CheckArgs(kind, raw)
+	if err == nil && kind == KindExec && len(o.Exec.Allow) > 0 {
+		// The policy's own check: only the allow-list applies at enqueue.
+		allow, err := o.Exec.allowList()
+		if err != nil {
+			return err
+		}
+		var a ExecArgs
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("%s: bad args: %v", kind, err) // CheckArgs decoded it strictly
+		}
+		if err := (&execRunner{allow: allow}).check(a); err != nil {
+			return fmt.Errorf("%s: bad args: %w", kind, err)
+		}
+	}
 	var fe *hopper.FieldError
-	if err := builtins().CheckArgs(kind, raw); errors.As(err, &fe) {
+	if errors.As(err, &fe) {
 		return fmt.Errorf("%s: bad args: %s", kind, jsonerr.ArgsReason(fe, fe.Reason))
 	}
 	return nil
 }
 
-// builtins is a registry of the built-in kinds, for ValidateArgs.
+// builtins is a registry of the built-in kinds with the default Options,
+// for ValidateArgs: whatever the policy, its decoding and Validate are the
+// same.
 var builtins = sync.OnceValue(func() *hopper.Workers {
 	w := hopper.NewWorkers()
 	Register(w)

@@ -18,7 +18,7 @@ const helperEnv = "HOPPER_KINDS_TEST_SERVER"
 // that this test binary also serves as the supervisor of the commands its
 // tests run (Exec starts /proc/self/exe). It then runs the tests, failing
 // the package if a test leaves a goroutine behind, or acts as a helper
-// server.
+// server. It sets secretEnv, which no command may see.
 func TestMain(m *testing.M) {
 	mode := os.Getenv(helperEnv)
 	if mode != "direct" {
@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	if mode != "" {
 		helperServer()
 	}
+	os.Setenv(secretEnv, "s3cret") // no command may see it
 	goleak.VerifyTestMain(m)
 }
 

@@ -30,12 +30,19 @@ import (
 // (/proc/self/exe), re-executed with argv [supervisorArg0, server pid], in a
 // new process group and with SIGTERM as its parent-death signal. Supervise,
 // called first in main, notices argv[0] and runs the supervisor. It reads
-// the command (path, dir, argv, environment) from its stdin, starts it in
-// its own process group, reports on file descriptor 3 whether it started,
+// the command (path, dir, user, argv, environment) from its stdin, starts it
+// in its own process group, as that user if one is given, reports on file
+// descriptor 3 whether it started,
 // and waits for it, passing its stdout and stderr through (they are the
 // server's pipes). On SIGTERM from a dead server it kills its process group
 // with SIGKILL, itself included; when the command ends it exits with the
 // command's exit code, or dies of the command's signal.
+//
+// The supervisor itself keeps the server's user (it must be able to kill
+// the command's group and read the server's pipes) but gets only the base
+// of a command's environment (ExecPolicy), never the server's: its own
+// environment would otherwise be readable, in /proc, by the command it
+// starts when both run as the same user.
 //
 // The parent-death signal is sent when the thread that started the child
 // exits, not only the process; Go threads exit when a goroutine locked to
@@ -109,6 +116,7 @@ func supervisorCommand(ctx context.Context, target *exec.Cmd) (*exec.Cmd, *super
 	}
 	cmd := exec.CommandContext(ctx, selfExe)
 	cmd.Args = []string{supervisorArg0, strconv.Itoa(os.Getpid())}
+	cmd.Env = (*execRunner)(nil).env(nil)
 	cmd.Stdin = l.specR
 	cmd.ExtraFiles = []*os.File{l.statusW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -159,11 +167,16 @@ func (l *supervisorLink) handshake(command string) error {
 }
 
 // encodeSpec encodes target for a supervisor as NUL-terminated strings:
-// path, dir, the number of arguments, argv, then the environment. No
-// string can hold a NUL (ExecArgs.Validate), so every byte is kept.
+// path, dir, the user (see encodeCred), the number of arguments, argv, then
+// the environment. No string can hold a NUL (ExecArgs.Validate), so every
+// byte is kept.
 func encodeSpec(target *exec.Cmd) []byte {
 	var b bytes.Buffer
-	for _, s := range append([]string{target.Path, target.Dir, strconv.Itoa(len(target.Args))}, append(target.Args, target.Env...)...) {
+	var cred *syscall.Credential
+	if target.SysProcAttr != nil {
+		cred = target.SysProcAttr.Credential
+	}
+	for _, s := range append([]string{target.Path, target.Dir, encodeCred(cred), strconv.Itoa(len(target.Args))}, append(target.Args, target.Env...)...) {
 		b.WriteString(s)
 		b.WriteByte(0)
 	}
@@ -176,14 +189,55 @@ func decodeSpec(b []byte) (*exec.Cmd, error) {
 		return nil, errors.New("truncated command")
 	}
 	f := strings.Split(string(b[:len(b)-1]), "\x00")
-	if len(f) < 3 {
+	if len(f) < 4 {
 		return nil, errors.New("truncated command")
 	}
-	n, err := strconv.Atoi(f[2])
-	if err != nil || n < 1 || n > len(f)-3 {
+	cred, err := decodeCred(f[2])
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(f[3])
+	if err != nil || n < 1 || n > len(f)-4 {
 		return nil, errors.New("bad argument count")
 	}
-	return &exec.Cmd{Path: f[0], Dir: f[1], Args: f[3 : 3+n], Env: f[3+n:]}, nil
+	return &exec.Cmd{Path: f[0], Dir: f[1], Args: f[4 : 4+n], Env: f[4+n:], SysProcAttr: &syscall.SysProcAttr{Credential: cred}}, nil
+}
+
+// encodeCred encodes the user a command runs as: "" for the supervisor's
+// own, else "UID GID G1,G2,...".
+func encodeCred(c *syscall.Credential) string {
+	if c == nil {
+		return ""
+	}
+	groups := make([]string, len(c.Groups))
+	for i, g := range c.Groups {
+		groups[i] = strconv.FormatUint(uint64(g), 10)
+	}
+	return fmt.Sprintf("%d %d %s", c.Uid, c.Gid, strings.Join(groups, ","))
+}
+
+// decodeCred decodes what encodeCred encoded.
+func decodeCred(s string) (*syscall.Credential, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := strings.Split(s, " ")
+	if len(f) != 3 {
+		return nil, errors.New("bad user")
+	}
+	ids := []string{f[0], f[1]}
+	if f[2] != "" {
+		ids = append(ids, strings.Split(f[2], ",")...)
+	}
+	n := make([]uint32, len(ids))
+	for i, id := range ids {
+		v, err := strconv.ParseUint(id, 10, 32)
+		if err != nil {
+			return nil, errors.New("bad user")
+		}
+		n[i] = uint32(v)
+	}
+	return &syscall.Credential{Uid: n[0], Gid: n[1], Groups: n[2:]}, nil
 }
 
 // directProcAttr is the process attributes of a command started without
@@ -224,9 +278,10 @@ func supervise(ppid int) {
 	}
 	// The command inherits this process group; the parent-death signal
 	// covers a supervisor that dies alone (the server kills the whole
-	// group itself).
+	// group itself). The child changes user (the spec's) before it sets
+	// the parent-death signal, which a change of user would clear.
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		fail(isPermanentStartError(err), err)
 	}

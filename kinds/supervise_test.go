@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -169,15 +170,21 @@ func procParentGroup(t *testing.T, pid int) (ppid, pgrp int) {
 // one sent, byte for byte.
 func TestSpecRoundTrip(t *testing.T) {
 	t.Parallel()
-	in := &exec.Cmd{Path: "/bin/é x", Dir: "", Args: []string{"x", "", "a\nb"}, Env: []string{"A=1", "B="}}
-	out, err := decodeSpec(encodeSpec(in))
-	if err != nil {
-		t.Fatal(err)
+	for _, cred := range []*syscall.Credential{nil, {Uid: 65534, Gid: 65533}, {Uid: 1, Gid: 2, Groups: []uint32{3, 4294967295}}} {
+		in := &exec.Cmd{Path: "/bin/é x", Dir: "", Args: []string{"x", "", "a\nb"}, Env: []string{"A=1", "B="}, SysProcAttr: &syscall.SysProcAttr{Credential: cred}}
+		out, err := decodeSpec(encodeSpec(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Path != in.Path || out.Dir != in.Dir || strings.Join(out.Args, "|") != strings.Join(in.Args, "|") || strings.Join(out.Env, "|") != strings.Join(in.Env, "|") {
+			t.Fatalf("got %q %q %q %q", out.Path, out.Dir, out.Args, out.Env)
+		}
+		got := out.SysProcAttr.Credential
+		if (got == nil) != (cred == nil) || got != nil && (got.Uid != cred.Uid || got.Gid != cred.Gid || !slices.Equal(got.Groups, cred.Groups) && len(got.Groups)+len(cred.Groups) > 0) {
+			t.Fatalf("credential: sent %+v, got %+v", cred, got)
+		}
 	}
-	if out.Path != in.Path || out.Dir != in.Dir || strings.Join(out.Args, "|") != strings.Join(in.Args, "|") || strings.Join(out.Env, "|") != strings.Join(in.Env, "|") {
-		t.Fatalf("got %q %q %q %q", out.Path, out.Dir, out.Args, out.Env)
-	}
-	for _, bad := range []string{"", "x", "p\x00d\x00", "p\x00d\x002\x00a\x00", "p\x00d\x000\x00"} {
+	for _, bad := range []string{"", "x", "p\x00d\x00\x00", "p\x00d\x00\x002\x00a\x00", "p\x00d\x00\x000\x00", "p\x00d\x001 x \x001\x00a\x00", "p\x00d\x001 2\x001\x00a\x00"} {
 		if _, err := decodeSpec([]byte(bad)); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
