@@ -59,6 +59,7 @@ type hop struct {
 	bin, db string
 	logs    string // directory of the servers' logs
 	servers int
+	env     []string // added to the environment of the commands it runs
 }
 
 // run runs hopper with args and returns its stdout; it fails the test on
@@ -66,6 +67,7 @@ type hop struct {
 func (c *hop) run(stdin string, args ...string) string {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"--db", c.db}, args...)...)
+	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -120,6 +122,7 @@ func (c *hop) serve(workers int, flags ...string) *server {
 	c.t.Cleanup(func() { log.Close() })
 	w := newWatcher(log)
 	cmd := exec.Command(c.bin, append([]string{"--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug"}, flags...)...)
+	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdout, cmd.Stderr = log, w
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

@@ -37,9 +37,10 @@ type bulkLine struct {
 	RetryBackoff string          `json:"retry_backoff"`
 }
 
-// request checks l and makes its request; external lists the kinds other
-// than exec and http that may be enqueued.
-func (l *bulkLine) request(external []string) (hopper.EnqueueRequest, error) {
+// request checks l and makes its request; ko are the built-in kinds'
+// policies, external lists the kinds other than exec and http that may be
+// enqueued.
+func (l *bulkLine) request(ko kinds.Options, external []string) (hopper.EnqueueRequest, error) {
 	fail := func(format string, args ...any) (hopper.EnqueueRequest, error) {
 		return hopper.EnqueueRequest{}, fmt.Errorf(format, args...)
 	}
@@ -47,7 +48,7 @@ func (l *bulkLine) request(external []string) (hopper.EnqueueRequest, error) {
 	case strings.TrimSpace(l.Kind) == "":
 		return fail(`"kind" is missing`)
 	case l.Kind == kinds.KindExec || l.Kind == kinds.KindHTTP:
-		if err := kinds.ValidateArgs(l.Kind, l.Args); err != nil {
+		if err := ko.ValidateArgs(l.Kind, l.Args); err != nil {
 			return hopper.EnqueueRequest{}, err
 		}
 	case !slices.Contains(external, l.Kind):
@@ -104,7 +105,11 @@ var indexPrefix = regexp.MustCompile(`^\[(\d+)\]\.`)
 
 // bulkEnqueue reads JSON lines from stdin and enqueues them in batches.
 func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
-	o := openOpts{access: create, config: func(c *hopper.Config) { c.ExternalKinds = external }}
+	ko, err := envOptions()
+	if err != nil {
+		return err
+	}
+	o := openOpts{access: create, config: func(c *hopper.Config) { c.ExternalKinds = external }, kinds: &ko}
 	return a.withSession(ctx, o, func(s *session) error {
 		sc := bufio.NewScanner(a.In)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -166,7 +171,7 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 				}
 				return usagef("line %d: %s (%d jobs enqueued before it)", ln, reason, enqueued)
 			}
-			r, err := l.request(external)
+			r, err := l.request(ko, external)
 			if err != nil {
 				return usagef("line %d: %v (%d jobs enqueued before it)", ln, err, enqueued)
 			}

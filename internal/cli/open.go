@@ -139,11 +139,27 @@ type openOpts struct {
 	access access
 	// config, if set, adjusts the client's configuration.
 	config func(*hopper.Config)
+	// kinds, if set, are the built-in kinds to register and their
+	// policies (serve's flags); nil: both, with the allow-list of
+	// $HOPPER_EXEC_ALLOW.
+	kinds *kinds.Options
 }
 
 // open opens the --db store and a client on it (not started), with the
 // built-in kinds registered. Close it with session.close.
 func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
+	ko := o.kinds
+	if ko == nil {
+		env, err := envOptions()
+		if err != nil {
+			return nil, err
+		}
+		ko = &env
+	}
+	ws := hopper.NewWorkers()
+	if err := kinds.RegisterWith(ws, *ko); err != nil {
+		return nil, usageError{err}
+	}
 	db, err := parseDB(a.db)
 	if err != nil {
 		return nil, err
@@ -157,8 +173,6 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	ws := hopper.NewWorkers()
-	kinds.Register(ws)
 	cfg := hopper.Config{
 		Store:   st,
 		Workers: ws,

@@ -14,6 +14,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/kinds"
 	"github.com/hopperq/hopper/metrics"
 	"github.com/spf13/cobra"
 )
@@ -34,14 +35,26 @@ func (a *app) serveCmd() *cobra.Command {
 		shutdownTimeout time.Duration
 		lease, rescue   time.Duration
 		hf              serverFlags
+		of              offerFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
 finished jobs, until SIGINT or SIGTERM. It creates the database if needed
 and brings its schema up to date (as hopper migrate does).
+
+--kinds lists the built-in kinds offered (default both): the API refuses
+the others, and the workers do not run them. An exec job's command runs
+with a clean environment (PATH, HOME, USER, LOGNAME, LANG, LANGUAGE, LC_*,
+TZ, TMPDIR, the variables named by --exec-env, then the job's env; never
+the server's other variables, such as $` + TokensEnv + `). --exec-allow limits the
+programs exec jobs may run, checked at enqueue and when a job runs (default
+$` + ExecAllowEnv + `); allowing a shell, env or an interpreter allows every
+command. --exec-user runs the commands as another user (serve must run as
+root); serving exec over HTTP as root without it logs a warning. See
+docs/security.md.
 
 Every transition is logged to stderr: started and completed at debug,
 failed attempts at warn, dead jobs at error.
@@ -67,7 +80,9 @@ before it takes any job. Several servers may share one database.`,
   hopper serve --workers 32 --queues default,emails:4 --log-level info
   hopper serve --http :8080
   HOPPER_TOKENS=admin:$(cat /etc/hopper/admin.token) hopper serve --http 0.0.0.0:8080
-  hopper serve --workers 0 --http :8080 --read-only --external-kinds send_email`,
+  hopper serve --workers 0 --http :8080 --read-only --external-kinds send_email
+  hopper serve --http :8080 --exec-user hopper --exec-allow '/opt/jobs/*' --exec-env AWS_REGION
+  hopper serve --http :8080 --kinds http`,
 		Args: cobra.ArbitraryArgs, // the ADDR of "--http ADDR"; see serverFlags.resolve
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Signals first: from here on SIGINT and SIGTERM stop the
@@ -107,7 +122,11 @@ before it takes any job. Several servers may share one database.`,
 			if err != nil {
 				return err
 			}
-			o := serveOpts{workers: workers, queues: qs, external: ext, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue}
+			ko, err := of.options(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			o := serveOpts{workers: workers, queues: qs, external: ext, kinds: ko, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue}
 			if addr != "" {
 				if o.auth, err = hf.auth(os.Getenv(TokensEnv)); err != nil {
 					return err
@@ -129,6 +148,7 @@ before it takes any job. Several servers may share one database.`,
 	c.Flags().DurationVar(&rescue, "rescue-interval", hopper.DefaultRescueInterval, "how often expired leases are looked for (by the elected server on PostgreSQL)")
 	c.Flags().StringVar(&external, "external-kinds", "", "kinds other programs run on this database, which the API may enqueue and schedule (comma-separated)")
 	hf.register(c.Flags())
+	of.register(c.Flags())
 	return c
 }
 
@@ -137,6 +157,7 @@ type serveOpts struct {
 	workers         int // 0: none, the client is not started
 	queues          map[string]hopper.QueueConfig
 	external        []string
+	kinds           kinds.Options // the built-in kinds offered, and their policies
 	shutdownTimeout time.Duration
 	lease, rescue   time.Duration // Config.LeaseDuration, Config.RescueInterval (0: the defaults)
 	// ln, if set, is where the HTTP server listens, with auth.
@@ -181,7 +202,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 		case <-startCtx.Done():
 		}
 	}()
-	s, err := a.open(startCtx, openOpts{access: create, config: func(c *hopper.Config) {
+	s, err := a.open(startCtx, openOpts{access: create, kinds: &o.kinds, config: func(c *hopper.Config) {
 		c.Concurrency, c.Queues, c.Logger, c.ExternalKinds = max(o.workers, 1), o.queues, log, o.external
 		c.LeaseDuration, c.RescueInterval = o.lease, o.rescue
 		if m != nil {
@@ -221,6 +242,9 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 		web = startWeb(o.ln, httpHandler(s.Client, m, o.auth, log), log, failed)
 	}
 	a.logServing(log, s, o)
+	if o.ln != nil && o.workers > 0 && execAsRoot(o.kinds) {
+		log.Warn(execRootWarning)
+	}
 
 	var why string
 	var serveErr error
@@ -274,8 +298,9 @@ func (a *app) logServing(log *slog.Logger, s *session, o serveOpts) {
 		if qnames == nil {
 			qnames = []string{"(all)"}
 		}
-		attrs = append(attrs, "queues", strings.Join(qnames, ","), "kinds", "exec,http", "lease", o.lease, "rescue_interval", o.rescue)
+		attrs = append(attrs, "queues", strings.Join(qnames, ","), "lease", o.lease, "rescue_interval", o.rescue)
 	}
+	attrs = append(attrs, offerAttrs(o.kinds)...)
 	if o.ln != nil {
 		auth := "tokens"
 		switch {

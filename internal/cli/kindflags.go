@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/kinds"
+	"github.com/spf13/pflag"
+)
+
+// ExecAllowEnv names the environment variable holding the exec allow-list
+// (comma-separated absolute paths or patterns) of every command: enqueue,
+// schedule add and the others check exec jobs against it, and serve reads
+// it when --exec-allow is not given.
+const ExecAllowEnv = "HOPPER_EXEC_ALLOW"
+
+// offerFlags are serve's flags for the kinds it offers and their policies.
+type offerFlags struct {
+	kinds     string
+	execAllow []string
+	execUser  string
+	execEnv   []string
+}
+
+func (f *offerFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kinds, "kinds", kinds.KindExec+","+kinds.KindHTTP, "the built-in kinds this server offers: the API and the workers refuse the others (comma-separated)")
+	fs.StringArrayVar(&f.execAllow, "exec-allow", nil, "exec jobs may run only these programs: absolute paths or patterns, * not crossing / (repeatable or comma-separated; default $"+ExecAllowEnv+", else any program)")
+	fs.StringVar(&f.execUser, "exec-user", "", "run exec jobs' commands as this user (needs root)")
+	fs.StringArrayVar(&f.execEnv, "exec-env", nil, "pass this variable of the server's environment to exec jobs' commands (repeatable or comma-separated; never HOPPER_*)")
+}
+
+// options reads the flags, and $HOPPER_EXEC_ALLOW if --exec-allow is not
+// given, into checked Options.
+func (f *offerFlags) options(fs *pflag.FlagSet) (kinds.Options, error) {
+	var o kinds.Options
+	for _, k := range strings.Split(f.kinds, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.Kinds = append(o.Kinds, k)
+		}
+	}
+	if len(o.Kinds) == 0 {
+		return o, usagef("bad --kinds %q: list the kinds to offer, of %s and %s (to run no jobs, use --workers 0)", f.kinds, kinds.KindExec, kinds.KindHTTP)
+	}
+	allowFrom := "--exec-allow"
+	if fs.Changed("exec-allow") {
+		if o.Exec.Allow = splitList(f.execAllow); len(o.Exec.Allow) == 0 {
+			return o, usagef("bad --exec-allow: empty; list the programs exec jobs may run (to run none, leave exec out of --kinds)")
+		}
+	} else {
+		o.Exec.Allow = splitList([]string{os.Getenv(ExecAllowEnv)})
+		allowFrom = "$" + ExecAllowEnv
+	}
+	o.Exec.User = f.execUser
+	if fs.Changed("exec-user") && strings.TrimSpace(f.execUser) == "" {
+		return o, usagef("bad --exec-user: empty; name a user, or leave the flag out to run commands as the server's user")
+	}
+	o.Exec.PassEnv = splitList(f.execEnv)
+	if !offers(o, kinds.KindExec) {
+		for _, name := range []string{"exec-allow", "exec-user", "exec-env"} {
+			if fs.Changed(name) {
+				return o, usagef("--%s applies to exec jobs, and --kinds %s leaves exec out", name, f.kinds)
+			}
+		}
+		o.Exec.Allow = nil // $HOPPER_EXEC_ALLOW, for another server
+	}
+	return o, optionsError(o, allowFrom)
+}
+
+// envOptions are the Options of the commands other than serve: both
+// kinds, and the allow-list of $HOPPER_EXEC_ALLOW.
+func envOptions() (kinds.Options, error) {
+	o := kinds.Options{Exec: kinds.ExecPolicy{Allow: splitList([]string{os.Getenv(ExecAllowEnv)})}}
+	return o, optionsError(o, "$"+ExecAllowEnv)
+}
+
+// optionsError is the usage error of invalid Options, naming the flag
+// (or, for the allow-list, allowFrom: the flag or the variable) of the
+// field at fault.
+func optionsError(o kinds.Options, allowFrom string) error {
+	err := o.Validate()
+	var fe *hopper.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	flag := map[string]string{
+		"Options.Kinds":        "--kinds",
+		"Options.Exec.Allow":   allowFrom,
+		"Options.Exec.User":    "--exec-user",
+		"Options.Exec.PassEnv": "--exec-env",
+	}[fe.Field]
+	if flag == "" {
+		return usageError{err}
+	}
+	return usagef("bad %s: %s", flag, fe.Reason)
+}
+
+// offers reports whether o offers kind.
+func offers(o kinds.Options, kind string) bool {
+	return o.Kinds == nil || slices.Contains(o.Kinds, kind)
+}
+
+// splitList splits comma-separated values, trimming spaces and dropping
+// empty items.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}
+
+// execAsRoot reports whether a server with Options o, run by this process,
+// runs exec jobs' commands as root.
+func execAsRoot(o kinds.Options) bool {
+	if !offers(o, kinds.KindExec) || os.Geteuid() != 0 {
+		return false
+	}
+	if o.Exec.User == "" {
+		return true
+	}
+	u, err := user.Lookup(o.Exec.User)
+	if err != nil {
+		u, err = user.LookupId(o.Exec.User)
+	}
+	return err == nil && u.Uid == "0"
+}
+
+// offerAttrs are the log attributes of o for the line that says serve
+// runs.
+func offerAttrs(o kinds.Options) []any {
+	ks := o.Kinds
+	if ks == nil {
+		ks = []string{kinds.KindExec, kinds.KindHTTP}
+	}
+	attrs := []any{"kinds", strings.Join(ks, ",")}
+	if !offers(o, kinds.KindExec) {
+		return attrs
+	}
+	allow := "(any)"
+	if o.Exec.Allow != nil {
+		allow = strings.Join(o.Exec.Allow, ",")
+	}
+	attrs = append(attrs, "exec_allow", allow)
+	if o.Exec.User != "" {
+		attrs = append(attrs, "exec_user", o.Exec.User)
+	}
+	if o.Exec.PassEnv != nil {
+		attrs = append(attrs, "exec_env", strings.Join(o.Exec.PassEnv, ","))
+	}
+	return attrs
+}
+
+// execRootWarning is the warning of a server that offers exec over HTTP
+// and runs the commands as root.
+var execRootWarning = fmt.Sprintf("exec jobs run as root: any API client allowed to enqueue exec jobs can run any command as root on this machine; "+
+	"pass --exec-user NAME to run them as an unprivileged user, --exec-allow to limit the programs, or --kinds %s to offer no exec", kinds.KindHTTP)
