@@ -148,10 +148,10 @@ func execBody(command string, args ...string) string {
 	return string(b)
 }
 
-// TestExecJobEnvironmentIsClean: an exec job's command, and its
+// TestServeExecEnvironment: an exec job's command, and its
 // supervisor, see none of the server's variables — not its tokens, not
 // its database URL, not any other — but the ones --exec-env passes.
-func TestExecJobEnvironmentIsClean(t *testing.T) {
+func TestServeExecEnvironment(t *testing.T) {
 	t.Parallel()
 	c := newSecurityHop(t)
 	c.env = append(c.env, "HOPPER_DB=postgres://hopper:db-password-42@db.invalid/hopper", "SERVER_SECRET=server-secret-42", "PASSME=visible-42")
@@ -174,11 +174,11 @@ func TestExecJobEnvironmentIsClean(t *testing.T) {
 	c.stop(s.server)
 }
 
-// TestExecAllowList: with --exec-allow, the API refuses a program outside
+// TestServeExecAllow: with --exec-allow, the API refuses a program outside
 // the list (400 naming args), the CLI refuses it with $HOPPER_EXEC_ALLOW
 // (a usage error), a job stored before the list fails permanently saying
 // why, without running, and a program in the list runs.
-func TestExecAllowList(t *testing.T) {
+func TestServeExecAllow(t *testing.T) {
 	t.Parallel()
 	echo, err := exec.LookPath("echo")
 	if err != nil {
@@ -220,10 +220,10 @@ func TestExecAllowList(t *testing.T) {
 	}
 }
 
-// TestExecUser: with --exec-user nobody, commands run as nobody (this
+// TestServeExecUser: with --exec-user nobody, commands run as nobody (this
 // test runs as root): they cannot read a file only root may read, and
 // serve gives no warning about root.
-func TestExecUser(t *testing.T) {
+func TestServeExecUser(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("--exec-user needs root")
