@@ -114,7 +114,12 @@ group of its own. A non-zero exit fails the attempt, which is retried; exit
 codes listed in --permanent-exit-codes, and a command that cannot be found,
 send the job to the dead-letter queue at once. On timeout or cancellation the
 whole process group is killed. The job's result holds the exit code and the
-last 4 KiB of stdout and stderr.`
+last 4 KiB of stdout and stderr.
+
+The command gets a clean environment (not the server's) plus --env, and
+runs as the server's user or its --exec-user. With $` + ExecAllowEnv + ` set
+(comma-separated absolute paths or patterns, as serve --exec-allow), a
+COMMAND that resolves to a program outside it is refused.`
 		c.Example = `  hopper enqueue exec -- echo hello
   hopper enqueue --timeout 5m exec --dir /srv/app --env RAILS_ENV=production -- bin/rake cleanup
   hopper enqueue exec --permanent-exit-codes 2,64 -- sh -c 'grep -q x file || exit 2'`

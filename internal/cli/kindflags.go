@@ -159,7 +159,13 @@ func offerAttrs(o kinds.Options) []any {
 	return attrs
 }
 
-// execRootWarning is the warning of a server that offers exec over HTTP
-// and runs the commands as root.
-var execRootWarning = fmt.Sprintf("exec jobs run as root: any API client allowed to enqueue exec jobs can run any command as root on this machine; "+
-	"pass --exec-user NAME to run them as an unprivileged user, --exec-allow to limit the programs, or --kinds %s to offer no exec", kinds.KindHTTP)
+// execRootWarning is the warning of a server with Options o that offers
+// exec over HTTP and runs the commands as root.
+func execRootWarning(o kinds.Options) string {
+	what := "any command"
+	if o.Exec.Allow != nil {
+		what = "the programs of --exec-allow, with any arguments,"
+	}
+	return fmt.Sprintf("exec jobs run as root: any API client allowed to enqueue exec jobs can run %s as root on this machine; "+
+		"pass --exec-user NAME to run them as an unprivileged user, --exec-allow to limit the programs, or --kinds %s to offer no exec", what, kinds.KindHTTP)
+}

@@ -243,7 +243,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	}
 	a.logServing(log, s, o)
 	if o.ln != nil && o.workers > 0 && execAsRoot(o.kinds) {
-		log.Warn(execRootWarning)
+		log.Warn(execRootWarning(o.kinds))
 	}
 
 	var why string
