@@ -1,8 +1,10 @@
 // Package kinds holds Hopper's built-in job kinds, the ones the hopper
 // command runs: "exec", which runs a command, and "http", which makes an
 // HTTP request. Register them on a hopper.Workers to run them in a program
-// of your own, and call Supervise first thing in that program's main, so
-// that the commands of exec jobs die with it. See docs/kinds.md.
+// of your own (RegisterWith applies an operator's policy: which kinds, and
+// what exec commands may run, as whom, with which environment), and call
+// Supervise first thing in that program's main, so that the commands of
+// exec jobs die with it. See docs/kinds.md and docs/security.md.
 package kinds
 
 import (
@@ -94,8 +96,9 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 // without the workers sees a mistake at enqueue time rather than as a dead
 // job. Args that are not valid UTF-8 are refused first, naming the field:
 // decoding would silently replace the bad bytes. A built-in kind o does not
-// offer is refused; args of other kinds are not checked. An invalid o is
-// reported as Options.Validate reports it.
+// offer is refused; args of other kinds are not checked. Of o's policy,
+// only what applies at enqueue is used (Kinds, Exec.Allow), and reported
+// as Options.Validate reports it if invalid.
 func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	if kind != KindExec && kind != KindHTTP {
 		return nil
