@@ -95,15 +95,6 @@ func lookupExecUser(name string, euid int) (*syscall.Credential, []string, error
 	return cred, env, nil
 }
 
-// isRoot reports whether commands run as root: the policy keeps this
-// process's user, and it is root, or the policy's user is root.
-func (r *execRunner) isRoot() bool {
-	if r.cred != nil {
-		return r.cred.Uid == 0
-	}
-	return os.Geteuid() == 0
-}
-
 // execPATH is the PATH of commands: this process's, or DefaultExecPath.
 func execPATH() string {
 	return cmp.Or(os.Getenv("PATH"), DefaultExecPath)

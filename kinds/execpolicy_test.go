@@ -162,6 +162,33 @@ func TestExecUserNeedsRoot(t *testing.T) {
 	}
 }
 
+// TestExecAsRoot: as root, commands run as root unless the policy names
+// another user or exec is not offered.
+func TestExecAsRoot(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		if (Options{}).ExecAsRoot() {
+			t.Error("ExecAsRoot is true in a process that is not root")
+		}
+		return
+	}
+	for _, tc := range []struct {
+		o    Options
+		want bool
+	}{
+		{Options{}, true},
+		{Options{Exec: ExecPolicy{User: "root"}}, true},
+		{Options{Exec: ExecPolicy{User: "0"}}, true},
+		{Options{Exec: ExecPolicy{User: "nobody"}}, false},
+		{Options{Kinds: []string{KindHTTP}}, false},
+		{Options{Exec: ExecPolicy{User: "hopper-no-such-user"}}, false},
+	} {
+		if got := tc.o.ExecAsRoot(); got != tc.want {
+			t.Errorf("ExecAsRoot(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
+
 // TestExecEnv checks the environment a command gets: the base variables
 // of the process (PATH, or the default), those passed through, the exec
 // user's HOME/USER/LOGNAME, then the job's; nothing else.
@@ -360,7 +387,7 @@ func TestExecUserCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.cred == nil || strconv.Itoa(int(r.cred.Uid)) != nobody.Uid || r.isRoot() {
+	if r.cred == nil || strconv.Itoa(int(r.cred.Uid)) != nobody.Uid {
 		t.Fatalf("credentials %+v for nobody (uid %s)", r.cred, nobody.Uid)
 	}
 	dir, err := os.MkdirTemp("", "hopper-exec-user-")

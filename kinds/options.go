@@ -3,6 +3,7 @@ package kinds
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -92,6 +93,22 @@ type HTTPPolicy struct{}
 func (o Options) Validate() error {
 	_, err := o.compile()
 	return err
+}
+
+// ExecAsRoot reports whether o offers KindExec and its commands would run
+// as root in this process: this process is root, and Exec.User is empty
+// or names a user whose ID is 0. It is false if o is not valid. hopper
+// serve warns then, when it serves exec over HTTP.
+func (o Options) ExecAsRoot() bool {
+	ks, err := o.offered()
+	if err != nil || !slices.Contains(ks, KindExec) || os.Geteuid() != 0 {
+		return false
+	}
+	if o.Exec.User == "" {
+		return true
+	}
+	cred, _, err := lookupExecUser(o.Exec.User, 0)
+	return err == nil && (cred == nil || cred.Uid == 0)
 }
 
 // compiled is Options checked and ready to register.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"slices"
 	"strings"
 
@@ -116,22 +115,6 @@ func splitList(values []string) []string {
 		}
 	}
 	return out
-}
-
-// execAsRoot reports whether a server with Options o, run by this process,
-// runs exec jobs' commands as root.
-func execAsRoot(o kinds.Options) bool {
-	if !offers(o, kinds.KindExec) || os.Geteuid() != 0 {
-		return false
-	}
-	if o.Exec.User == "" {
-		return true
-	}
-	u, err := user.Lookup(o.Exec.User)
-	if err != nil {
-		u, err = user.LookupId(o.Exec.User)
-	}
-	return err == nil && u.Uid == "0"
 }
 
 // offerAttrs are the log attributes of o for the line that says serve

@@ -242,7 +242,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 		web = startWeb(o.ln, httpHandler(s.Client, m, o.auth, log), log, failed)
 	}
 	a.logServing(log, s, o)
-	if o.ln != nil && o.workers > 0 && execAsRoot(o.kinds) {
+	if o.ln != nil && o.workers > 0 && o.kinds.ExecAsRoot() {
 		log.Warn(execRootWarning(o.kinds))
 	}
 
