@@ -1,37 +1,55 @@
-// Package httpauth checks the bearer tokens of Hopper's HTTP API and
-// dashboard. A token grants a scope: read (inspect), write (enqueue, cancel,
-// reschedule, retry, pause and resume schedules) or admin (also purge and
-// delete jobs, add and remove schedules). Tokens come from flags, the
-// environment or a file, are compared in constant time, and travel in the
-// Authorization header (API clients) or in a cookie set by the dashboard's
-// sign-in form (browsers).
+// Package httpauth decides who may do what through Hopper's HTTP API and
+// dashboard, from where, and records who did what.
+//
+// A token is a named secret with a scope: read (inspect), write (also
+// enqueue, cancel, reschedule, retry, pause and resume schedules), exec
+// (also enqueue jobs of the exec kind, which run commands on the server)
+// or admin (also purge and delete jobs, add and remove schedules). Each
+// scope includes the ones below it. Tokens come from flags, the
+// environment or a file ("NAME=SCOPE:SECRET"), are compared in constant
+// time, and travel in the Authorization header (API clients). Browsers
+// sign in to the dashboard with a token once and then hold a session: a
+// cookie with the token's name, the time of the sign-in and a random ID,
+// signed with a key derived from the token's secret — never the secret
+// itself (see NewSession).
+//
+// Auth.Allow is the check every handler makes: it answers who made a
+// request (a Principal, the token's name and scope) or why not, logs
+// failures at a bounded rate, reports them to a hook (for metrics), and
+// answers an address that keeps failing with ErrThrottled. Audit logs what
+// authenticated requests did; HostCheck refuses requests whose Host header
+// names a host the server does not answer to (DNS rebinding).
 package httpauth
 
 import (
-	"bufio"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Scope is what a token may do; each scope includes the ones below it.
 type Scope int
 
-// The scopes, weakest first.
+// The scopes, weakest first. Their values are not stable across
+// versions: compare them with each other, never with numbers.
 const (
 	None  Scope = iota // no valid token
 	Read               // list, get, count, stats, schedules: nothing changes
 	Write              // also enqueue, cancel, reschedule, retry, pause, resume
+	Exec               // also enqueue jobs of the exec kind: commands run on the server
 	Admin              // also purge, delete, add and remove schedules
 )
 
-var scopeNames = [...]string{None: "none", Read: "read", Write: "write", Admin: "admin"}
+var scopeNames = [...]string{None: "none", Read: "read", Write: "write", Exec: "exec", Admin: "admin"}
 
-// String returns "read", "write", "admin" or "none".
+// String returns "read", "write", "exec", "admin" or "none".
 func (s Scope) String() string {
 	if s >= None && s <= Admin {
 		return scopeNames[s]
@@ -39,50 +57,128 @@ func (s Scope) String() string {
 	return fmt.Sprintf("scope(%d)", int(s))
 }
 
-// ParseScope parses "read", "write" or "admin".
+// ParseScope parses "read", "write", "exec" or "admin", in any case.
 func ParseScope(s string) (Scope, error) {
 	for sc := Read; sc <= Admin; sc++ {
 		if scopeNames[sc] == strings.ToLower(strings.TrimSpace(s)) {
 			return sc, nil
 		}
 	}
-	return None, fmt.Errorf("scope %q: want read, write or admin", s)
+	return None, fmt.Errorf("scope %q: want read, write, exec or admin", s)
 }
 
-// CookieName is the cookie the dashboard's sign-in form sets to a token.
-const CookieName = "hopper_token"
+// CookieName is the cookie that holds a dashboard session (NewSession).
+// Before sessions, a cookie named "hopper_token" held the token itself;
+// that cookie is no longer read.
+const CookieName = "hopper_session"
+
+// Defaults of Auth's fields.
+const (
+	// DefaultSessionLifetime is how long a dashboard sign-in lasts.
+	DefaultSessionLifetime = 12 * time.Hour
+	// DefaultMaxFailures is how many failed authentications an address
+	// may make within DefaultFailureWindow before its failing requests
+	// are answered with ErrThrottled.
+	DefaultMaxFailures = 10
+	// DefaultFailureWindow is the window DefaultMaxFailures counts in.
+	DefaultFailureWindow = time.Minute
+)
 
 // Auth decides what a request may do. The zero value has no tokens and
 // grants every request Admin: for a server listening on loopback only
 // (the hopper command refuses to listen further without tokens unless told
-// to).
+// to), behind a HostCheck. Set the fields and add the tokens before
+// serving; an Auth must not be copied once used. Its methods are safe for
+// concurrent use.
 type Auth struct {
-	tokens []token
 	// ReadOnly caps every request at Read, whatever its token.
 	ReadOnly bool
+	// SessionLifetime is how long a session lasts from its sign-in
+	// (default DefaultSessionLifetime, 12h). It applies to the sessions
+	// already given: shortening it ends those older than the new
+	// lifetime.
+	SessionLifetime time.Duration
+	// MaxFailures is how many failed authentications (an unknown token,
+	// an invalid session, a refused sign-in) one address may make within
+	// FailureWindow; beyond it, the address's failing requests get
+	// ErrThrottled until the window ends, while its valid tokens keep
+	// working (default DefaultMaxFailures, 10; negative: no limit).
+	// Addresses are the requests' RemoteAddr, IPv6 ones by /64: behind a
+	// proxy every client has the proxy's.
+	MaxFailures int
+	// FailureWindow is the window of MaxFailures (default
+	// DefaultFailureWindow, 1m).
+	FailureWindow time.Duration
+	// Logger receives the failures (401, 403, 429), at most a burst of
+	// logBurst lines a minute and then one line that counts the rest
+	// (default slog.Default()). It never receives a secret.
+	Logger *slog.Logger
+	// OnFailure, if set, is called for every failure with its reason, one
+	// of Reasons (for metrics: hopper_http_auth_failures_total). It must
+	// be fast and must not block.
+	OnFailure func(reason string)
+
+	tokens []token
+
+	mu        sync.Mutex
+	revoked   map[[sidLen]byte]time.Time // ended sessions, until they would have expired
+	nextPrune int                        // prune revoked when it has that many
+	lastPrune time.Time                  // or a lifetime after this
+	fails     failures
+	logs      logLimiter
 }
 
+// token is one of an Auth's tokens.
 type token struct {
 	name  string
 	sum   [sha256.Size]byte // of the secret: compared in constant time, whatever its length
+	key   []byte            // signs its sessions; derived from the secret
 	scope Scope
 }
 
 // MinSecretLen is the shortest secret Add accepts.
 const MinSecretLen = 16
 
-// Add adds a token with its secret and scope; name labels it in logs.
+// maxNameLen bounds a token's name.
+const maxNameLen = 128
+
+// Add adds a token: its name (which the logs show; unique, printable, no
+// spaces), its secret and its scope. Two tokens may not share a name or a
+// secret.
 func (a *Auth) Add(name, secret string, scope Scope) error {
-	if len(secret) < MinSecretLen {
-		return fmt.Errorf("token %s: secret shorter than %d characters", name, MinSecretLen)
+	if err := a.add(name, secret, scope); err != nil {
+		return fmt.Errorf("token %s: %w", name, err)
 	}
-	if strings.ContainsAny(secret, " \t\r\n,;") {
-		return fmt.Errorf("token %s: secret must not contain spaces, commas or semicolons", name)
+	return nil
+}
+
+// add is Add, with errors that do not name the token (the parsers name
+// it by where it was written).
+func (a *Auth) add(name, secret string, scope Scope) error {
+	switch {
+	case name == "" || len(name) > maxNameLen:
+		return fmt.Errorf("name %q: want 1 to %d characters", name, maxNameLen)
+	case strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Errorf("name %q: must not contain spaces or control characters", name)
+	case len(secret) < MinSecretLen:
+		return fmt.Errorf("secret shorter than %d characters", MinSecretLen)
+	case strings.ContainsAny(secret, " \t\r\n,;"):
+		return fmt.Errorf("secret must not contain spaces, commas or semicolons")
+	case scope < Read || scope > Admin:
+		return fmt.Errorf("bad scope %v", scope)
 	}
-	if scope < Read || scope > Admin {
-		return fmt.Errorf("token %s: bad scope %v", name, scope)
+	sum := sha256.Sum256([]byte(secret))
+	for _, t := range a.tokens {
+		if t.name == name {
+			return fmt.Errorf("the name %s is taken by another token", name)
+		}
+		if t.sum == sum {
+			return fmt.Errorf("same secret as token %s", t.name)
+		}
 	}
-	a.tokens = append(a.tokens, token{name: name, sum: sha256.Sum256([]byte(secret)), scope: scope})
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("hopper dashboard session key v1"))
+	a.tokens = append(a.tokens, token{name: name, sum: sum, key: mac.Sum(nil), scope: scope})
 	return nil
 }
 
@@ -90,103 +186,219 @@ func (a *Auth) Add(name, secret string, scope Scope) error {
 // Read with ReadOnly).
 func (a *Auth) Open() bool { return len(a.tokens) == 0 }
 
-// ParseTokens adds tokens written as "SCOPE:SECRET" items separated by
-// commas or newlines, as the --token flag and HOPPER_TOKENS take them.
-func (a *Auth) ParseTokens(spec string) error {
-	n := 0
-	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '\n' }) {
-		item = strings.TrimSpace(item)
-		if item == "" || strings.HasPrefix(item, "#") {
-			continue
-		}
-		n++
-		sc, secret, ok := strings.Cut(item, ":")
-		if !ok {
-			return fmt.Errorf("token #%d: want SCOPE:SECRET, such as read:%s", n, strings.Repeat("x", MinSecretLen))
-		}
-		scope, err := ParseScope(sc)
-		if err != nil {
-			return fmt.Errorf("token #%d: %w", n, err)
-		}
-		if err := a.Add(fmt.Sprintf("#%d", n), strings.TrimSpace(secret), scope); err != nil {
-			return err
-		}
-	}
-	return nil
+// Principal is who made a request: the name of its token and what it may
+// do.
+type Principal struct {
+	// Name is the token's name; "" when the Auth has no tokens.
+	Name string
+	// Scope is what the request may do (capped at Read by ReadOnly).
+	Scope Scope
+	// Session is set when the request came with a dashboard session
+	// rather than the token itself.
+	Session bool
 }
 
-// LoadFile adds the tokens of a file: one "SCOPE:SECRET" per line, blank
-// lines and lines starting with # ignored.
-func (a *Auth) LoadFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("tokens file: %w", err)
-	}
-	defer f.Close()
-	var b strings.Builder
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("tokens file %s: %w", path, err)
-	}
-	if err := a.ParseTokens(b.String()); err != nil {
-		return fmt.Errorf("tokens file %s: %w", path, err)
-	}
-	return nil
-}
-
-// ErrNoToken and ErrBadToken are why Scope grants nothing: no token came
-// with the request, or the one that came is not known.
+// Why requests are refused. ErrNoToken, ErrBadToken and ErrBadSession are
+// 401s; a *ScopeError is a 403; ErrThrottled (a *ThrottledError) a 429.
 var (
-	ErrNoToken  = errors.New("authentication required: send Authorization: Bearer TOKEN")
-	ErrBadToken = errors.New("invalid token")
+	ErrNoToken    = errors.New("authentication required: send Authorization: Bearer TOKEN")
+	ErrBadToken   = errors.New("invalid token")
+	ErrBadSession = errors.New("the session has ended (it expired, was signed out, or its token changed): sign in again")
+	ErrThrottled  = errors.New("too many failed authentications from this address")
 )
 
-// Scope returns what r may do: the scope of its token (from the
-// Authorization header, else the dashboard's cookie), capped at Read in
-// ReadOnly mode; Admin (or Read) when a is open. It returns None and
-// ErrNoToken or ErrBadToken when r may do nothing.
-func (a *Auth) Scope(r *http.Request) (Scope, error) {
-	limit := Admin
-	if a.ReadOnly {
-		limit = Read
+// ScopeError is why a request whose token is valid is refused: its scope
+// is below what the operation needs, or the Auth is ReadOnly.
+type ScopeError struct {
+	Have, Need Scope
+	// ReadOnly: the Auth is read-only, whatever the token.
+	ReadOnly bool
+}
+
+// Error implements error.
+func (e *ScopeError) Error() string {
+	if e.ReadOnly {
+		return "the server is read-only (--read-only, or Auth.ReadOnly): it takes no " + e.Need.String() + " operation, whatever the token"
 	}
+	return "this token has " + e.Have.String() + " scope; this operation needs " + e.Need.String()
+}
+
+// ThrottledError is the error of a failing request from an address that
+// failed too often (Auth.MaxFailures): answer 429 with Retry-After. It
+// matches ErrThrottled with errors.Is.
+type ThrottledError struct {
+	// RetryAfter is how long until the address's window ends.
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("%v: try again in %s", ErrThrottled, e.RetryAfter.Round(time.Second))
+}
+
+// Is reports whether target is ErrThrottled.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up, for a
+// Retry-After header.
+func (e *ThrottledError) RetryAfterSeconds() int {
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
+}
+
+// Authenticate returns who r is, from its Authorization header (a bearer
+// token) or else its session cookie (CookieName), with the scope capped at
+// Read in ReadOnly mode; with no tokens, an unnamed Principal with Admin
+// (or Read). It returns ErrNoToken, ErrBadToken or ErrBadSession when r
+// is no one. It has no side effects: handlers call Allow.
+func (a *Auth) Authenticate(r *http.Request) (Principal, error) {
+	return a.authenticate(r, time.Now())
+}
+
+func (a *Auth) authenticate(r *http.Request, now time.Time) (Principal, error) {
 	if a.Open() {
-		return limit, nil
+		return Principal{Scope: a.limit(Admin)}, nil
 	}
-	secret := ""
 	if h := r.Header.Get("Authorization"); h != "" {
 		kind, s, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(kind, "Bearer") {
-			return None, ErrBadToken
+			return Principal{}, ErrBadToken
 		}
-		secret = strings.TrimSpace(s)
-	} else if c, err := r.Cookie(CookieName); err == nil {
-		secret = c.Value
-	}
-	if secret == "" {
-		return None, ErrNoToken
-	}
-	sum := sha256.Sum256([]byte(secret))
-	found := None
-	for _, t := range a.tokens { // every token compared: the time does not say which matched
-		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-			found = t.scope
+		t := a.lookup(strings.TrimSpace(s))
+		if t == nil {
+			return Principal{}, ErrBadToken
 		}
+		return Principal{Name: t.name, Scope: a.limit(t.scope)}, nil
 	}
-	if found == None {
-		return None, ErrBadToken
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		_, t, err := a.session(c.Value, now)
+		if err != nil {
+			return Principal{}, err
+		}
+		return Principal{Name: t.name, Scope: a.limit(t.scope), Session: true}, nil
 	}
-	return min(found, limit), nil
+	return Principal{}, ErrNoToken
 }
 
-// Valid reports whether secret is one of a's tokens, for a sign-in form.
-func (a *Auth) Valid(secret string) bool {
-	r, _ := http.NewRequest(http.MethodGet, "/", nil)
-	r.Header.Set("Authorization", "Bearer "+secret)
-	s, err := a.Scope(r)
-	return err == nil && s > None
+// limit caps s at Read in ReadOnly mode.
+func (a *Auth) limit(s Scope) Scope {
+	if a.ReadOnly {
+		return min(s, Read)
+	}
+	return s
+}
+
+// lookup returns the token whose secret is secret, or nil.
+func (a *Auth) lookup(secret string) *token {
+	if secret == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(secret))
+	var found *token
+	for i := range a.tokens { // every token compared: the time does not say which matched
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+			found = &a.tokens[i]
+		}
+	}
+	return found
+}
+
+// Scope returns what r may do: Authenticate's scope and error.
+func (a *Auth) Scope(r *http.Request) (Scope, error) {
+	p, err := a.Authenticate(r)
+	return p.Scope, err
+}
+
+// Valid reports whether secret is one of a's tokens. It has no side
+// effects; a sign-in form calls NewSession.
+func (a *Auth) Valid(secret string) bool { return a.lookup(secret) != nil }
+
+// Allow returns who r is if r may do what needs scope need; else the
+// error to answer with: ErrNoToken, ErrBadToken or ErrBadSession (401), a
+// *ScopeError (403) or a *ThrottledError (429) when r's address failed
+// too often. Every failure is logged (at a bounded rate) and reported to
+// OnFailure; unknown tokens and invalid sessions count towards
+// MaxFailures.
+func (a *Auth) Allow(r *http.Request, need Scope) (Principal, error) {
+	now := time.Now()
+	p, err := a.authenticate(r, now)
+	if err != nil {
+		return p, a.refuse(r, err, now)
+	}
+	if p.Scope < need {
+		err := &ScopeError{Have: p.Scope, Need: need, ReadOnly: a.ReadOnly && need > Read}
+		a.failed(r, ReasonScope, err, now, "token", p.Name)
+		return p, err
+	}
+	return p, nil
+}
+
+// refuse records the authentication failure err of r and returns the
+// error to answer with: err, or a *ThrottledError.
+func (a *Auth) refuse(r *http.Request, err error, now time.Time) error {
+	reason := ReasonNoToken
+	switch err {
+	case ErrBadToken:
+		reason = ReasonBadToken
+	case ErrBadSession:
+		reason = ReasonBadSession
+	}
+	if reason != ReasonNoToken {
+		if wait, first := a.fails.add(r.RemoteAddr, now, a.maxFailures(), a.failureWindow()); wait > 0 {
+			if first {
+				a.failed(r, ReasonThrottled, err, now, "retry_after", wait.Round(time.Second))
+			} else if a.OnFailure != nil {
+				a.OnFailure(ReasonThrottled)
+			}
+			return &ThrottledError{RetryAfter: wait}
+		}
+	}
+	a.failed(r, reason, err, now)
+	return err
+}
+
+func (a *Auth) maxFailures() int {
+	if a.MaxFailures == 0 {
+		return DefaultMaxFailures
+	}
+	return a.MaxFailures
+}
+
+func (a *Auth) failureWindow() time.Duration {
+	if a.FailureWindow <= 0 {
+		return DefaultFailureWindow
+	}
+	return a.FailureWindow
+}
+
+func (a *Auth) sessionLifetime() time.Duration {
+	if a.SessionLifetime <= 0 {
+		return DefaultSessionLifetime
+	}
+	return a.SessionLifetime
+}
+
+func (a *Auth) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}
+
+// failed logs a failure (at a bounded rate) and reports it to OnFailure.
+func (a *Auth) failed(r *http.Request, reason string, err error, now time.Time, attrs ...any) {
+	if a.OnFailure != nil {
+		a.OnFailure(reason)
+	}
+	msg := "http: authentication failed"
+	level := slog.LevelWarn
+	switch reason {
+	case ReasonNoToken:
+		level = slog.LevelInfo
+	case ReasonScope:
+		msg = "http: forbidden"
+	case ReasonThrottled:
+		msg = "http: too many failed authentications from one address: its failing requests get 429"
+	}
+	a.logs.log(a.logger(), now, level, msg, reason,
+		append([]any{"reason", reason, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "error", err.Error()}, attrs...)...)
 }
