@@ -85,6 +85,8 @@ type Metrics struct {
 	wait     *prometheus.HistogramVec
 	storeDur *prometheus.HistogramVec
 	storeErr *prometheus.CounterVec
+	// authFailures counts the HTTP server's refusals (http.go).
+	authFailures *prometheus.CounterVec
 
 	jobs, oldest, busy, workers, up *prometheus.Desc
 
@@ -139,6 +141,7 @@ func New(o Options) *Metrics {
 			"Workers of this process (Config.Concurrency).", nil, nil),
 		up: prometheus.NewDesc("hopper_stats_up",
 			"1 if the store's counts could be read for this scrape, else 0 (the job gauges are then left out).", nil, nil),
+		authFailures: newAuthFailures(),
 	}
 	m.reg = prometheus.NewRegistry()
 	m.reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -235,6 +238,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.wait.Describe(ch)
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
+	m.authFailures.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers} {
 		ch <- d
 	}
@@ -250,6 +254,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.wait.Collect(ch)
 	m.storeDur.Collect(ch)
 	m.storeErr.Collect(ch)
+	m.authFailures.Collect(ch)
 	c := m.client.Load()
 	if c == nil {
 		return
