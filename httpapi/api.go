@@ -40,6 +40,7 @@ package httpapi
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -185,8 +186,24 @@ func (a *api) table() []route {
 }
 
 // wrap checks a request's access and query parameters, bounds its body,
-// runs the route and turns its error into the JSON error response.
+// runs the route and turns its error into the JSON error response. A
+// route that changes something is audited (httpauth.Audit): the token's
+// name, the remote address, the route, the status and the targets its
+// handler notes.
 func (a *api) wrap(rt route) http.Handler {
+	var serve http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, rt.query); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+		if err := rt.serve(w, r); err != nil {
+			a.fail(w, r, err)
+		}
+	})
+	if rt.method != http.MethodGet {
+		serve = httpauth.Audit(a.log, rt.method+" "+rt.pattern, serve)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -197,37 +214,28 @@ func (a *api) wrap(rt route) http.Handler {
 				writeError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
 			}
 		}()
-		if err := a.allow(r, rt.scope); err != nil {
-			a.fail(w, r, err)
-			return
+		if rt.scope != httpauth.None {
+			p, err := a.auth.Allow(r, rt.scope)
+			if err != nil {
+				writeError(w, authError(err))
+				return
+			}
+			r = r.WithContext(httpauth.NewContext(r.Context(), p))
 		}
-		if err := checkQuery(r, rt.query); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
-		if err := rt.serve(w, r); err != nil {
-			a.fail(w, r, err)
-		}
+		serve.ServeHTTP(w, r)
 	})
 }
 
-// allow returns nil if r may do what needs scope, else the 401 or 403
-// error.
-func (a *api) allow(r *http.Request, need httpauth.Scope) error {
-	if need == httpauth.None {
-		return nil
-	}
-	got, err := a.auth.Scope(r)
-	if err != nil {
-		return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: err.Error()}
-	}
-	if got < need {
-		msg := "this token has " + got.String() + " scope; this operation needs " + need.String()
-		if a.auth.ReadOnly {
-			msg = "the server is read-only (started with --read-only or Auth.ReadOnly): it takes no " + need.String() + " operation, whatever the token"
+// needExec checks, inside a route whose body holds jobs of the exec kind
+// (kinds.KindExec), that r may enqueue them: it needs the exec scope.
+func (a *api) needExec(r *http.Request) error {
+	if _, err := a.auth.Allow(r, httpauth.Exec); err != nil {
+		e := authError(err)
+		var se *httpauth.ScopeError
+		if errors.As(err, &se) && !se.ReadOnly {
+			e.Message = "enqueueing exec jobs runs commands on the server: it needs an exec or admin token (this one has " + se.Have.String() + " scope)"
 		}
-		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
+		return e
 	}
 	return nil
 }
@@ -248,19 +256,19 @@ func GetOnly(h http.Handler) http.Handler {
 }
 
 // Protect returns h behind auth: a request whose token has less than scope
-// gets the API's JSON 401 or 403 instead. It is for endpoints served beside
-// the API, such as /metrics. A nil auth lets every request through.
+// gets the API's JSON 401, 403 or 429 instead. It is for endpoints served
+// beside the API, such as /metrics. A nil auth lets every request through.
 func Protect(auth *httpauth.Auth, scope httpauth.Scope, h http.Handler) http.Handler {
 	if auth == nil {
 		return h
 	}
-	a := &api{auth: auth}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.allow(r, scope); err != nil {
-			writeError(w, toError(err, nil))
+		p, err := auth.Allow(r, scope)
+		if err != nil {
+			writeError(w, authError(err))
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(httpauth.NewContext(r.Context(), p)))
 	})
 }
 

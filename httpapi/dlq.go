@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
 )
 
 // dlqList handles GET /dlq: the dead jobs, oldest first, paged as GET
@@ -41,6 +42,7 @@ func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 	case body.All && body.IDs != nil:
 		return invalid("all", "give ids or all, not both")
 	case body.All:
+		httpauth.Note(r, "all", true)
 		n, err = a.c.RetryAllDead(r.Context())
 	case len(body.IDs) == 0:
 		return invalid("ids", `give the IDs of the dead jobs to retry, or "all": true`)
@@ -48,11 +50,13 @@ func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 		if err := checkIDs("ids", body.IDs); err != nil {
 			return err
 		}
+		httpauth.Note(r, httpauth.IDs(body.IDs))
 		n, err = a.c.RetryDead(r.Context(), body.IDs...)
 	}
 	if err != nil {
 		return err
 	}
+	httpauth.Note(r, "retried", n)
 	reply(w, http.StatusOK, map[string]int{"retried": n})
 	return nil
 }
@@ -86,6 +90,7 @@ func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
 	var err error
 	switch {
 	case body.All:
+		httpauth.Note(r, "all", true)
 		n, err = a.c.PurgeAllDead(r.Context())
 	case body.OlderThan != nil:
 		d, perr := parseDuration("older_than", *body.OlderThan)
@@ -95,6 +100,7 @@ func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
 		if d <= 0 {
 			return invalid("older_than", fmt.Sprintf(`must be positive, got %s ("all": true purges every dead job)`, d))
 		}
+		httpauth.Note(r, "older_than", d)
 		n, err = a.c.PurgeDeadOlderThan(r.Context(), d)
 	default:
 		if len(body.IDs) == 0 {
@@ -103,11 +109,13 @@ func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
 		if err := checkIDs("ids", body.IDs); err != nil {
 			return err
 		}
+		httpauth.Note(r, httpauth.IDs(body.IDs))
 		n, err = a.c.PurgeDead(r.Context(), body.IDs...)
 	}
 	if err != nil {
 		return err
 	}
+	httpauth.Note(r, "purged", n)
 	reply(w, http.StatusOK, map[string]int{"purged": n})
 	return nil
 }

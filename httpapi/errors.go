@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/jsonerr"
 	"github.com/hopperq/hopper/job"
 )
@@ -16,16 +17,18 @@ import (
 // The error codes of the API: stable, for programs to branch on. Each has
 // one HTTP status (see errorStatus).
 const (
-	CodeInvalid          = "invalid"            // 400: bad input; Field names it
-	CodeTooLarge         = "too_large"          // 400: the body is over Options.MaxBodyBytes
-	CodeUnauthorized     = "unauthorized"       // 401: no token, or an unknown one
-	CodeForbidden        = "forbidden"          // 403: the token's scope is too small, read-only server, cross-origin
-	CodeNotFound         = "not_found"          // 404: no such job, schedule or route
-	CodeMethodNotAllowed = "method_not_allowed" // 405
-	CodeConflict         = "conflict"           // 409: the job's state does not allow it (e.g. rescheduling a running job)
-	CodeDuplicate        = "duplicate"          // 409: a unique key or schedule name is taken
-	CodeUnavailable      = "unavailable"        // 503: the client is stopped, or the store does not answer
-	CodeInternal         = "internal"           // 500: a store failure or a bug; the cause is logged, not shown
+	CodeInvalid          = "invalid"             // 400: bad input; Field names it
+	CodeTooLarge         = "too_large"           // 400: the body is over Options.MaxBodyBytes
+	CodeUnauthorized     = "unauthorized"        // 401: no token, an unknown one, or an ended session
+	CodeForbidden        = "forbidden"           // 403: the token's scope is too small, read-only server, cross-origin
+	CodeNotFound         = "not_found"           // 404: no such job, schedule or route
+	CodeMethodNotAllowed = "method_not_allowed"  // 405
+	CodeConflict         = "conflict"            // 409: the job's state does not allow it (e.g. rescheduling a running job)
+	CodeDuplicate        = "duplicate"           // 409: a unique key or schedule name is taken
+	CodeMisdirected      = "misdirected_request" // 421: the Host header names a host the server does not answer to (HostDenied)
+	CodeTooManyRequests  = "too_many_requests"   // 429: too many failed authentications from the address; see Retry-After
+	CodeUnavailable      = "unavailable"         // 503: the client is stopped, or the store does not answer
+	CodeInternal         = "internal"            // 500: a store failure or a bug; the cause is logged, not shown
 )
 
 // Error is the API's error: what the JSON error response says. Handlers
@@ -43,6 +46,8 @@ type Error struct {
 	Field string `json:"field,omitempty"`
 	// Message says what is wrong, for people.
 	Message string `json:"message"`
+
+	retryAfter int // seconds, for the Retry-After header of a 429
 }
 
 // Error implements error.
@@ -105,6 +110,31 @@ func toError(err error, rename func(string) string) *Error {
 	return nil
 }
 
+// authError translates an error of httpauth.Auth.Allow: 401, 403 or 429.
+func authError(err error) *Error {
+	var se *httpauth.ScopeError
+	var te *httpauth.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyRequests, Message: err.Error(), retryAfter: te.RetryAfterSeconds()}
+	case errors.As(err, &se):
+		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: err.Error()}
+	}
+	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: err.Error()}
+}
+
+// HostDenied is the httpauth.HostOptions.Deny of a server that serves the
+// API beside other handlers: a request under Prefix gets the API's JSON
+// error (421, code misdirected_request), any other httpauth.DenyHost's
+// page.
+func HostDenied(w http.ResponseWriter, r *http.Request, err *httpauth.HostError) {
+	if r.URL.Path != Prefix && !strings.HasPrefix(r.URL.Path, Prefix+"/") {
+		httpauth.DenyHost(w, r, err)
+		return
+	}
+	writeError(w, &Error{Status: http.StatusMisdirectedRequest, Code: CodeMisdirected, Message: err.Error()})
+}
+
 // fail writes err as the response: translated by the table, or a 500 whose
 // cause goes to the log only.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -119,6 +149,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 func writeError(w http.ResponseWriter, e *Error) {
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hopper"`)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
 	}
 	reply(w, e.Status, struct {
 		Error *Error `json:"error"`

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	readToken  = "read-read-read-read"
 	writeToken = "write-write-write-write"
+	execToken  = "exec-exec-exec-exec-exec"
 	adminToken = "admin-admin-admin-admin"
 )
 

@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // enqueued is the response for one enqueued job.
@@ -33,6 +37,11 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &jr); err != nil {
 		return err
 	}
+	if jr.Kind == kinds.KindExec {
+		if err := a.needExec(r); err != nil {
+			return err
+		}
+	}
 	req, err := jr.request("", time.Now())
 	if err != nil {
 		return err
@@ -44,6 +53,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	httpauth.Note(r, "job", res.ID, "kind", req.Kind, "duplicate", res.Duplicate)
 	status := http.StatusCreated
 	if res.Duplicate {
 		status = http.StatusOK
@@ -94,6 +104,15 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	case n > MaxBatch:
 		return invalid("jobs", fmt.Sprintf("%d jobs, more than the limit of %d per batch", n, MaxBatch))
 	}
+	kindSet := map[string]bool{}
+	for _, jr := range body.Jobs {
+		kindSet[jr.Kind] = true
+	}
+	if kindSet[kinds.KindExec] { // one exec job makes the batch need the exec scope
+		if err := a.needExec(r); err != nil {
+			return err
+		}
+	}
 	now := time.Now()
 	reqs := make([]hopper.EnqueueRequest, len(body.Jobs))
 	for i := range body.Jobs {
@@ -114,6 +133,11 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return e
 	}
+	ids := make([]hopper.ID, len(res))
+	for i, x := range res {
+		ids[i] = x.ID
+	}
+	httpauth.Note(r, "jobs", len(res), httpauth.IDs(ids), "kinds", strings.Join(slices.Sorted(maps.Keys(kindSet)), ","))
 	out := batchResult{Jobs: make([]enqueued, len(res))}
 	for i, x := range res {
 		out.Jobs[i] = enqueued{ID: x.ID, State: x.State, Duplicate: x.Duplicate}
@@ -432,6 +456,7 @@ func (a *api) deleteMany(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	httpauth.Note(r, httpauth.IDs(body.IDs), "deleted", n)
 	reply(w, http.StatusOK, map[string]int{"deleted": n})
 	return nil
 }

@@ -205,13 +205,20 @@ func TestStats(t *testing.T) {
 	e.do("GET", "/api/v1/stats?window=1h", "").fails(400, CodeInvalid, "window")
 }
 
-func TestAuth(t *testing.T) {
-	t.Parallel()
-	var auth httpauth.Auth
-	if err := auth.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken); err != nil {
+// tokens returns an Auth with a read, a write, an exec and an admin token
+// that never throttles (tests send many bad tokens from one address).
+func tokens(t *testing.T) *httpauth.Auth {
+	t.Helper()
+	auth := &httpauth.Auth{MaxFailures: -1, Logger: slog.New(slog.DiscardHandler)}
+	if err := auth.ParseTokens("read:" + readToken + ",write:" + writeToken + ",runner=exec:" + execToken + ",admin:" + adminToken); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, envOpts{auth: &auth})
+	return auth
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{auth: tokens(t)})
 	e.token = adminToken
 	_, dead, _ := e.finished()
 	// Every route with each token: the scope it needs and no less.
@@ -242,7 +249,7 @@ func TestAuth(t *testing.T) {
 	} {
 		e.doAs("", tc.method, tc.path, tc.body).fails(401, CodeUnauthorized, "", "Bearer")
 		e.doAs("not-a-token-at-all", tc.method, tc.path, tc.body).fails(401, CodeUnauthorized, "", "invalid token")
-		for scope, token := range map[httpauth.Scope]string{httpauth.Read: readToken, httpauth.Write: writeToken, httpauth.Admin: adminToken} {
+		for scope, token := range map[httpauth.Scope]string{httpauth.Read: readToken, httpauth.Write: writeToken, httpauth.Exec: execToken, httpauth.Admin: adminToken} {
 			r := e.doAs(token, tc.method, tc.path, tc.body)
 			if scope < tc.need {
 				r.fails(403, CodeForbidden, "", "needs "+tc.need.String())
@@ -260,9 +267,9 @@ func TestAuth(t *testing.T) {
 	}
 
 	// Read-only: every change refused, whatever the token.
-	ro := auth
+	ro := tokens(t)
 	ro.ReadOnly = true
-	e2 := newEnv(t, envOpts{auth: &ro})
+	e2 := newEnv(t, envOpts{auth: ro})
 	e2.doAs(adminToken, "POST", "/api/v1/jobs", `{"kind":"ok"}`).fails(403, CodeForbidden, "", "read-only")
 	e2.doAs(adminToken, "GET", "/api/v1/jobs", "").ok(200, nil)
 	if j := e.job(dead); j.State != hopper.StateDead {

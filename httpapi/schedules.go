@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/maintenance"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // scheduleView is a schedule as the API shows it: its public JSON with
@@ -189,6 +191,11 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &sr); err != nil {
 		return err
 	}
+	if sr.Kind == kinds.KindExec { // the route needs admin, which includes exec: the rule, stated
+		if err := a.needExec(r); err != nil {
+			return err
+		}
+	}
 	o, err := sr.options()
 	if err != nil {
 		return err
@@ -214,6 +221,7 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 		}
 		return e
 	}
+	httpauth.Note(r, "schedule", sr.Name, "kind", sr.Kind, "replace", sr.Replace)
 	reply(w, http.StatusCreated, view(sc))
 	return nil
 }
