@@ -208,10 +208,16 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "Unknown action: want cancel, retry or delete.")
 		return
 	}
-	if got := scopeOf(r.Context()); got < act.scope {
-		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; to %s jobs you need %s %s token.", scopeVerb(got), act.name, article(act.scope.String()), act.scope))
+	if _, err := h.auth.Allow(r, act.scope); err != nil {
+		var se *httpauth.ScopeError
+		if errors.As(err, &se) && !se.ReadOnly {
+			h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; to %s jobs you need %s %s token.", scopeVerb(se.Have), act.name, article(act.scope.String()), act.scope))
+			return
+		}
+		h.refused(w, r, err)
 		return
 	}
+	httpauth.Note(r, "bulk", act.name)
 	all := form.Get("all") == "1"
 	f, err := parseFilter(form)
 	if err != nil {
@@ -230,8 +236,14 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if form.Get("confirm") != "1" {
+		httpauth.Note(r, "confirmed", false)
 		h.confirmBulk(w, r, act, all, f, ids, back)
 		return
+	}
+	if all {
+		httpauth.Note(r, "filter", f.describe(), "upto", form.Get("upto"))
+	} else {
+		httpauth.Note(r, httpauth.IDs(ids))
 	}
 	upto, err := cursor(form, "upto")
 	if err != nil {

@@ -2,10 +2,12 @@ package dashboard
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,14 +40,17 @@ const statsWindow = time.Hour
 type Options struct {
 	// Auth decides what a request may see and do (default: no tokens, every
 	// request admin). With tokens, a browser signs in with a form that
-	// sets the httpauth.CookieName cookie; a read token sees no action
-	// buttons and its posts are refused.
+	// sets the httpauth.CookieName cookie to a session (Auth.NewSession:
+	// no secret, Auth.SessionLifetime long); a read token sees no action
+	// buttons and its posts are refused. Every action and sign-in is
+	// logged with the token's name (httpauth.Audit) to Logger.
 	Auth *httpauth.Auth
 	// Prefix is the path the handler is mounted at, such as "/dashboard"
 	// (default "", the root). Requests keep their full path: mount it with
 	// mux.Handle(Prefix+"/", h), not behind http.StripPrefix.
 	Prefix string
-	// Logger receives the errors pages hit (default slog.Default()).
+	// Logger receives the errors pages hit and the audit lines of actions
+	// (default slog.Default()).
 	Logger *slog.Logger
 
 	// Title names the installation in the header and the page titles
@@ -169,12 +174,13 @@ func (h *handler) Close() error {
 
 // routes registers every page and action on h.mux. Pages need a read
 // scope; actions a write scope, deleting an admin one (see httpauth).
+// Actions, sign-in and sign-out are audited (httpauth.Audit).
 func (h *handler) routes() {
 	p := h.prefix
 	m := http.NewServeMux()
 	page := func(pattern string, fn http.HandlerFunc) { m.Handle("GET "+p+pattern, h.need(httpauth.Read, fn)) }
 	action := func(pattern string, s httpauth.Scope, fn http.HandlerFunc) {
-		m.Handle("POST "+p+pattern, h.need(s, fn))
+		m.Handle("POST "+p+pattern, h.need(s, httpauth.Audit(h.log, "dashboard POST "+pattern, fn)))
 	}
 
 	page("/{$}", h.overview)
@@ -192,8 +198,8 @@ func (h *handler) routes() {
 	action("/schedules/{name}/resume", httpauth.Write, h.resumeSchedule)
 
 	m.HandleFunc("GET "+p+"/login", h.loginPage)
-	m.HandleFunc("POST "+p+"/login", h.login)
-	m.HandleFunc("POST "+p+"/logout", h.logout)
+	m.Handle("POST "+p+"/login", httpauth.Audit(h.log, "dashboard sign-in", http.HandlerFunc(h.login)))
+	m.Handle("POST "+p+"/logout", httpauth.Audit(h.log, "dashboard sign-out", http.HandlerFunc(h.logout)))
 	m.HandleFunc("GET "+p+"/static/{file}", h.static)
 	if p != "" {
 		m.Handle("GET "+p, http.RedirectHandler(p+"/", http.StatusMovedPermanently))
@@ -229,27 +235,42 @@ func (h *handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
 }
 
 // need wraps fn so that it runs only for requests whose token grants
-// scope s; others are sent to the sign-in page (no valid token) or
-// refused with 403 (a token too weak for an action).
-func (h *handler) need(s httpauth.Scope, fn http.HandlerFunc) http.Handler {
+// scope s; others are sent to the sign-in page (no valid token), refused
+// with 403 (a token too weak for an action) or with 429 (an address that
+// failed too often).
+func (h *handler) need(s httpauth.Scope, fn http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, err := h.auth.Scope(r)
-		switch {
-		case got == httpauth.None:
-			h.unauthorized(w, r, err)
-		case got < s:
-			h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; this needs a %s token.", scopeVerb(got), s))
-		default:
-			fn(w, r.WithContext(withScope(r.Context(), got)))
+		p, err := h.auth.Allow(r, s)
+		if err != nil {
+			h.refused(w, r, err)
+			return
 		}
+		fn.ServeHTTP(w, r.WithContext(httpauth.NewContext(r.Context(), p)))
 	})
+}
+
+// refused answers a request httpauth.Auth.Allow refused.
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
+	var se *httpauth.ScopeError
+	var te *httpauth.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds()))
+		h.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from your address: try again in %s.", te.RetryAfter.Round(time.Second)))
+	case errors.As(err, &se) && se.ReadOnly:
+		h.fail(w, r, http.StatusForbidden, "This dashboard is read-only: it changes nothing, whatever the token.")
+	case errors.As(err, &se):
+		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Your token may %s; this needs %s %s token.", scopeVerb(se.Have), article(se.Need.String()), se.Need))
+	default:
+		h.unauthorized(w, r, err)
+	}
 }
 
 func scopeVerb(s httpauth.Scope) string {
 	switch s {
 	case httpauth.Read:
 		return "only look"
-	case httpauth.Write:
+	case httpauth.Write, httpauth.Exec:
 		return "change jobs but not delete them"
 	}
 	return "do nothing"

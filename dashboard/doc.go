@@ -23,9 +23,11 @@
 // 403), and every page carries a Content-Security-Policy that allows only the
 // dashboard's own script and stylesheet. With tokens configured in
 // Options.Auth (package httpauth), browsers sign in with a form that sets
-// the httpauth.CookieName cookie (HttpOnly, SameSite=Strict); a read token
-// sees no action buttons and is refused (403) if it posts anyway; deleting
-// jobs needs an admin token.
+// the httpauth.CookieName cookie (HttpOnly, SameSite=Strict) to a session
+// — signed, with an expiry, never the token itself; signing out ends it.
+// A read token sees no action buttons and is refused (403) if it posts
+// anyway; deleting jobs needs an admin token. Every action, sign-in and
+// sign-out is logged with the token's name (httpauth.Audit).
 //
 // # Cost
 //

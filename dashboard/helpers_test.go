@@ -24,6 +24,7 @@ const (
 	readToken  = "read-token-0123456789"
 	writeToken = "write-token-0123456789"
 	adminToken = "admin-token-0123456789"
+	execToken  = "exec-token-0123456789"
 )
 
 // env is a client on the in-memory store with a few kinds, and its
@@ -91,13 +92,14 @@ func newEnvOn(t *testing.T, c *hopper.Client, o Options) *env {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// tokens returns an Auth with a read, a write and an admin token.
+// tokens returns an Auth with a read, a write, an exec and an admin
+// token, which logs nothing.
 func tokens(t *testing.T) *httpauth.Auth {
-	var a httpauth.Auth
-	if err := a.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken); err != nil {
+	a := &httpauth.Auth{Logger: quiet()}
+	if err := a.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken + ",runner=exec:" + execToken); err != nil {
 		t.Fatal(err)
 	}
-	return &a
+	return a
 }
 
 // enqueue adds a job and returns its ID.

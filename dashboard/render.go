@@ -144,7 +144,7 @@ type errorView struct {
 func (h *handler) unauthorized(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" && !isLive(r) {
 		q := url.Values{"next": {r.URL.RequestURI()}}
-		if err == httpauth.ErrBadToken {
+		if err == httpauth.ErrBadToken || err == httpauth.ErrBadSession {
 			q.Set("expired", "1")
 		}
 		http.Redirect(w, r, h.url("/login?"+q.Encode()), http.StatusSeeOther)
@@ -211,6 +211,7 @@ func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) *flash {
 // done ends an action: a message for the next page, and a redirect to
 // back (a path of this dashboard) or def.
 func (h *handler) done(w http.ResponseWriter, r *http.Request, isErr bool, msg, def string) {
+	httpauth.Note(r, "refused", isErr, "result", msg)
 	h.setFlash(w, r, isErr, msg)
 	http.Redirect(w, r, h.local(r.PostFormValue("back"), def), http.StatusSeeOther)
 }
@@ -219,13 +220,9 @@ func (h *handler) cookiePath() string { return h.prefix + "/" }
 
 func (h *handler) secure(r *http.Request) bool { return h.o.SecureCookie || r.TLS != nil }
 
-type scopeKey struct{}
-
-func withScope(ctx context.Context, s httpauth.Scope) context.Context {
-	return context.WithValue(ctx, scopeKey{}, s)
-}
-
+// scopeOf is the scope of the request whose context is ctx, as its check
+// found it (None if unchecked).
 func scopeOf(ctx context.Context) httpauth.Scope {
-	s, _ := ctx.Value(scopeKey{}).(httpauth.Scope)
-	return s
+	p, _ := httpauth.FromContext(ctx)
+	return p.Scope
 }
