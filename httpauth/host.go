@@ -18,7 +18,9 @@ import (
 // away is the Host header, which holds the page's own name. HostCheck
 // answers only requests whose Host is one the server answers to:
 //
-//   - "localhost" and loopback addresses (127.0.0.0/8, ::1), with any port;
+//   - "localhost" and loopback addresses (127.0.0.0/8, ::1), with any port,
+//     and the unspecified ones (0.0.0.0, ::), which reach this machine too
+//     and which a server listening on all addresses is shown at;
 //   - the address the request's connection arrived at (a server bound to
 //     192.0.2.7 answers to "192.0.2.7:8080"): no rebinding page can carry
 //     an address in its Host, only a name;
@@ -215,7 +217,7 @@ func (c *HostCheck) allows(host string, local netip.Addr) bool {
 	case !ok:
 		return false
 	case ip.IsValid():
-		return ip.IsLoopback() || ip == local.Unmap().WithZone("") || c.addrs[ip]
+		return ip.IsLoopback() || ip.IsUnspecified() || ip == local.Unmap().WithZone("") || c.addrs[ip]
 	case name == "localhost" || c.names[name]:
 		return true
 	}

@@ -85,7 +85,8 @@ func TestHostCheck(t *testing.T) {
 		{"0177.0.0.1", false},
 		{"2130706433", false},
 		{"127.0.0.1.evil.example", false},
-		{"0.0.0.0:8080", false},
+		{"0.0.0.0:8080", true},
+		{"[::]:8080", true},
 		{"10.0.0.1", false},
 		{"198.51.100.2", false},
 		{"löcalhost", false},
@@ -219,7 +220,7 @@ func FuzzHostCheck(f *testing.F) {
 		name := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 		if ip, err := netip.ParseAddr(name); err == nil {
 			ip = ip.Unmap()
-			if !ip.IsLoopback() && ip != local && ip != netip.MustParseAddr("192.0.2.7") {
+			if !ip.IsLoopback() && !ip.IsUnspecified() && ip != local && ip != netip.MustParseAddr("192.0.2.7") {
 				t.Fatalf("Host %q allowed: address %v", host, ip)
 			}
 			return

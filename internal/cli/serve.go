@@ -38,7 +38,7 @@ func (a *app) serveCmd() *cobra.Command {
 		of              offerFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http [ADDR] [--token SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--session-lifetime D]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
@@ -65,9 +65,13 @@ With --http ADDR it also serves, on ADDR, the JSON API under /api/v1/
 database answers and its schema is current). ADDR is HOST:PORT, or :PORT or
 PORT for 127.0.0.1; --http alone listens on ` + DefaultHTTPAddr + `. Requests
 need a bearer token when tokens are given (--token, --tokens-file or
-$` + TokensEnv + `, each SCOPE:SECRET with scope read, write or admin); without
-tokens every request may do everything, so serve refuses to listen beyond
-loopback unless told --insecure-listen. --read-only refuses every change.
+$` + TokensEnv + `, each NAME=SCOPE:SECRET with scope read, write, exec or
+admin; exec enqueues commands); without tokens every request may do
+everything, so serve refuses to listen beyond loopback unless told
+--insecure-listen. --read-only refuses every change. Requests whose Host
+is not localhost, a loopback address, the address reached or one of
+--allowed-hosts get 421 (DNS rebinding). Changes are logged at info with
+the token's name (msg=audit).
 --workers 0 runs no jobs at all — no schedules, no rescues, no cleanup:
 a process serving only the API and the dashboard beside other servers.
 
@@ -79,7 +83,7 @@ before it takes any job. Several servers may share one database.`,
 		Example: `  hopper serve
   hopper serve --workers 32 --queues default,emails:4 --log-level info
   hopper serve --http :8080
-  HOPPER_TOKENS=admin:$(cat /etc/hopper/admin.token) hopper serve --http 0.0.0.0:8080
+  HOPPER_TOKENS=ops=admin:$(cat /etc/hopper/admin.token) hopper serve --http 0.0.0.0:8080 --allowed-hosts hopper.example.com
   hopper serve --workers 0 --http :8080 --read-only --external-kinds send_email
   hopper serve --http :8080 --exec-user hopper --exec-allow '/opt/jobs/*' --exec-env AWS_REGION
   hopper serve --http :8080 --kinds http`,
@@ -93,6 +97,7 @@ before it takes any job. Several servers may share one database.`,
 			if err != nil {
 				return err
 			}
+			log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: lvl}))
 			qs, err := parseQueues(queues)
 			if err != nil {
 				return err
@@ -128,15 +133,14 @@ before it takes any job. Several servers may share one database.`,
 			}
 			o := serveOpts{workers: workers, queues: qs, external: ext, kinds: ko, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue}
 			if addr != "" {
-				if o.auth, err = hf.auth(os.Getenv(TokensEnv)); err != nil {
+				if o.auth, err = hf.auth(os.Getenv(TokensEnv), log); err != nil {
 					return err
 				}
 				if o.ln, err = listenHTTP(addr, o.auth, hf.insecure); err != nil {
 					return err
 				}
-				o.insecure = hf.insecure
+				o.insecure, o.allowedHosts = hf.insecure, hf.allowedHosts
 			}
-			log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: lvl}))
 			return a.serve(cmd.Context(), sigs, log, o)
 		},
 	}
@@ -160,10 +164,12 @@ type serveOpts struct {
 	kinds           kinds.Options // the built-in kinds offered, and their policies
 	shutdownTimeout time.Duration
 	lease, rescue   time.Duration // Config.LeaseDuration, Config.RescueInterval (0: the defaults)
-	// ln, if set, is where the HTTP server listens, with auth.
-	ln       net.Listener
-	auth     *httpauth.Auth
-	insecure bool
+	// ln, if set, is where the HTTP server listens, with auth, answering
+	// to the hosts of --allowed-hosts besides loopback.
+	ln           net.Listener
+	auth         *httpauth.Auth
+	insecure     bool
+	allowedHosts []string
 }
 
 // parseExternalKinds reads --external-kinds.
@@ -239,7 +245,12 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	failed := make(chan error, 1)
 	if o.ln != nil {
 		m.Attach(s.Client)
-		web = startWeb(o.ln, httpHandler(s.Client, m, o.auth, log), log, failed)
+		h, err := httpHandler(s.Client, m, o.auth, o.allowedHosts, log)
+		if err != nil {
+			s.closeQuick()
+			return err
+		}
+		web = startWeb(o.ln, h, log, failed)
 	}
 	a.logServing(log, s, o)
 	if o.ln != nil && o.workers > 0 && o.kinds.ExecAsRoot() {
@@ -310,6 +321,9 @@ func (a *app) logServing(log *slog.Logger, s *session, o serveOpts) {
 			auth = "none (loopback only)"
 		}
 		attrs = append(attrs, "http", "http://"+o.ln.Addr().String(), "auth", auth, "read_only", o.auth.ReadOnly)
+		if len(o.allowedHosts) > 0 {
+			attrs = append(attrs, "allowed_hosts", strings.Join(o.allowedHosts, ","))
+		}
 	}
 	attrs = append(attrs, "worker_id", s.WorkerID(), "pid", os.Getpid())
 	log.Info("hopper serving", attrs...)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,25 +26,33 @@ import (
 const DefaultHTTPAddr = "127.0.0.1:8080"
 
 // TokensEnv names the environment variable holding API tokens, as
-// SCOPE:SECRET items separated by commas or newlines.
+// [NAME=]SCOPE:SECRET items separated by commas or newlines. Only serve
+// --http reads it: without --http it is not read, nor checked.
 const TokensEnv = "HOPPER_TOKENS"
 
 // serverFlags are serve's flags for its HTTP server.
 type serverFlags struct {
-	addr       string
-	tokens     []string
-	tokensFile string
-	readOnly   bool
-	insecure   bool
+	addr            string
+	tokens          []string
+	tokensFile      string
+	readOnly        bool
+	insecure        bool
+	allowedHosts    []string
+	sessionLifetime time.Duration
 }
+
+// maxSessionLifetime bounds --session-lifetime.
+const maxSessionLifetime = 30 * 24 * time.Hour
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.addr, "http", "", "serve the API, the dashboard, /metrics, /healthz and /readyz on ADDR: HOST:PORT, or :PORT or PORT for 127.0.0.1 (--http alone: "+DefaultHTTPAddr+")")
 	fs.Lookup("http").NoOptDefVal = DefaultHTTPAddr
-	fs.StringArrayVar(&f.tokens, "token", nil, "an HTTP token SCOPE:SECRET, scope read, write or admin (repeatable; also $"+TokensEnv+" and --tokens-file)")
-	fs.StringVar(&f.tokensFile, "tokens-file", "", "read HTTP tokens from a file: one SCOPE:SECRET per line, # comments")
+	fs.StringArrayVar(&f.tokens, "token", nil, "an HTTP token [NAME=]SCOPE:SECRET, scope read, write, exec or admin; NAME shows in the logs (repeatable; also $"+TokensEnv+" and --tokens-file)")
+	fs.StringVar(&f.tokensFile, "tokens-file", "", "read HTTP tokens from a file: one [NAME=]SCOPE:SECRET per line, # comments (keep it unreadable to others: chmod 600)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "the HTTP API and dashboard change nothing, whatever the token")
 	fs.BoolVar(&f.insecure, "insecure-listen", false, "allow --http on an address beyond loopback without tokens (something in front must authenticate)")
+	fs.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names (and *.example.com, IP addresses) the HTTP server answers to besides localhost, loopback addresses and the address it was reached at; other Host headers get 421 (DNS rebinding)")
+	fs.DurationVar(&f.sessionLifetime, "session-lifetime", httpauth.DefaultSessionLifetime, "how long a dashboard sign-in lasts")
 }
 
 // resolve checks the HTTP flags given with serve's positional args, which
@@ -59,12 +68,18 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet, args []string) (string, error) 
 		f.addr = args[0]
 	}
 	if !given {
-		for _, name := range []string{"token", "tokens-file", "read-only", "insecure-listen"} {
+		for _, name := range []string{"token", "tokens-file", "read-only", "insecure-listen", "allowed-hosts", "session-lifetime"} {
 			if fs.Changed(name) {
 				return "", usagef("--%s applies to the HTTP server: give --http too", name)
 			}
 		}
 		return "", nil
+	}
+	if f.sessionLifetime < time.Minute || f.sessionLifetime > maxSessionLifetime {
+		return "", usagef("bad --session-lifetime %s: want 1m to %s", f.sessionLifetime, maxSessionLifetime)
+	}
+	if _, err := httpauth.NewHostCheck(httpauth.HostOptions{Allowed: f.allowedHosts}); err != nil {
+		return "", usagef("bad --allowed-hosts: %v", err)
 	}
 	return httpAddr(f.addr)
 }
@@ -90,21 +105,25 @@ func httpAddr(s string) (string, error) {
 }
 
 // auth builds the tokens of the flags, the file and env (the value of
-// $HOPPER_TOKENS).
-func (f *serverFlags) auth(env string) (*httpauth.Auth, error) {
-	a := &httpauth.Auth{ReadOnly: f.readOnly}
-	for i, t := range f.tokens {
-		if err := a.ParseTokens(t); err != nil {
-			return nil, usagef("bad --token #%d: %v", i+1, strings.TrimPrefix(err.Error(), "token #1: "))
-		}
+// $HOPPER_TOKENS). Unnamed tokens are named after where they were given:
+// --token#N, FILE:LINE, $HOPPER_TOKENS#N. A tokens file others may read
+// gets a warning on log.
+func (f *serverFlags) auth(env string, log *slog.Logger) (*httpauth.Auth, error) {
+	a := &httpauth.Auth{ReadOnly: f.readOnly, SessionLifetime: f.sessionLifetime}
+	if err := a.ParseTokensFrom("--token", strings.Join(f.tokens, "\n")); err != nil {
+		return nil, usagef("bad %v", err)
 	}
 	if f.tokensFile != "" {
 		if err := a.LoadFile(f.tokensFile); err != nil {
 			return nil, usageError{err}
 		}
+		if fi, err := os.Stat(f.tokensFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
+			log.Warn("the tokens file is readable by other users: chmod 600 it (or 640 for a group you trust)",
+				"file", f.tokensFile, "mode", fi.Mode().Perm().String())
+		}
 	}
-	if err := a.ParseTokens(env); err != nil {
-		return nil, usagef("bad $%s: %v", TokensEnv, err)
+	if err := a.ParseTokensFrom("$"+TokensEnv, env); err != nil {
+		return nil, usagef("bad %v", err)
 	}
 	return a, nil
 }
@@ -120,7 +139,7 @@ func listenHTTP(addr string, auth *httpauth.Auth, insecure bool) (net.Listener, 
 	if auth.Open() && !insecure && !loopback(ln.Addr()) {
 		ln.Close()
 		return nil, usagef("refusing --http %s without tokens: it is reachable beyond this machine, and anyone who can reach it could enqueue, cancel and delete jobs. "+
-			"Give tokens (--token SCOPE:SECRET, --tokens-file FILE or $%s), listen on 127.0.0.1, or pass --insecure-listen if something in front authenticates", addr, TokensEnv)
+			"Give tokens (--token NAME=SCOPE:SECRET, --tokens-file FILE or $%s), listen on 127.0.0.1, or pass --insecure-listen if something in front authenticates", addr, TokensEnv)
 	}
 	return ln, nil
 }
@@ -130,16 +149,29 @@ func loopback(a net.Addr) bool {
 	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
-// httpHandler routes the HTTP server of serve: the API under /api/v1/, the
-// metrics, the health checks, and the dashboard at /.
-func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, log *slog.Logger) http.Handler {
+// httpHandler routes the HTTP server of serve: the API under /api/v1/,
+// the metrics, the health checks, and the dashboard at /, all behind the
+// Host check (but for /healthz and /readyz, which orchestrators probe by
+// names of their own and which tell nothing). Failures of auth and of the
+// Host check go to log and to the metrics.
+func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allowedHosts []string, log *slog.Logger) (http.Handler, error) {
+	auth.Logger, auth.OnFailure = log, m.AuthFailure
+	hosts, err := httpauth.NewHostCheck(httpauth.HostOptions{
+		Allowed: allowedHosts, Exempt: []string{"/healthz", "/readyz"},
+		Deny: httpapi.HostDenied, Logger: log, OnFailure: m.AuthFailure,
+	})
+	if err != nil {
+		return nil, usagef("bad --allowed-hosts: %v", err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle(httpapi.Prefix+"/", httpapi.New(c, httpapi.Options{Auth: auth, Logger: log}))
+	api := httpapi.New(c, httpapi.Options{Auth: auth, Logger: log})
+	mux.Handle(httpapi.Prefix+"/", api)
+	mux.Handle(httpapi.Prefix, api) // the API's JSON 404, not the mux's redirect to /api/v1/
 	mux.Handle("/metrics", httpapi.GetOnly(httpapi.Protect(auth, httpauth.Read, m.Handler())))
 	mux.Handle("/healthz", httpapi.GetOnly(httpapi.Health()))
 	mux.Handle("/readyz", httpapi.GetOnly(httpapi.Ready(c, httpapi.HealthOptions{Logger: log})))
 	mux.Handle("/", dashboard.New(c, dashboard.Options{Auth: auth, Logger: log}))
-	return mux
+	return hosts.Handler(mux), nil
 }
 
 // webServer is serve's HTTP server.

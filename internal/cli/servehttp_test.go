@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,6 +152,7 @@ func TestServeHTTP(t *testing.T) {
 	s.want(cliAdmin, "POST", "/api/v1/schedules", `{"name":"t","every":"1m","kind":"http","args":{"url":"ftp://x"}}`, 400, `"field":"args"`, "http or https")
 	s.want(cliRead, "GET", "/api/v1/jobs/count", "", 200, `"count":1}`)
 	s.want(cliRead, "GET", "/api/v1/schedules", "", 200, `"schedules":[]`)
+	s.want(cliRead, "GET", "/api/v1", "", 404, `"not_found"`, "openapi.json")
 
 	s.want("", "GET", "/metrics", "", 401)
 	metrics := s.want(cliRead, "GET", "/metrics", "", 200,
@@ -236,6 +238,8 @@ func TestServeHTTPUsage(t *testing.T) {
 		{[]string{"serve", "--http", "127.0.0.1:0", "--token", "read:short"}, []string{"bad --token #1", "shorter"}},
 		{[]string{"serve", "--http", "127.0.0.1:0", "--token", "root:" + cliAdmin}, []string{"bad --token #1", "root"}},
 		{[]string{"serve", "--http", "127.0.0.1:0", "--tokens-file", missing}, []string{"tokens file"}},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--allowed-hosts", "bücher.example"}, []string{"bad --allowed-hosts", "xn--"}},
+		{[]string{"serve", "--allowed-hosts", "a.example"}, []string{"--allowed-hosts applies to the HTTP server"}},
 		{[]string{"serve", "--external-kinds", strings.Repeat("k", 300)}, []string{"--external-kinds"}},
 	} {
 		hop(t, db, tc.args...).fails(t, ExitUsage, tc.want...)
@@ -265,6 +269,13 @@ func TestHTTPAddr(t *testing.T) {
 		{[]string{"--http", "host"}, "", true},
 		{[]string{"--http", "host:port"}, "", true},
 		{[]string{"--read-only"}, "", true},
+		{[]string{"--allowed-hosts", "hopper.example.com"}, "", true},
+		{[]string{"--session-lifetime", "1h"}, "", true},
+		{[]string{"--http", "--allowed-hosts", "hopper.example.com,*.ops.example,192.0.2.7"}, DefaultHTTPAddr, false},
+		{[]string{"--http", "--allowed-hosts", "hopper.example.com:8080"}, "", true},
+		{[]string{"--http", "--session-lifetime", "30s"}, "", true},
+		{[]string{"--http", "--session-lifetime", "721h"}, "", true},
+		{[]string{"--http", "--session-lifetime", "1h"}, DefaultHTTPAddr, false},
 	} {
 		var f serverFlags
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -280,24 +291,57 @@ func TestHTTPAddr(t *testing.T) {
 }
 
 // TestTokenSources: tokens come from --token, the file and $HOPPER_TOKENS
-// together.
+// together, named as given or after where they were given; a tokens file
+// others may read gets a warning; errors name the flag or the line.
 func TestTokenSources(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("write:file-token-0123456\n"), 0o600); err != nil {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(file, []byte("# ops\nwrite:file-token-0123456\nalice=exec:file-token-2-0123456\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := serverFlags{tokens: []string{"read:flag-token-0123456"}, tokensFile: file}
-	a, err := f.auth("admin:env-token-01234567, read:env-token-2-0123456")
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	f := serverFlags{tokens: []string{"read:flag-token-0123456", "ci=write:flag-token-2-0123456"}, tokensFile: file}
+	a, err := f.auth("admin:env-token-01234567, read:env-token-2-0123456", log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tok := range []string{"flag-token-0123456", "file-token-0123456", "env-token-01234567", "env-token-2-0123456"} {
-		if !a.Valid(tok) {
-			t.Errorf("token %s not accepted", tok)
+	for tok, name := range map[string]string{
+		"flag-token-0123456":   "--token#1",
+		"flag-token-2-0123456": "ci",
+		"file-token-0123456":   "tokens:2",
+		"file-token-2-0123456": "alice",
+		"env-token-01234567":   "$HOPPER_TOKENS#1",
+		"env-token-2-0123456":  "$HOPPER_TOKENS#2",
+	} {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if p, err := a.Authenticate(r); err != nil || p.Name != name {
+			t.Errorf("token %s: named %q (%v), want %q", tok, p.Name, err, name)
 		}
 	}
-	if _, err := f.auth("admin:short"); err == nil || !strings.Contains(err.Error(), TokensEnv) {
+	if logs.String() != "" {
+		t.Errorf("a private tokens file: %s", logs.String())
+	}
+	if _, err := f.auth("admin:short", log); err == nil || !strings.Contains(err.Error(), "bad $"+TokensEnv+" #1: secret shorter") {
 		t.Errorf("bad $%s: %v", TokensEnv, err)
+	}
+	bad := serverFlags{tokens: []string{"read:flag-token-0123456", "ops=root:flag-token-2-0123456"}}
+	if _, err := bad.auth("", log); err == nil || !strings.Contains(err.Error(), `bad --token #2: scope "root"`) {
+		t.Errorf("bad --token: %v", err)
+	}
+	// Errors in the file count lines, not tokens.
+	os.WriteFile(file, []byte("# ops\n\nread:file-token-0123456\n# the next is bad\nwrite:short\n"), 0o600)
+	if _, err := f.auth("", log); err == nil || !strings.Contains(err.Error(), "line 5: secret shorter") {
+		t.Errorf("bad tokens file: %v", err)
+	}
+	os.WriteFile(file, []byte("read:file-token-0123456\n"), 0o644)
+	os.Chmod(file, 0o644)
+	if _, err := (&serverFlags{tokensFile: file}).auth("", log); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "readable by other users") || !strings.Contains(out, "mode=-rw-r--r--") {
+		t.Errorf("a world-readable tokens file: %q", out)
 	}
 }
