@@ -20,18 +20,25 @@
 //
 //	{"error": {"code": "invalid", "field": "run_at", "message": "..."}}
 //
-// The codes and their statuses come from one table (errorStatus, in
-// errors.go): invalid and too_large 400, unauthorized 401, forbidden 403,
+// Each code has one status (the Code constants; hopper's errors are
+// mapped by one table, errorStatus in errors.go): invalid and too_large 400, unauthorized 401, forbidden 403,
 // not_found 404, method_not_allowed 405, conflict and duplicate 409,
-// unavailable 503, internal 500 (a store failure or a bug: logged, never
-// shown).
+// misdirected_request 421 (HostDenied), too_many_requests 429 (with
+// Retry-After), unavailable 503, internal 500 (a store failure or a bug:
+// logged, never shown).
 //
 // Access is checked by an *httpauth.Auth: read scope for every GET, write
 // for enqueue, cancel, reschedule, DLQ retry and schedule pause and resume,
-// admin for purge, delete and adding or removing schedules. Cross-origin
-// browser requests that would change something are refused
-// (http.CrossOriginProtection), so the dashboard's cookie cannot be used
-// by another site.
+// exec for enqueueing jobs of the exec kind (one in a batch is enough),
+// admin for purge, delete and adding or removing schedules. An address
+// that keeps sending bad tokens gets 429. Every request that changes
+// something is logged at info with its token's name, its address, its
+// route, its status and its targets (httpauth.Audit). Cross-origin browser
+// requests that would change something are refused
+// (http.CrossOriginProtection), so the dashboard's session cookie cannot
+// be used by another site; a server that listens on loopback without
+// tokens also needs an httpauth.HostCheck around it against DNS
+// rebinding (hopper serve has one).
 //
 // The handlers talk to the *hopper.Client only, so they work on every
 // store. The package is separate from package hopper: a program that does
@@ -106,7 +113,8 @@ type api struct {
 }
 
 // New returns the API's handler for c. Every path it answers starts with
-// Prefix: mount it with mux.Handle("/api/v1/", h), or serve it alone. A
+// Prefix: mount it with mux.Handle("/api/v1/", h) (and mux.Handle("/api/v1",
+// h), or the mux answers /api/v1 with a redirect), or serve it alone. A
 // path or method it does not know is a JSON 404 or 405. c may be started
 // or not: the API only reads and changes the store through it. New panics
 // if c is nil.
