@@ -1,18 +1,17 @@
 package dashboard
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/logtest"
 )
 
 // signIn posts the sign-in form with token and returns the session cookie.
@@ -104,34 +103,11 @@ func TestSignInThrottled(t *testing.T) {
 	e.get("/jobs", readToken).want(t, http.StatusOK)
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) audit() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, "msg=audit") {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // TestDashboardAudit: actions, sign-ins and sign-outs are logged with the
 // token's name and the targets; pages and refused posts are not.
 func TestDashboardAudit(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
+	var logs logtest.Buffer
 	auth := tokens(t)
 	e := newEnv(t, Options{Auth: auth, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	waiting := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
@@ -152,7 +128,7 @@ func TestDashboardAudit(t *testing.T) {
 		{`action="dashboard POST /bulk"`, "token=#3", "bulk=delete", "filter=", "upto=" + ids[1], `result="Deleted 2 of 2 jobs."`},
 		{`action="dashboard sign-out"`, "token=runner"},
 	}
-	lines := logs.audit()
+	lines := logs.Lines("msg=audit")
 	if len(lines) != len(want) {
 		t.Fatalf("%d audit lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
 	}

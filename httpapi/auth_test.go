@@ -1,18 +1,17 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/logtest"
 )
 
 // count returns how many jobs the store holds.
@@ -87,30 +86,12 @@ func TestThrottled(t *testing.T) {
 	e.doAs("", "GET", "/api/v1/jobs", "").fails(401, CodeUnauthorized, "", "Bearer")
 }
 
-// syncBuffer is a log destination for tests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
-}
-
 // TestAudit: every change logs who made it (the token's name, never its
 // secret), from where, the route, the status and the targets; reads and
 // refused requests do not.
 func TestAudit(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf logtest.Buffer
 	auth := &httpauth.Auth{Logger: slog.New(slog.DiscardHandler)}
 	if err := auth.ParseTokens("ci=admin:" + adminToken + ",read:" + readToken); err != nil {
 		t.Fatal(err)
@@ -138,7 +119,7 @@ func TestAudit(t *testing.T) {
 		{`action="POST /api/v1/schedules/{name}/pause"`, "path=/api/v1/schedules/s1/pause"},
 		{`action="DELETE /api/v1/schedules/{name}"`, "status=404"},
 	}
-	lines := buf.lines()
+	lines := buf.Lines()
 	if len(lines) != len(want) {
 		t.Fatalf("%d audit lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
 	}

@@ -1,7 +1,6 @@
 package httpauth
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hopperq/hopper/internal/logtest"
 )
 
 // counter counts the reasons OnFailure reports.
@@ -115,21 +116,16 @@ func TestThrottle(t *testing.T) {
 func TestFailureLogs(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var buf bytes.Buffer
-		var mu sync.Mutex
+		var buf logtest.Buffer
 		a := auth(t, "ops=read:"+opsSecret)
-		a.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+		a.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 		a.MaxFailures = -1
 		for i := range 1000 {
 			secret := "wrong-secret-" + strings.Repeat("x", 10) + string(rune('a'+i%26))
 			a.Allow(request("Bearer "+secret, "", "198.51.100.7:4000"), Read)
 		}
 		a.Allow(request("Bearer "+opsSecret, "", "198.51.100.7:4000"), Write) // 403
-		lines := func() []string {
-			mu.Lock()
-			defer mu.Unlock()
-			return strings.Split(strings.TrimSpace(buf.String()), "\n")
-		}
+		lines := func() []string { return buf.Lines() }
 		if got := lines(); len(got) != logBurst {
 			t.Fatalf("%d lines logged during the burst, want %d", len(got), logBurst)
 		}
@@ -153,15 +149,4 @@ func TestFailureLogs(t *testing.T) {
 			}
 		}
 	})
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
 }
