@@ -199,20 +199,7 @@ func (a *api) table() []route {
 // name, the remote address, the route, the status and the targets its
 // handler notes.
 func (a *api) wrap(rt route) http.Handler {
-	var serve http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkQuery(r, rt.query); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
-		if err := rt.serve(w, r); err != nil {
-			a.fail(w, r, err)
-		}
-	})
-	if rt.method != http.MethodGet {
-		serve = httpauth.Audit(a.log, rt.method+" "+rt.pattern, serve)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -228,10 +215,21 @@ func (a *api) wrap(rt route) http.Handler {
 				writeError(w, authError(err))
 				return
 			}
-			r = r.WithContext(httpauth.NewContext(r.Context(), p))
+			httpauth.Identify(r, p)
 		}
-		serve.ServeHTTP(w, r)
+		if err := checkQuery(r, rt.query); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+		if err := rt.serve(w, r); err != nil {
+			a.fail(w, r, err)
+		}
 	})
+	if rt.method != http.MethodGet {
+		h = httpauth.Audit(a.log, rt.method+" "+rt.pattern, h)
+	}
+	return h
 }
 
 // needExec checks, inside a route whose body holds jobs of the exec kind

@@ -233,7 +233,7 @@ func BenchmarkHandlerEnqueue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.StopNow()
-	h := New(c, Options{})
+	h := New(c, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}) // formats the audit line, as a real server does
 	body := []byte(`{"kind":"send_email","args":{"to":"ada@example.com","subject":"Welcome"}}`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -22,8 +22,10 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// record is what Audit learns of a request while it is served.
+// record is what Audit learns of a request while it is served, and the
+// ResponseWriter that learns its status (one allocation).
 type record struct {
+	statusWriter
 	p     Principal
 	known bool
 	attrs []any
@@ -34,16 +36,16 @@ type recordKey struct{}
 // Note adds attributes (key-value pairs, as slog takes them) to the audit
 // line of r: the targets a handler learnt from the body — job IDs (see
 // IDs), a filter, counts. It does nothing for a request Audit does not
-// wrap.
+// wrap, or whose logger does not log at info.
 func Note(r *http.Request, args ...any) {
 	if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
 		rec.attrs = append(rec.attrs, args...)
 	}
 }
 
-// Identify tells the audit line of r who made it, for a request that
-// authenticates inside its handler (a sign-in form). It does nothing for a
-// request Audit does not wrap.
+// Identify tells the audit line of r who made it, for a handler that
+// authenticates inside Audit (the API's routes; a sign-in form). It does
+// nothing for a request Audit does not wrap.
 func Identify(r *http.Request, p Principal) {
 	if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
 		rec.p, rec.known = p, true
@@ -55,16 +57,19 @@ func Identify(r *http.Request, p Principal) {
 // anything derived from it; "(open)" on a server without tokens), the
 // remote address, the path, the response's status, and what h added with
 // Note. Only requests by someone are logged: those whose context holds a
-// Principal (NewContext, as the checks of the API and the dashboard put
-// it) or whose handler called Identify. Wrap every handler that changes
-// something; refused requests are logged, at a bounded rate, by
-// Auth.Allow.
+// Principal when they reach Audit (NewContext) or whose handler called
+// Identify. Wrap every handler that changes something; refused requests
+// are logged, at a bounded rate, by Auth.Allow. With a logger that does
+// not log at info, Audit costs nothing.
 func Audit(log *slog.Logger, action string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &record{}
+		if !log.Enabled(r.Context(), slog.LevelInfo) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := &record{statusWriter: statusWriter{ResponseWriter: w, status: http.StatusOK}}
 		rec.p, rec.known = FromContext(r.Context())
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
+		h.ServeHTTP(&rec.statusWriter, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
 		if !rec.known {
 			return
 		}
@@ -72,8 +77,10 @@ func Audit(log *slog.Logger, action string, h http.Handler) http.Handler {
 		if name == "" {
 			name = "(open)"
 		}
-		args := append([]any{"action", action, "token", name, "remote", r.RemoteAddr, "path", r.URL.Path, "status", sw.status}, rec.attrs...)
-		log.InfoContext(r.Context(), "audit", args...)
+		attrs := []slog.Attr{slog.String("action", action), slog.String("token", name), slog.String("remote", r.RemoteAddr),
+			slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+			slog.Group("", rec.attrs...)} // a group without a key is inlined
+		log.LogAttrs(r.Context(), slog.LevelInfo, "audit", attrs...)
 	})
 }
 
