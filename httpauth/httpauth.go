@@ -98,11 +98,13 @@ type Auth struct {
 	// already given: shortening it ends those older than the new
 	// lifetime.
 	SessionLifetime time.Duration
-	// MaxFailures is how many failed authentications (an unknown token,
-	// an invalid session, a refused sign-in) one address may make within
+	// MaxFailures is how many failed authentications (an unknown token, a
+	// refused sign-in: guesses of a secret) one address may make within
 	// FailureWindow; beyond it, the address's failing requests get
 	// ErrThrottled until the window ends, while its valid tokens keep
-	// working (default DefaultMaxFailures, 10; negative: no limit).
+	// working (default DefaultMaxFailures, 10; negative: no limit). An
+	// invalid session does not count: no one guesses a signed one, and a
+	// tab left open past its session's end must not lock its user out.
 	// Addresses are the requests' RemoteAddr, IPv6 ones by /64: behind a
 	// proxy every client has the proxy's.
 	MaxFailures int
@@ -316,8 +318,7 @@ func (a *Auth) Valid(secret string) bool { return a.lookup(secret) != nil }
 // error to answer with: ErrNoToken, ErrBadToken or ErrBadSession (401), a
 // *ScopeError (403) or a *ThrottledError (429) when r's address failed
 // too often. Every failure is logged (at a bounded rate) and reported to
-// OnFailure; unknown tokens and invalid sessions count towards
-// MaxFailures.
+// OnFailure; unknown tokens count towards MaxFailures.
 func (a *Auth) Allow(r *http.Request, need Scope) (Principal, error) {
 	now := time.Now()
 	p, err := a.authenticate(r, now)
@@ -342,7 +343,7 @@ func (a *Auth) refuse(r *http.Request, err error, now time.Time) error {
 	case ErrBadSession:
 		reason = ReasonBadSession
 	}
-	if reason != ReasonNoToken {
+	if reason == ReasonBadToken {
 		if wait, first := a.fails.add(r.RemoteAddr, now, a.maxFailures(), a.failureWindow()); wait > 0 {
 			if first {
 				a.failed(r, ReasonThrottled, err, now, "retry_after", wait.Round(time.Second))
