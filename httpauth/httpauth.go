@@ -77,7 +77,7 @@ const (
 	// DefaultSessionLifetime is how long a dashboard sign-in lasts.
 	DefaultSessionLifetime = 12 * time.Hour
 	// DefaultMaxFailures is how many failed authentications an address
-	// may make within DefaultFailureWindow before its failing requests
+	// may make within DefaultFailureWindow before its tokens and sign-ins
 	// are answered with ErrThrottled.
 	DefaultMaxFailures = 10
 	// DefaultFailureWindow is the window DefaultMaxFailures counts in.
@@ -100,9 +100,10 @@ type Auth struct {
 	SessionLifetime time.Duration
 	// MaxFailures is how many failed authentications (an unknown token, a
 	// refused sign-in: guesses of a secret) one address may make within
-	// FailureWindow; beyond it, the address's failing requests get
-	// ErrThrottled until the window ends, while its valid tokens keep
-	// working (default DefaultMaxFailures, 10; negative: no limit). An
+	// FailureWindow; beyond it, every bearer token and sign-in of the
+	// address gets ErrThrottled until the window ends, unchecked, so that a
+	// right guess is refused like the others; its sessions keep working
+	// (default DefaultMaxFailures, 10; negative: no limit). An
 	// invalid session does not count: no one guesses a signed one, and a
 	// tab left open past its session's end must not lock its user out.
 	// Addresses are the requests' RemoteAddr, IPv6 ones by /64: behind a
@@ -318,9 +319,16 @@ func (a *Auth) Valid(secret string) bool { return a.lookup(secret) != nil }
 // error to answer with: ErrNoToken, ErrBadToken or ErrBadSession (401), a
 // *ScopeError (403) or a *ThrottledError (429) when r's address failed
 // too often. Every failure is logged (at a bounded rate) and reported to
-// OnFailure; unknown tokens count towards MaxFailures.
+// OnFailure; unknown tokens count towards MaxFailures, and once an address
+// exceeds them its bearer tokens, valid or not, get the *ThrottledError
+// until the window ends (its sessions still work).
 func (a *Auth) Allow(r *http.Request, need Scope) (Principal, error) {
 	now := time.Now()
+	if r.Header.Get("Authorization") != "" && !a.Open() {
+		if err := a.throttled(r, now); err != nil {
+			return Principal{}, err
+		}
+	}
 	p, err := a.authenticate(r, now)
 	if err != nil {
 		return p, a.refuse(r, err, now)
@@ -355,6 +363,22 @@ func (a *Auth) refuse(r *http.Request, err error, now time.Time) error {
 	}
 	a.failed(r, reason, err, now)
 	return err
+}
+
+// throttled returns a *ThrottledError, counted as a failure, if r's
+// address failed too often in the current window: its bearer tokens and
+// sign-ins are then not checked at all, valid or not, so that the limit
+// slows guessing. Sessions are still honoured (a signed session is not
+// guessed, and a signed-in user behind the same address keeps working).
+func (a *Auth) throttled(r *http.Request, now time.Time) error {
+	wait := a.fails.blocked(r.RemoteAddr, now, a.maxFailures(), a.failureWindow())
+	if wait <= 0 {
+		return nil
+	}
+	if a.OnFailure != nil {
+		a.OnFailure(ReasonThrottled)
+	}
+	return &ThrottledError{RetryAfter: wait}
 }
 
 func (a *Auth) maxFailures() int {

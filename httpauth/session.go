@@ -48,13 +48,16 @@ type Session struct {
 // NewSession signs r in with secret, a token's secret typed in a sign-in
 // form: it returns the session to set as the CookieName cookie, or why
 // not — ErrBadToken for a secret that is no token's, a *ThrottledError
-// when r's address failed too often. A refusal counts as a failure, as
-// in Allow. With no tokens (Open) there is nothing to sign in to: it
+// when r's address failed too often (the secret is then not checked). A
+// refusal counts as a failure, as in Allow. With no tokens (Open) there is nothing to sign in to: it
 // returns ErrNoToken.
 func (a *Auth) NewSession(r *http.Request, secret string) (Session, error) {
 	now := time.Now()
 	if a.Open() {
 		return Session{}, ErrNoToken
+	}
+	if err := a.throttled(r, now); err != nil {
+		return Session{}, err
 	}
 	t := a.lookup(strings.TrimSpace(secret))
 	if t == nil {

@@ -74,6 +74,23 @@ func (f *failures) add(addr string, now time.Time, limit int, window time.Durati
 	return c.start.Add(window).Sub(now), c.n == limit+1
 }
 
+// blocked returns how long until addr's window ends if addr already
+// failed more than limit times in it, else 0: such an address gets no
+// token or sign-in checked until then.
+func (f *failures) blocked(addr string, now time.Time, limit int, window time.Duration) time.Duration {
+	if limit < 0 {
+		return 0
+	}
+	key := addrKey(addr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.by[key]
+	if c == nil || c.n <= limit || now.Sub(c.start) >= window {
+		return 0
+	}
+	return c.start.Add(window).Sub(now)
+}
+
 // addrKey is the address a RemoteAddr counts failures under: its IP, an
 // IPv6 one by its /64 (one host usually has a whole /64), or RemoteAddr
 // itself when it is no IP and port.

@@ -34,9 +34,10 @@ func (c *counter) get(reason string) int {
 }
 
 // TestThrottle: beyond MaxFailures failed authentications in a window,
-// an address's failing requests get a ThrottledError with the time left
-// in the window; its valid tokens keep working, other addresses are not
-// affected, and the next window starts afresh.
+// an address's requests with a token, and its sign-ins, get a
+// ThrottledError with the time left in the window, the valid ones too (a
+// guess is not checked); its sessions keep working, other addresses are
+// not affected, and the next window starts afresh.
 func TestThrottle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -44,6 +45,10 @@ func TestThrottle(t *testing.T) {
 		a := auth(t, "ops=admin:"+opsSecret)
 		a.MaxFailures, a.FailureWindow, a.OnFailure = 3, time.Minute, failures.add
 		const attacker = "198.51.100.7:4000"
+		session, err := a.NewSession(request("", "", attacker), opsSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
 		bad := func(remote string) error {
 			_, err := a.Allow(request("Bearer wrong-secret-0123456789", "", remote), Read)
 			return err
@@ -54,7 +59,7 @@ func TestThrottle(t *testing.T) {
 			}
 		}
 		time.Sleep(20 * time.Second)
-		err := bad("198.51.100.7:5000") // another port, same address
+		err = bad("198.51.100.7:5000") // another port, same address
 		var te *ThrottledError
 		if !errors.As(err, &te) || !errors.Is(err, ErrThrottled) || te.RetryAfter != 40*time.Second || te.RetryAfterSeconds() != 40 {
 			t.Fatalf("failure 4: %v, want throttled for 40s", err)
@@ -71,12 +76,17 @@ func TestThrottle(t *testing.T) {
 		if _, err := a.NewSession(request("", "", attacker), "wrong-secret-0123456789"); !errors.As(err, &te) {
 			t.Errorf("a bad sign-in from the address: %v", err)
 		}
-		// Valid tokens work, and sign in, from the same address.
-		if p, err := a.Allow(request("Bearer "+opsSecret, "", attacker), Admin); err != nil || p.Name != "ops" {
-			t.Errorf("a valid token from the address: %v", err)
+		// Valid tokens and sign-ins from the address are not checked
+		// either: a guess that would be right is refused like the others.
+		if _, err := a.Allow(request("Bearer "+opsSecret, "", attacker), Admin); !errors.As(err, &te) {
+			t.Errorf("a valid token from the address: %v, want throttled", err)
 		}
-		if _, err := a.NewSession(request("", "", attacker), opsSecret); err != nil {
-			t.Errorf("a sign-in from the address: %v", err)
+		if _, err := a.NewSession(request("", "", attacker), opsSecret); !errors.As(err, &te) {
+			t.Errorf("a sign-in from the address: %v, want throttled", err)
+		}
+		// A session signed in before keeps working: it is not guessed.
+		if p, err := a.Allow(request("", session.Value, attacker), Admin); err != nil || p.Name != "ops" {
+			t.Errorf("a session from the address: %v", err)
 		}
 		if err := bad("203.0.113.9:4000"); !errors.Is(err, ErrBadToken) {
 			t.Errorf("another address: %v", err)
@@ -95,8 +105,8 @@ func TestThrottle(t *testing.T) {
 		if err := bad(attacker); !errors.Is(err, ErrBadToken) {
 			t.Errorf("the next window: %v", err)
 		}
-		if got := failures.get(ReasonThrottled); got != 3 {
-			t.Errorf("%d throttled failures reported, want 3", got)
+		if got := failures.get(ReasonThrottled); got != 5 {
+			t.Errorf("%d throttled failures reported, want 5", got)
 		}
 		if got := failures.get(ReasonNoToken); got != 1 {
 			t.Errorf("%d no-token failures reported, want 1", got)

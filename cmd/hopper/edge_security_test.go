@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -242,8 +243,9 @@ func TestEdgeSessions(t *testing.T) {
 }
 
 // TestEdgeThrottle: an address that keeps sending bad tokens gets 429
-// with Retry-After; its good token still works; the failures are counted
-// in the metrics.
+// with Retry-After, then for every token it sends, the good one too (so a
+// guess is never checked); another address is not affected; the failures
+// are counted in the metrics.
 func TestEdgeThrottle(t *testing.T) {
 	t.Parallel()
 	c := newEdge(t)
@@ -256,9 +258,26 @@ func TestEdgeThrottle(t *testing.T) {
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
 		t.Errorf("Retry-After %q", res.Header.Get("Retry-After"))
 	}
-	w.want(t, "GET", "/api/v1/jobs", "", bearer(edgeAdmin), 200)
-	w.want(t, "GET", "/metrics", "", bearer(edgeAdmin), 200,
-		`hopper_http_auth_failures_total{reason="bad_token"} 10`, `hopper_http_auth_failures_total{reason="throttled"} 1`)
+	w.want(t, "GET", "/api/v1/jobs", "", bearer(edgeAdmin), 429, `"too_many_requests"`)
+	// Another address (Linux routes all of 127.0.0.0/8 to lo) is served.
+	other := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	req, _ := http.NewRequest("GET", w.base+"/metrics", nil)
+	req.Header = bearer(edgeAdmin)
+	res, err := other.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /metrics from 127.0.0.2: %d: %s", res.StatusCode, body)
+	}
+	for _, want := range []string{`hopper_http_auth_failures_total{reason="bad_token"} 10`, `hopper_http_auth_failures_total{reason="throttled"} 2`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
+	}
 	w.log.waitLine(t, time.Minute, "too many failed authentications", "remote=127.0.0.1:")
 }
 
