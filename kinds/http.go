@@ -71,7 +71,7 @@ func (a *HTTPArgs) Validate() error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("http: bad url %q: scheme must be http or https", a.URL)
 	}
-	if u.Host == "" {
+	if u.Hostname() == "" {
 		return fmt.Errorf("http: bad url %q: no host", a.URL)
 	}
 	if m := a.Method; m != "" && !isToken(m) {
@@ -110,20 +110,28 @@ func isToken(s string) bool {
 	return true
 }
 
-var httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-
 // errHTTPTimeout is the cause of a context ended by the request's timeout.
 var errHTTPTimeout = errors.New("http timeout")
 
-// HTTP makes the request described by a. It is the handler of KindHTTP.
+// HTTP makes the request described by a under the default HTTPPolicy, as
+// the handler that Register registers for KindHTTP does. See
+// HTTPRunner.Run.
+func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
+	return defaultHTTPRunner().Run(ctx, a)
+}
+
+// Run makes the request described by a under r's policy.
 //
 // A 2xx or 3xx response returns the result and a nil error. A 4xx or 5xx
 // response, or a body that broke off, returns the result too, with an
 // error that fails the attempt (permanent for a 4xx, as HTTPArgs says);
 // the error message is short (the status and the start of the body's first
 // line). No response (a timeout, a connection error) returns no result.
-func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
-	if err := a.Validate(); err != nil {
+// A request the policy refuses (see Check and HTTPPolicy), at first or
+// after a redirect, and a redirect it does not follow, return a permanent
+// error, the first made without connecting.
+func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
+	if err := r.Check(a); err != nil {
 		return nil, hopper.Permanent(err)
 	}
 	method := strings.ToUpper(a.Method)
@@ -152,12 +160,12 @@ func HTTP(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 		req.Header.Set(k, v)
 	}
 	start := time.Now()
-	resp, err := httpClient.Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
 			return nil, fmt.Errorf("http %s %s: timed out after %s", method, a.URL, timeout)
 		}
-		return nil, fmt.Errorf("http %s %s: %w", method, a.URL, err)
+		return nil, r.requestError(req, a.URL, err)
 	}
 	defer resp.Body.Close()
 	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize+1))

@@ -8,12 +8,27 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/store/memstore"
 )
+
+// allowLoopback is the policy of the tests whose servers listen on
+// loopback, which the default policy refuses (httppolicy_test.go tests
+// that).
+var allowLoopback = HTTPPolicy{Allow: []string{"127.0.0.0/8", "::1"}}
+
+// loopback runs http jobs under allowLoopback.
+var loopback = sync.OnceValue(func() *HTTPRunner {
+	r, err := NewHTTPRunner(allowLoopback)
+	if err != nil {
+		panic(err)
+	}
+	return r
+})
 
 func server(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
@@ -27,7 +42,7 @@ func TestHTTPSuccess(t *testing.T) {
 	url := server(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("x", 10000)))
 	})
-	res, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	res, err := loopback().Run(context.Background(), HTTPArgs{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +60,7 @@ func TestHTTPSendsMethodHeadersBody(t *testing.T) {
 		got <- seen{r.Method, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)}
 		w.WriteHeader(http.StatusAccepted)
 	})
-	res, err := HTTP(context.Background(), HTTPArgs{
+	res, err := loopback().Run(context.Background(), HTTPArgs{
 		Method: "post", URL: url + "/hook", Body: `{"a":1}`,
 		Headers: map[string]string{"Authorization": "Bearer t", "Content-Type": "application/json"},
 	})
@@ -84,7 +99,7 @@ func TestHTTPStatusClassification(t *testing.T) {
 		{path: "/429", wantInText: "429"},
 		{path: "/302", ok: true},
 	} {
-		res, err := HTTP(context.Background(), HTTPArgs{URL: url + tc.path, RetryOn4xx: tc.retry4xx})
+		res, err := loopback().Run(context.Background(), HTTPArgs{URL: url + tc.path, RetryOn4xx: tc.retry4xx})
 		switch {
 		case tc.ok && (err != nil || res.Status != 200):
 			t.Errorf("%s: want success, got %v", tc.path, err)
@@ -110,14 +125,14 @@ func TestHTTPFailureKeepsResult(t *testing.T) {
 		}
 		http.Error(w, "boom\nsecond line", http.StatusInternalServerError)
 	})
-	res, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	res, err := loopback().Run(context.Background(), HTTPArgs{URL: url})
 	if err == nil || hopper.IsPermanent(err) || err.Error() != "http GET "+url+": 500 Internal Server Error: boom" {
 		t.Fatalf("error %v", err)
 	}
 	if res == nil || res.Status != 500 || res.BodyExcerpt != "boom\nsecond line\n" || res.Duration <= 0 {
 		t.Fatalf("result %+v", res)
 	}
-	res, err = HTTP(context.Background(), HTTPArgs{URL: url + "/long"})
+	res, err = loopback().Run(context.Background(), HTTPArgs{URL: url + "/long"})
 	if err == nil || len(err.Error()) > 300 || !strings.HasSuffix(err.Error(), "0123456789…") {
 		t.Fatalf("error of %d bytes: %v", len(err.Error()), err)
 	}
@@ -137,14 +152,14 @@ func TestHTTPBodyExcerptText(t *testing.T) {
 		}
 		w.Write([]byte("x" + strings.Repeat("é", 3000)))
 	})
-	res, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	res, err := loopback().Run(context.Background(), HTTPArgs{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "x" + strings.Repeat("é", (TailSize-2)/2); res.BodyExcerpt != want {
 		t.Errorf("excerpt of %d bytes ends %q, want %d bytes", len(res.BodyExcerpt), res.BodyExcerpt[len(res.BodyExcerpt)-4:], len(want))
 	}
-	if res, err = HTTP(context.Background(), HTTPArgs{URL: url + "/bin"}); err != nil || res.BodyExcerpt != "\uFFFDPNG\r\n" {
+	if res, err = loopback().Run(context.Background(), HTTPArgs{URL: url + "/bin"}); err != nil || res.BodyExcerpt != "\uFFFDPNG\r\n" {
 		t.Errorf("binary body: %v, %q", err, res.BodyExcerpt)
 	}
 }
@@ -152,7 +167,7 @@ func TestHTTPBodyExcerptText(t *testing.T) {
 func TestHTTPTimeoutIsRetried(t *testing.T) {
 	t.Parallel()
 	url := server(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	_, err := HTTP(context.Background(), HTTPArgs{URL: url, Timeout: Duration(100 * time.Millisecond)})
+	_, err := loopback().Run(context.Background(), HTTPArgs{URL: url, Timeout: Duration(100 * time.Millisecond)})
 	if err == nil || hopper.IsPermanent(err) || !strings.Contains(err.Error(), "timed out after 100ms") {
 		t.Fatalf("want a retryable timeout, got %v", err)
 	}
@@ -163,7 +178,7 @@ func TestHTTPConnectionErrorIsRetried(t *testing.T) {
 	s := httptest.NewServer(http.NotFoundHandler())
 	url := s.URL
 	s.Close()
-	_, err := HTTP(context.Background(), HTTPArgs{URL: url})
+	_, err := loopback().Run(context.Background(), HTTPArgs{URL: url})
 	if err == nil || hopper.IsPermanent(err) {
 		t.Fatalf("want a retryable error, got %v", err)
 	}
@@ -277,7 +292,9 @@ func TestRegisteredKinds(t *testing.T) {
 		w.Write([]byte("pong"))
 	})
 	ws := hopper.NewWorkers()
-	Register(ws)
+	if err := RegisterWith(ws, Options{HTTP: allowLoopback}); err != nil {
+		t.Fatal(err)
+	}
 	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -65,9 +65,10 @@ func RegisterWith(w *hopper.Workers, o Options) error {
 				return result(r.run(ctx, a, supervisorAvailable.Load()))
 			}, check, nil)
 		case KindHTTP:
-			hopper.Register(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
-				return result(HTTP(ctx, a))
-			}, nil)
+			h := c.http
+			hopper.RegisterChecked(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
+				return result(h.Run(ctx, a))
+			}, h.Check, nil)
 		}
 	}
 	return nil
@@ -97,7 +98,8 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 // job. Args that are not valid UTF-8 are refused first, naming the field:
 // decoding would silently replace the bad bytes. A built-in kind o does not
 // offer is refused; args of other kinds are not checked. Of o's policy,
-// only what applies at enqueue is used (Kinds, Exec.Allow), and reported
+// only what applies at enqueue is used (Kinds, Exec.Allow, HTTP.Allow: a
+// URL whose host is a refused address), and reported
 // as Options.Validate reports it if invalid.
 func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	if kind != KindExec && kind != KindHTTP {
@@ -131,6 +133,20 @@ func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 			return fmt.Errorf("%s: bad args: %w", kind, err)
 		}
 	}
+	if err == nil && kind == KindHTTP {
+		// The policy's own check: a URL whose host is a refused address.
+		r, err := NewHTTPRunner(o.HTTP)
+		if err != nil {
+			return optionError("Options.HTTP.Allow", err.Error())
+		}
+		var a HTTPArgs
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("%s: bad args: %v", kind, err) // CheckArgs decoded it strictly
+		}
+		if err := r.Check(a); err != nil {
+			return fmt.Errorf("%s: bad args: %w", kind, err)
+		}
+	}
 	var fe *hopper.FieldError
 	if errors.As(err, &fe) {
 		return fmt.Errorf("%s: bad args: %s", kind, jsonerr.ArgsReason(fe, fe.Reason))
@@ -138,11 +154,17 @@ func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	return nil
 }
 
-// builtins is a registry of the built-in kinds with the default Options,
-// for ValidateArgs: whatever the policy, its decoding and Validate are the
-// same.
+// builtins is a registry of the built-in kinds for ValidateArgs, with the
+// default Options for exec and no policy for http: whatever the policy,
+// the args' decoding and Validate are the same, and ValidateArgs applies
+// o's policy itself. Its handlers never run.
 var builtins = sync.OnceValue(func() *hopper.Workers {
 	w := hopper.NewWorkers()
-	Register(w)
+	if err := RegisterWith(w, Options{Kinds: []string{KindExec}}); err != nil {
+		panic(err)
+	}
+	hopper.Register(w, KindHTTP, func(context.Context, HTTPArgs) (any, error) {
+		return nil, errors.New("kinds: the registry of ValidateArgs runs no job")
+	}, nil)
 	return w
 })

@@ -81,15 +81,13 @@ type ExecPolicy struct {
 // running them has none.
 const DefaultExecPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// HTTPPolicy is where http jobs may connect.
-type HTTPPolicy struct{}
-
 // Validate reports what is wrong with o, if anything, as a
 // *hopper.FieldError naming the field ("Options.Exec.Allow"): a kind that
 // is not built in, an entry of Exec.Allow that is not an absolute path or
 // pattern, an Exec.User that does not exist or that this process cannot
 // become, an Exec.PassEnv name that is not a variable name or starts with
-// HOPPER_. RegisterWith makes the same checks.
+// HOPPER_, an entry of HTTP.Allow that is neither a CIDR prefix, an IP
+// address nor a host name. RegisterWith makes the same checks.
 func (o Options) Validate() error {
 	_, err := o.compile()
 	return err
@@ -116,6 +114,8 @@ type compiled struct {
 	kinds []string
 	// exec runs exec jobs; nil if the kind is not offered.
 	exec *execRunner
+	// http runs http jobs; nil if the kind is not offered.
+	http *HTTPRunner
 }
 
 // compile checks o and prepares what it registers.
@@ -128,6 +128,11 @@ func (o *Options) compile() (*compiled, error) {
 	if slices.Contains(ks, KindExec) {
 		if c.exec, err = o.Exec.runner(); err != nil {
 			return nil, err
+		}
+	}
+	if slices.Contains(ks, KindHTTP) {
+		if c.http, err = NewHTTPRunner(o.HTTP); err != nil {
+			return nil, optionError("Options.HTTP.Allow", err.Error())
 		}
 	}
 	return c, nil
