@@ -142,6 +142,10 @@ func TestHTTPRefusesLiteralAddresses(t *testing.T) {
 	t.Parallel()
 	v4 := newVictim(t, "tcp4", "127.0.0.1:0")
 	for _, r := range literalRefusals(v4.port) {
+		// Check connects to nothing: the refusal needs no connection.
+		if err := defaultHTTPRunner().Check(HTTPArgs{URL: r.url}); !errors.As(err, new(*RefusedAddrError)) {
+			t.Errorf("Check(%s): %v, want the refusal before any connection", r.url, err)
+		}
 		res, err := HTTP(context.Background(), HTTPArgs{URL: r.url})
 		checkRefusal(t, r, res, err)
 	}
