@@ -81,7 +81,11 @@ func newPGCluster(t *testing.T, flags ...string) *pgCluster {
 		}
 		os.RemoveAll(logs)
 	})
-	cl := &pgCluster{hop: &hop{t: t, bin: hopperBin(t), db: db, logs: logs}, schema: schema, conn: conn, flags: flags}
+	// The http jobs of these tests call a recorder on loopback, which the
+	// http policy refuses unless allowed (the commands that enqueue check
+	// it too).
+	env := []string{"HOPPER_HTTP_ALLOW=127.0.0.1"}
+	cl := &pgCluster{hop: &hop{t: t, bin: hopperBin(t), db: db, logs: logs, env: env}, schema: schema, conn: conn, flags: flags}
 	t.Cleanup(func() { // a failing test leaves no server behind
 		for _, s := range cl.servers {
 			if !s.gone {

@@ -18,12 +18,20 @@ import (
 // it when --exec-allow is not given.
 const ExecAllowEnv = "HOPPER_EXEC_ALLOW"
 
+// HTTPAllowEnv names the environment variable that opens addresses and
+// host names to http jobs (comma-separated CIDR prefixes, IP addresses and
+// host names): enqueue, schedule add and the others check http jobs
+// against it, and serve reads it when --http-allow is not given.
+const HTTPAllowEnv = "HOPPER_HTTP_ALLOW"
+
 // offerFlags are serve's flags for the kinds it offers and their policies.
 type offerFlags struct {
 	kinds     string
 	execAllow []string
 	execUser  string
 	execEnv   []string
+	httpAllow []string
+	httpProxy bool
 }
 
 func (f *offerFlags) register(fs *pflag.FlagSet) {
@@ -31,10 +39,12 @@ func (f *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.execAllow, "exec-allow", nil, "exec jobs may run only these programs: absolute paths or patterns, * not crossing / (repeatable or comma-separated; default $"+ExecAllowEnv+", else any program)")
 	fs.StringVar(&f.execUser, "exec-user", "", "run exec jobs' commands as this user (needs root)")
 	fs.StringArrayVar(&f.execEnv, "exec-env", nil, "pass this variable of the server's environment to exec jobs' commands (repeatable or comma-separated; never HOPPER_*)")
+	fs.StringArrayVar(&f.httpAllow, "http-allow", nil, "let http jobs connect to a CIDR prefix, an IP address, or a host name (whatever it resolves to), beyond the default that refuses loopback, private, link-local... addresses (repeatable or comma-separated; default $"+HTTPAllowEnv+")")
+	fs.BoolVar(&f.httpProxy, "http-proxy-from-env", false, "send http jobs through the proxy of HTTP_PROXY, HTTPS_PROXY and NO_PROXY (ignored by default); the proxy's address is checked as any other")
 }
 
 // options reads the flags, and $HOPPER_EXEC_ALLOW if --exec-allow is not
-// given, into checked Options.
+// given ($HOPPER_HTTP_ALLOW if --http-allow is not), into checked Options.
 func (f *offerFlags) options(fs *pflag.FlagSet) (kinds.Options, error) {
 	var o kinds.Options
 	for _, k := range strings.Split(f.kinds, ",") {
@@ -67,20 +77,40 @@ func (f *offerFlags) options(fs *pflag.FlagSet) (kinds.Options, error) {
 		}
 		o.Exec.Allow = nil // $HOPPER_EXEC_ALLOW, for another server
 	}
-	return o, optionsError(o, allowFrom)
+	httpFrom := "--http-allow"
+	if fs.Changed("http-allow") {
+		o.HTTP.Allow = splitList(f.httpAllow)
+	} else {
+		o.HTTP.Allow = splitList([]string{os.Getenv(HTTPAllowEnv)})
+		httpFrom = "$" + HTTPAllowEnv
+	}
+	o.HTTP.ProxyFromEnvironment = f.httpProxy
+	if !offers(o, kinds.KindHTTP) {
+		for _, name := range []string{"http-allow", "http-proxy-from-env"} {
+			if fs.Changed(name) {
+				return o, usagef("--%s applies to http jobs, and --kinds %s leaves http out", name, f.kinds)
+			}
+		}
+		o.HTTP = kinds.HTTPPolicy{} // $HOPPER_HTTP_ALLOW, for another server
+	}
+	return o, optionsError(o, allowFrom, httpFrom)
 }
 
 // envOptions are the Options of the commands other than serve: both
-// kinds, and the allow-list of $HOPPER_EXEC_ALLOW.
+// kinds, the allow-list of $HOPPER_EXEC_ALLOW and the addresses of
+// $HOPPER_HTTP_ALLOW.
 func envOptions() (kinds.Options, error) {
-	o := kinds.Options{Exec: kinds.ExecPolicy{Allow: splitList([]string{os.Getenv(ExecAllowEnv)})}}
-	return o, optionsError(o, "$"+ExecAllowEnv)
+	o := kinds.Options{
+		Exec: kinds.ExecPolicy{Allow: splitList([]string{os.Getenv(ExecAllowEnv)})},
+		HTTP: kinds.HTTPPolicy{Allow: splitList([]string{os.Getenv(HTTPAllowEnv)})},
+	}
+	return o, optionsError(o, "$"+ExecAllowEnv, "$"+HTTPAllowEnv)
 }
 
 // optionsError is the usage error of invalid Options, naming the flag
-// (or, for the allow-list, allowFrom: the flag or the variable) of the
-// field at fault.
-func optionsError(o kinds.Options, allowFrom string) error {
+// (or, for the allow-lists, execFrom and httpFrom: the flag or the
+// variable) of the field at fault.
+func optionsError(o kinds.Options, execFrom, httpFrom string) error {
 	err := o.Validate()
 	var fe *hopper.FieldError
 	if !errors.As(err, &fe) {
@@ -88,7 +118,8 @@ func optionsError(o kinds.Options, allowFrom string) error {
 	}
 	flag := map[string]string{
 		"Options.Kinds":        "--kinds",
-		"Options.Exec.Allow":   allowFrom,
+		"Options.Exec.Allow":   execFrom,
+		"Options.HTTP.Allow":   httpFrom,
 		"Options.Exec.User":    "--exec-user",
 		"Options.Exec.PassEnv": "--exec-env",
 	}[fe.Field]
@@ -125,6 +156,12 @@ func offerAttrs(o kinds.Options) []any {
 		ks = []string{kinds.KindExec, kinds.KindHTTP}
 	}
 	attrs := []any{"kinds", strings.Join(ks, ",")}
+	if offers(o, kinds.KindHTTP) && o.HTTP.Allow != nil {
+		attrs = append(attrs, "http_allow", strings.Join(o.HTTP.Allow, ","))
+	}
+	if offers(o, kinds.KindHTTP) && o.HTTP.ProxyFromEnvironment {
+		attrs = append(attrs, "http_proxy", "from environment")
+	}
 	if !offers(o, kinds.KindExec) {
 		return attrs
 	}

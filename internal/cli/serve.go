@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (a *app) serveCmd() *cobra.Command {
 		of              offerFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--session-lifetime D]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http-allow CIDR|HOST]... [--http-proxy-from-env] [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--session-lifetime D]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
@@ -53,8 +54,16 @@ the server's other variables, such as $` + TokensEnv + `). --exec-allow limits t
 programs exec jobs may run, checked at enqueue and when a job runs (default
 $` + ExecAllowEnv + `); allowing a shell, env or an interpreter allows every
 command. --exec-user runs the commands as another user (serve must run as
-root); serving exec over HTTP as root without it logs a warning. See
-docs/security.md.
+root); serving exec over HTTP as root without it logs a warning.
+
+http jobs may not connect to loopback, link-local (cloud metadata),
+private, shared, unique-local, multicast and reserved addresses, checked on
+the address connected to (after DNS) and on every redirect (at most ` + strconv.Itoa(kinds.DefaultHTTPMaxRedirects) + `);
+proxy variables are ignored. --http-allow opens a CIDR prefix, an IP
+address, or a host name (whatever it resolves to), checked at enqueue and
+when a job runs (default $` + HTTPAllowEnv + `). --http-proxy-from-env honours
+HTTP_PROXY, HTTPS_PROXY and NO_PROXY (the proxy's address is checked too).
+See docs/security.md.
 
 Every transition is logged to stderr: started and completed at debug,
 failed attempts at warn, dead jobs at error.
@@ -86,7 +95,8 @@ before it takes any job. Several servers may share one database.`,
   HOPPER_TOKENS=ops=admin:$(cat /etc/hopper/admin.token) hopper serve --http 0.0.0.0:8080 --allowed-hosts hopper.example.com
   hopper serve --workers 0 --http :8080 --read-only --external-kinds send_email
   hopper serve --http :8080 --exec-user hopper --exec-allow '/opt/jobs/*' --exec-env AWS_REGION
-  hopper serve --http :8080 --kinds http`,
+  hopper serve --http :8080 --kinds http
+  hopper serve --http-allow 10.20.0.0/16 --http-allow hooks.internal`,
 		Args: cobra.ArbitraryArgs, // the ADDR of "--http ADDR"; see serverFlags.resolve
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Signals first: from here on SIGINT and SIGTERM stop the
