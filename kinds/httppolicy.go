@@ -250,6 +250,12 @@ func (r *HTTPRunner) Check(a HTTPArgs) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
+	return r.checkPolicy(a)
+}
+
+// checkPolicy is Check for args that passed their Validate (as
+// hopper.RegisterChecked's check is called).
+func (r *HTTPRunner) checkPolicy(a HTTPArgs) error {
 	u, err := url.Parse(a.URL)
 	if err != nil {
 		return fmt.Errorf("http: bad url %q: %v", a.URL, err)

@@ -68,7 +68,7 @@ func RegisterWith(w *hopper.Workers, o Options) error {
 			h := c.http
 			hopper.RegisterChecked(w, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) {
 				return result(h.Run(ctx, a))
-			}, h.Check, nil)
+			}, h.checkPolicy, nil)
 		}
 	}
 	return nil

@@ -117,11 +117,10 @@ func hostAddr(host string) (a netip.Addr, canonical bool, err error) {
 	if a, err := netip.ParseAddr(h); err == nil && !strings.Contains(h, ":") {
 		return a, false, nil
 	}
-	labels := strings.Split(h, ".")
-	if !isNumber(labels[len(labels)-1]) {
+	if !isNumber(h[strings.LastIndexByte(h, '.')+1:]) {
 		return netip.Addr{}, false, nil // a name
 	}
-	if a, ok := looseIPv4(labels); ok {
+	if a, ok := looseIPv4(strings.Split(h, ".")); ok {
 		return a, false, nil
 	}
 	return netip.Addr{}, false, fmt.Errorf("host %s ends with a number but is not an IPv4 address", host)
