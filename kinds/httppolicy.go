@@ -170,8 +170,10 @@ func (e *RefusedAddrError) Error() string {
 		b.WriteString("the proxy ")
 	}
 	switch lit, _, _ := hostAddr(e.Host); {
-	case e.Host == "" || e.Host == e.Addr.String():
+	case e.Host == "":
 		fmt.Fprintf(&b, "%s is %s", e.Addr, e.Reason)
+	case lit.WithZone("") == e.Addr && lit.String() == e.Host: // as written, maybe with a zone
+		fmt.Fprintf(&b, "%s is %s", e.Host, e.Reason)
 	case lit.IsValid():
 		fmt.Fprintf(&b, "%s is %s, %s", e.Host, e.Addr, e.Reason)
 	default:

@@ -115,7 +115,7 @@ func literalRefusals(port string) []refusal {
 		{"https://192.168.1.1/", "192.168.1.1", "a private address (192.168.0.0/16)"},
 		{"http://100.64.0.1/", "100.64.0.1", "a shared address"},
 		{"http://[fd00::1]/", "fd00::1", "a unique-local address"},
-		{"http://[fe80::1%25lo]/", "fe80::1", "a link-local address (fe80::/10)"},
+		{"http://[fe80::1%25lo]/", "fe80::1", "fe80::1%lo is a link-local address (fe80::/10)"},
 	}
 }
 
