@@ -76,27 +76,33 @@ type HTTPPolicy struct {
 // Validate reports what is wrong with p, if anything: an entry of Allow
 // that is neither a CIDR prefix, an IP address nor a host name.
 func (p HTTPPolicy) Validate() error {
-	_, _, err := p.allowed()
+	_, err := p.allowed()
 	return err
 }
 
-// allowed reads p.Allow into prefixes and host names (lower case, without
-// a final dot).
-func (p HTTPPolicy) allowed() ([]netip.Prefix, map[string]bool, error) {
-	var prefixes []netip.Prefix
-	hosts := make(map[string]bool)
+// httpAllowed is what a policy allows beyond the default (HTTPPolicy.Allow,
+// read), with the checks that need nothing more: those made before any
+// connection, and the address check of each connection.
+type httpAllowed struct {
+	prefixes []netip.Prefix
+	hosts    map[string]bool // lower case, without a final dot
+}
+
+// allowed reads p.Allow.
+func (p HTTPPolicy) allowed() (httpAllowed, error) {
+	al := httpAllowed{hosts: make(map[string]bool)}
 	for _, s := range p.Allow {
 		prefix, host, err := parseAllow(s)
 		if err != nil {
-			return nil, nil, fmt.Errorf("allow entry %q: %v", s, err)
+			return httpAllowed{}, fmt.Errorf("allow entry %q: %v", s, err)
 		}
 		if host != "" {
-			hosts[host] = true
+			al.hosts[host] = true
 		} else {
-			prefixes = append(prefixes, prefix)
+			al.prefixes = append(al.prefixes, prefix)
 		}
 	}
-	return prefixes, hosts, nil
+	return al, nil
 }
 
 // parseAllow reads one entry of HTTPPolicy.Allow: a prefix, or a host name
@@ -197,8 +203,7 @@ func (e *redirectError) Unwrap() error { return e.err }
 // request to the next), so build one per policy, once: NewHTTPRunner. It
 // is safe for concurrent use.
 type HTTPRunner struct {
-	prefixes     []netip.Prefix
-	hosts        map[string]bool
+	httpAllowed
 	maxRedirects int                                   // 0: none followed
 	proxy        func(*http.Request) (*url.URL, error) // nil: none
 	client       *http.Client
@@ -207,11 +212,11 @@ type HTTPRunner struct {
 // NewHTTPRunner returns a runner of http jobs under p, or p's Validate
 // error.
 func NewHTTPRunner(p HTTPPolicy) (*HTTPRunner, error) {
-	prefixes, hosts, err := p.allowed()
+	al, err := p.allowed()
 	if err != nil {
 		return nil, err
 	}
-	r := &HTTPRunner{prefixes: prefixes, hosts: hosts, maxRedirects: max(cmp.Or(p.MaxRedirects, DefaultHTTPMaxRedirects), 0)}
+	r := &HTTPRunner{httpAllowed: al, maxRedirects: max(cmp.Or(p.MaxRedirects, DefaultHTTPMaxRedirects), 0)}
 	// The settings of http.DefaultTransport, which a program may have
 	// replaced, with the policy's dialer and proxy.
 	t := &http.Transport{
@@ -257,12 +262,12 @@ func (r *HTTPRunner) Check(a HTTPArgs) error {
 
 // checkPolicy is Check for args that passed their Validate (as
 // hopper.RegisterChecked's check is called).
-func (r *HTTPRunner) checkPolicy(a HTTPArgs) error {
+func (al httpAllowed) checkPolicy(a HTTPArgs) error {
 	u, err := url.Parse(a.URL)
 	if err != nil {
 		return fmt.Errorf("http: bad url %q: %v", a.URL, err)
 	}
-	if err := r.checkURL(u); err != nil {
+	if err := al.checkURL(u); err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	return nil
@@ -270,9 +275,9 @@ func (r *HTTPRunner) checkPolicy(a HTTPArgs) error {
 
 // checkURL refuses a URL whose host is an IP literal the policy refuses or
 // a number that is not an address written as one.
-func (r *HTTPRunner) checkURL(u *url.URL) error {
+func (al httpAllowed) checkURL(u *url.URL) error {
 	host := u.Hostname()
-	if r.hosts[normHost(host)] {
+	if al.hosts[normHost(host)] {
 		return nil
 	}
 	a, canonical, err := hostAddr(host)
@@ -282,7 +287,7 @@ func (r *HTTPRunner) checkURL(u *url.URL) error {
 	case !a.IsValid():
 		return nil // a name: checked when connecting
 	}
-	if re := r.refuse(a); re != nil {
+	if re := al.refuse(a); re != nil {
 		re.Host = host
 		return re
 	}
@@ -294,13 +299,13 @@ func (r *HTTPRunner) checkURL(u *url.URL) error {
 
 // refuse returns the error refusing a connection to a, or nil if the
 // policy allows it.
-func (r *HTTPRunner) refuse(a netip.Addr) *RefusedAddrError {
+func (al httpAllowed) refuse(a netip.Addr) *RefusedAddrError {
 	a = a.WithZone("")
-	if r.allows(a) {
+	if al.allows(a) {
 		return nil
 	}
 	why, inner := refusedBy(a)
-	if why == "" || inner.IsValid() && r.allows(inner) {
+	if why == "" || inner.IsValid() && al.allows(inner) {
 		return nil
 	}
 	return &RefusedAddrError{Addr: a, Reason: why}
@@ -308,8 +313,8 @@ func (r *HTTPRunner) refuse(a netip.Addr) *RefusedAddrError {
 
 // allows reports whether a is in an allowed prefix, or is the IPv4-mapped
 // form of an address in one.
-func (r *HTTPRunner) allows(a netip.Addr) bool {
-	for _, p := range r.prefixes {
+func (al httpAllowed) allows(a netip.Addr) bool {
+	for _, p := range al.prefixes {
 		if p.Contains(a) || a.Is4In6() && p.Contains(a.Unmap()) {
 			return true
 		}
@@ -336,18 +341,18 @@ func (r *HTTPRunner) dial(ctx context.Context, network, addr string) (net.Conn, 
 
 // control is the dialer's hook, called with the address about to be
 // connected to.
-func (r *HTTPRunner) control(_, address string, _ syscall.RawConn) error {
+func (al httpAllowed) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("http policy: cannot read the address %q being connected to", address)
 	}
-	if re := r.refuse(ap.Addr()); re != nil {
+	if re := al.refuse(ap.Addr()); re != nil {
 		return re
 	}
 	return nil
 }
 
-// checkRedirect is the client's redirect policy: at most r.maxRedirects,
+// checkRedirect is the client's redirect policy: at most al.maxRedirects,
 // to http or https URLs whose host is not an IP literal the policy refuses
 // (their connections are checked by the dialer as any other).
 func (r *HTTPRunner) checkRedirect(req *http.Request, via []*http.Request) error {

@@ -135,7 +135,7 @@ func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	}
 	if err == nil && kind == KindHTTP {
 		// The policy's own check: a URL whose host is a refused address.
-		r, err := NewHTTPRunner(o.HTTP)
+		al, err := o.HTTP.allowed()
 		if err != nil {
 			return optionError("Options.HTTP.Allow", err.Error())
 		}
@@ -143,7 +143,7 @@ func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return fmt.Errorf("%s: bad args: %v", kind, err) // CheckArgs decoded it strictly
 		}
-		if err := r.Check(a); err != nil {
+		if err := al.checkPolicy(a); err != nil {
 			return fmt.Errorf("%s: bad args: %w", kind, err)
 		}
 	}
