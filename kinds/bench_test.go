@@ -45,3 +45,40 @@ func BenchmarkEnqueueExec(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnqueueHTTP measures what the http policy adds to an Enqueue
+// (into the memory store): the URL parsed once more, and its host read as
+// an address, against the same kind registered without a policy.
+func BenchmarkEnqueueHTTP(b *testing.B) {
+	for _, bc := range []struct {
+		name, url string
+		policy    bool
+	}{
+		{"no-policy", "https://hooks.example.com/notify?x=1", false},
+		{"policy-name", "https://hooks.example.com/notify?x=1", true},
+		{"policy-address", "https://203.0.113.7/notify?x=1", true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ws := hopper.NewWorkers()
+			if bc.policy {
+				if err := RegisterWith(ws, Options{Kinds: []string{KindHTTP}}); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				hopper.Register(ws, KindHTTP, func(ctx context.Context, a HTTPArgs) (any, error) { return nil, nil }, nil)
+			}
+			c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: ws})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			args := HTTPArgs{URL: bc.url, Method: "POST", Body: "{}"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Enqueue(ctx, KindHTTP, args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

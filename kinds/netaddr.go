@@ -108,17 +108,21 @@ func refusedBy(a netip.Addr) (why string, inner netip.Addr) {
 // ("2130706433", "0x7f.1", "0177.0.0.1", "127.0.0.1."), which Go's
 // resolver would look up in DNS while others (inet_aton, browsers) read
 // it as an address. A host whose last label is a number but that is no
-// address ("1.2.3.4.5", "300.1.1.1") is an error: no resolver agrees on it.
+// address ("1.2.3.4.5", "300.1.1.1"), or with a colon but no IPv6 address,
+// is an error: no resolver agrees on it.
 func hostAddr(host string) (a netip.Addr, canonical bool, err error) {
+	h := strings.TrimSuffix(host, ".")
+	if !strings.Contains(host, ":") && !isNumber(h[strings.LastIndexByte(h, '.')+1:]) {
+		return netip.Addr{}, false, nil // a name (without parsing it, which would allocate an error)
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a, true, nil
 	}
-	h := strings.TrimSuffix(host, ".")
 	if a, err := netip.ParseAddr(h); err == nil && !strings.Contains(h, ":") {
 		return a, false, nil
 	}
-	if !isNumber(h[strings.LastIndexByte(h, '.')+1:]) {
-		return netip.Addr{}, false, nil // a name
+	if strings.Contains(host, ":") {
+		return netip.Addr{}, false, fmt.Errorf("host %s is not an IPv6 address", host) // only a bracketed address has colons
 	}
 	if a, ok := looseIPv4(strings.Split(h, ".")); ok {
 		return a, false, nil

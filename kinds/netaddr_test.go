@@ -211,6 +211,8 @@ func TestHostAddr(t *testing.T) {
 		{host: "08.1.1.1", err: true},
 		{host: "example.123", err: true},
 		{host: "1..1", err: true},
+		{host: "::ffff:127.000.000.001", err: true},
+		{host: "1::2::3", err: true},
 	} {
 		a, canonical, err := hostAddr(tc.host)
 		want := netip.Addr{}
