@@ -270,7 +270,7 @@ func TestServeKindsHTTPOnly(t *testing.T) {
 	if status != http.StatusBadRequest || e.Error.Field != "kind" {
 		t.Errorf("POST exec with --kinds http: %d %+v, want 400 on kind", status, e)
 	}
-	s.mustEnqueue(t, `{"kind":"http","args":{"url":"http://127.0.0.1:1/"},"delay":"1h"}`)
+	s.mustEnqueue(t, `{"kind":"http","args":{"url":"https://example.com/"},"delay":"1h"}`) // never run: delayed
 	if l, _ := s.log.find(`msg="hopper serving"`, "kinds=http "); l == "" {
 		t.Errorf("the serving line does not say kinds=http: %q", s.log.all())
 	}
