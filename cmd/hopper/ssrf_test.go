@@ -7,16 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/cli"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // countingServer is a test server that counts the connections it accepts.
@@ -67,26 +65,28 @@ func (s *countingServer) untouched(t *testing.T) {
 	}
 }
 
-var apiAddrRE = regexp.MustCompile(`http=(http://\S+)`)
+// httpBody is the JSON of an http job to u, with three attempts (a
+// refusal must use one).
+func httpBody(u string) string {
+	b, _ := json.Marshal(map[string]any{"kind": "http", "args": kinds.HTTPArgs{URL: u}, "max_attempts": 3})
+	return string(b)
+}
 
 // TestHTTPJobsCannotReachLocalServices runs the SSRF that http jobs
-// allowed (reading another local server's job list, the cloud's metadata
-// service...) against a real hopper serve: an http job whose URL's host is
-// a refused address is refused by the API (400, naming the address and how
-// to allow it); one enqueued earlier under a wider policy, or naming a host
-// that resolves to loopback, or redirected there by an allowed server, dies
-// at its first attempt with the policy's error; the servers aimed at accept
-// no connection; HTTP_PROXY, set to a proxy on an allowed address, is not
-// used; and --http-allow 127.0.0.2/32 lets a job reach the server there.
+// allowed (reading another local server's token-protected job list, the
+// cloud's metadata service...) against a real hopper serve --http: an http
+// job whose URL's host is a refused address is refused by the API (400,
+// naming the address and how to allow it); one enqueued earlier under a
+// wider policy, or naming a host that resolves to loopback, or redirected
+// there by an allowed server, dies at its first attempt with the policy's
+// error; the servers aimed at accept no connection; HTTP_PROXY, set to a
+// proxy on an allowed address, is not used; and --http-allow 127.0.0.2/32
+// lets a job reach the server there.
 func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it; skipped with -short")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
-
 	secret := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the victim's secret") }
 	victim := startCounting(t, "127.0.0.1:0", secret)
 	victim6 := startCounting(t, "[::1]:0", secret)
@@ -106,26 +106,13 @@ func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 		t.Skip("cannot listen on 127.0.0.1 and 127.0.0.2")
 	}
 
-	c.env = []string{"HTTP_PROXY=" + proxy.URL, "HTTPS_PROXY=" + proxy.URL, "http_proxy=" + proxy.URL, "https_proxy=" + proxy.URL, "NO_PROXY=", "no_proxy="}
-	srv := c.serve(2, "--http", "127.0.0.1:0", "--http-allow", "127.0.0.2/32")
-	t.Cleanup(func() { c.stop(srv) })
-	m := apiAddrRE.FindStringSubmatch(srv.log.waitLine(t, time.Minute, `msg="hopper serving"`, "http_allow=127.0.0.2/32"))
-	if m == nil {
-		t.Fatal("no API address in the serving line")
+	c := newSecurityHop(t)
+	c.env = append(c.env, cli.HTTPAllowEnv+"=", "HTTP_PROXY="+proxy.URL, "HTTPS_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "https_proxy="+proxy.URL, "NO_PROXY=", "no_proxy=")
+	s := c.serveHTTP("--http-allow", "127.0.0.2/32")
+	if l, _ := s.log.find(`msg="hopper serving"`, "http_allow=127.0.0.2/32"); l == "" {
+		t.Errorf("the serving line does not say http_allow: %q", s.log.all())
 	}
-	api := m[1] + "/api/v1/jobs"
-	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(m[1], "http://"))
-	enqueue := func(u string) (int, string) {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"kind": "http", "args": map[string]string{"url": u}, "max_attempts": 3})
-		resp, err := http.Post(api, "application/json", strings.NewReader(string(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(s.url, "http://"))
 
 	// Refused by the API: the host is a refused address, in any form.
 	type target struct{ url, why string }
@@ -142,9 +129,9 @@ func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 		literals = append(literals, target{"http://[::1]:" + victim6.port() + "/", "::1 is a loopback address"})
 	}
 	for _, tg := range literals {
-		code, body := enqueue(tg.url)
-		if code != http.StatusBadRequest || !strings.Contains(body, `"field":"args"`) || !strings.Contains(body, tg.why) || !strings.Contains(body, "--http-allow") {
-			t.Errorf("POST %s: %d %s; want 400 on args saying %q and how to allow it", tg.url, code, body, tg.why)
+		status, _, e := s.enqueue(t, httpBody(tg.url))
+		if status != http.StatusBadRequest || e.Error.Field != "args" || !strings.Contains(e.Error.Message, tg.why) || !strings.Contains(e.Error.Message, "--http-allow") {
+			t.Errorf("POST %s: %d %+v; want 400 on args saying %q and how to allow it", tg.url, status, e, tg.why)
 		}
 	}
 
@@ -158,15 +145,10 @@ func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 		{allowed.URL + "/?to=" + url.QueryEscape("http://localhost:"+victim.port()+"/secret"), "localhost resolves to 127.0.0.1, a loopback address"},
 		{allowed.URL + "/?to=" + url.QueryEscape("http://169.254.169.254/"), "169.254.169.254 is a link-local address"},
 	} {
-		code, body := enqueue(tg.url)
-		var res struct{ ID hopper.ID }
-		if code != http.StatusCreated || json.Unmarshal([]byte(body), &res) != nil {
-			t.Fatalf("POST %s: %d %s", tg.url, code, body)
-		}
-		ids, dead = append(ids, res.ID), append(dead, tg)
+		ids, dead = append(ids, s.mustEnqueue(t, httpBody(tg.url))), append(dead, tg)
 	}
 	base := c.env
-	c.env = append(append([]string(nil), base...), "HOPPER_HTTP_ALLOW=0.0.0.0/0,::/0")
+	c.env = append(append([]string(nil), base...), cli.HTTPAllowEnv+"=0.0.0.0/0,::/0")
 	for _, tg := range literals[1:] {
 		if strings.Contains(tg.url, "2130706433") {
 			continue // no policy lets such a host in
@@ -178,41 +160,21 @@ func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 		ids, dead = append(ids, hopper.ID(id)), append(dead, tg)
 	}
 	c.env = base
-
-	// Completed: the allowed server. Dead, without a proxy: a name that
-	// resolves nowhere (through the proxy, it would have completed).
-	code, body := enqueue(allowed.URL + "/ok")
-	var okJob struct{ ID hopper.ID }
-	if code != http.StatusCreated || json.Unmarshal([]byte(body), &okJob) != nil {
-		t.Fatalf("POST the allowed server: %d %s", code, body)
-	}
-	b, _ := json.Marshal(map[string]any{"kind": "http", "args": map[string]string{"url": "http://hopper-ssrf-test.invalid/"}, "max_attempts": 1})
-	resp, err := http.Post(api, "application/json", strings.NewReader(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var noProxy struct{ ID hopper.ID }
-	json.NewDecoder(resp.Body).Decode(&noProxy)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST the unresolvable name: %d", resp.StatusCode)
-	}
-
-	want := len(ids) + 2
-	srv.log.until(t, 2*time.Minute, "every job finished", func(completed, dead int) bool { return completed+dead >= want })
 	for i, id := range ids {
-		j := c.job(id)
+		j := c.finished(s, id)
 		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, dead[i].why) || !strings.Contains(j.LastError, "--http-allow") {
 			t.Errorf("job %d (%s): %s after %d attempts, %q; want dead at once with the policy's error %q", id, dead[i].url, j.State, j.Attempt, j.LastError, dead[i].why)
 		}
 	}
-	var res struct {
-		BodyExcerpt string `json:"body_excerpt"`
-	}
-	if j := c.job(okJob.ID); j.State != hopper.StateCompleted || json.Unmarshal(j.Result, &res) != nil || res.BodyExcerpt != "allowed" {
+
+	// Completed: the allowed server. Dead, without a proxy: a name that
+	// resolves nowhere (through the proxy, it would have completed).
+	var res kinds.HTTPResult
+	if j := c.finished(s, s.mustEnqueue(t, httpBody(allowed.URL+"/ok"))); j.State != hopper.StateCompleted || json.Unmarshal(j.Result, &res) != nil || res.BodyExcerpt != "allowed" {
 		t.Errorf("the job to the allowed server: %s, %s, %q", j.State, j.Result, j.LastError)
 	}
-	if j := c.job(noProxy.ID); j.State != hopper.StateDead || strings.Contains(string(j.Result), "from the proxy") {
+	unresolvable := `{"kind":"http","args":{"url":"http://hopper-ssrf-test.invalid/"},"max_attempts":1}`
+	if j := c.finished(s, s.mustEnqueue(t, unresolvable)); j.State != hopper.StateDead || strings.Contains(string(j.Result), "from the proxy") {
 		t.Errorf("the job to an unresolvable name: %s, %s, %q; want dead, not proxied", j.State, j.Result, j.LastError)
 	}
 	victim.untouched(t)
@@ -222,4 +184,5 @@ func TestHTTPJobsCannotReachLocalServices(t *testing.T) {
 	if n := proxied.Load(); n != 0 {
 		t.Errorf("the proxy of HTTP_PROXY got %d requests", n)
 	}
+	c.stop(s.server)
 }
