@@ -15,7 +15,10 @@ import (
 type ListOptions struct {
 	// States, if set, keeps jobs in any of these states.
 	States []State
-	// Queue and Kind, if set, keep jobs of that queue and kind.
+	// Queue and Kind, if set, keep jobs of that queue and kind. A name no
+	// job can have (not valid UTF-8, a control character such as NUL,
+	// longer than job.MaxNameSize: see job.CheckName) is refused with a
+	// *FieldError naming "queue" or "kind", on every store alike.
 	Queue string
 	Kind  string
 	// AfterID pages: only jobs with a higher ID (a lower one with Desc).
@@ -33,9 +36,20 @@ type ListOptions struct {
 // MaxListLimit bounds ListOptions.Limit.
 const MaxListLimit = 10_000
 
+// params checks o and returns the store's parameters: the one check of a
+// list's filters, whoever sends them (the API, the dashboard, the CLI).
 func (o ListOptions) params() (store.ListParams, error) {
 	if o.Limit < 0 || o.Limit > MaxListLimit {
 		return store.ListParams{}, &FieldError{Field: "limit", Reason: fmt.Sprintf("must be between 0 (default 100) and %d, got %d", MaxListLimit, o.Limit)}
+	}
+	for _, f := range [...]struct{ field, name string }{{"queue", o.Queue}, {"kind", o.Kind}} {
+		// A name no job can have: PostgreSQL would fail on a NUL or bytes
+		// that are not UTF-8 where the other stores find nothing.
+		if f.name != "" {
+			if err := job.CheckName(f.field, f.name); err != nil {
+				return store.ListParams{}, err
+			}
+		}
 	}
 	return store.ListParams{
 		States: o.States, Queue: o.Queue, Kind: o.Kind, AfterID: o.AfterID, Limit: o.Limit, Desc: o.Desc,

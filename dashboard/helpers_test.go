@@ -157,6 +157,7 @@ func (e *env) do(method, target, token string, form url.Values, hdr http.Header)
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	res := w.Result()
+	res.Request = r // for want's message
 	b, _ := io.ReadAll(res.Body)
 	return response{Response: res, body: string(b)}
 }
