@@ -50,6 +50,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper"
@@ -134,8 +135,20 @@ func New(c *hopper.Client, o Options) http.Handler {
 		a.auth = &httpauth.Auth{}
 	}
 	a.routes = a.table()
+	// The mux routes by path alone, and each path by method: a literal
+	// path (/jobs/batch) is then the route of every request for it, so a
+	// method it does not take is a 405 with Allow rather than a request
+	// for the job called "batch" (DELETE /jobs/{id}).
+	var paths []string
+	byPath := map[string][]route{}
 	for _, rt := range a.routes {
-		a.mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt))
+		if byPath[rt.pattern] == nil {
+			paths = append(paths, rt.pattern)
+		}
+		byPath[rt.pattern] = append(byPath[rt.pattern], rt)
+	}
+	for _, p := range paths {
+		a.mux.Handle(p, a.byMethod(byPath[p]))
 	}
 	a.mux.HandleFunc("/", a.unknown)
 	cop := http.NewCrossOriginProtection()
@@ -278,27 +291,37 @@ func Protect(auth *httpauth.Auth, scope httpauth.Scope, h http.Handler) http.Han
 	})
 }
 
-// unknown answers requests no route matches: 405 with Allow when the path
-// is known under other methods, else 404.
-func (a *api) unknown(w http.ResponseWriter, r *http.Request) {
+// byMethod serves the routes of one path by the request's method (HEAD as
+// GET); another method gets a 405 whose Allow lists the path's methods.
+func (a *api) byMethod(rts []route) http.Handler {
+	handlers := map[string]http.Handler{}
 	var allowed []string
 	for _, m := range []string{"GET", "POST", "DELETE"} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := a.mux.Handler(probe); pattern != "/" && pattern != "" {
-			allowed = append(allowed, m)
+		for _, rt := range rts {
+			if rt.method == m {
+				handlers[m] = a.wrap(rt)
+				allowed = append(allowed, m)
+			}
 		}
 	}
-	if len(allowed) > 0 {
-		allow := allowed[0]
-		for _, m := range allowed[1:] {
-			allow += ", " + m
+	allow := strings.Join(allowed, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := r.Method
+		if m == http.MethodHead {
+			m = http.MethodGet
+		}
+		if h := handlers[m]; h != nil {
+			h.ServeHTTP(w, r)
+			return
 		}
 		w.Header().Set("Allow", allow)
 		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
 			Message: r.Method + " is not allowed here; allowed: " + allow})
-		return
-	}
+	})
+}
+
+// unknown answers requests for a path no route has: 404.
+func (a *api) unknown(w http.ResponseWriter, r *http.Request) {
 	writeError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 		Message: "no such route: " + r.URL.Path + " (the routes are listed at " + Prefix + "/openapi.json)"})
 }

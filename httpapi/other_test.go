@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,6 +313,38 @@ func TestRoutingErrors(t *testing.T) {
 	e.do("GET", "/api/v1/stats", `{"x":1}`).fails(400, CodeInvalid, "x")
 	e.do("POST", "/api/v1/openapi.json", "").fails(405, CodeMethodNotAllowed, "")
 	e.do("GET", "/api/v1/schedules?name=x", "").fails(400, CodeInvalid, "name")
+}
+
+// TestMethodsOfEveryPath: every path of the API answers each method it
+// does not take with 405 and an Allow header listing exactly the methods
+// of its routes, and no method it takes with 405. A literal path is its
+// own route whatever the method: DELETE /jobs/batch is a 405, not a
+// request to delete the job called "batch" (a 400 once).
+func TestMethodsOfEveryPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	a := New(e.c, Options{}).(*api)
+	methods := map[string][]string{} // path → its methods, in Allow's order
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		for _, rt := range a.routes {
+			if rt.method == m {
+				methods[rt.pattern] = append(methods[rt.pattern], m)
+			}
+		}
+	}
+	for pattern, allowed := range methods {
+		path := strings.NewReplacer("{id}", "1", "{name}", "nightly").Replace(pattern)
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+			r := e.do(m, path, "")
+			takes := slices.Contains(allowed, m) || m == "HEAD" && slices.Contains(allowed, "GET")
+			switch {
+			case takes && r.status == http.StatusMethodNotAllowed:
+				t.Errorf("%s %s: 405, but the path takes %s", m, path, m)
+			case !takes && (r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != strings.Join(allowed, ", ")):
+				t.Errorf("%s %s: %d with Allow %q, want 405 with Allow %q", m, path, r.status, r.header.Get("Allow"), strings.Join(allowed, ", "))
+			}
+		}
+	}
 }
 
 func TestHealth(t *testing.T) {
