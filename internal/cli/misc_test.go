@@ -144,10 +144,17 @@ func TestServe(t *testing.T) {
 	if c := <-code; c != 0 {
 		t.Fatalf("serve exited %d: %s", c, stderr.String())
 	}
+	// The default level is info: the server's life and the failures, not
+	// a line per transition (--log-level debug; see cmd/hopper's tests).
 	log := stderr.String()
-	for _, want := range []string{"hopper serving", "level=DEBUG", "job started", "job completed", "level=ERROR", "job dead", "exit code 9", "stopped"} {
+	for _, want := range []string{"hopper serving", "level=ERROR", "job dead", "exit code 9", "stopped"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	for _, unwanted := range []string{"level=DEBUG", "job started", "job completed"} {
+		if strings.Contains(log, unwanted) {
+			t.Errorf("log at the default level has %q:\n%s", unwanted, log)
 		}
 	}
 }
