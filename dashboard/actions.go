@@ -75,10 +75,19 @@ func (h *handler) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 		runAt = time.Now()
 	} else if s := strings.TrimSpace(r.PostFormValue("run_at")); s != "" && s != r.PostFormValue("run_at_was") {
 		// The form shows the run time to the minute: sent back as shown,
-		// it is left as it is (to the nanosecond), not rounded.
-		t, err := parseLocal(s, h.loc)
+		// it is left as it is (to the nanosecond), not rounded. It is read
+		// in the zone the form names (a form without one: the dashboard's).
+		loc := h.loc
+		if z := r.PostFormValue("zone"); z != "" {
+			var err error
+			if loc, err = parseZone(z); err != nil {
+				h.done(w, r, true, fmt.Sprintf("Zone %q: %v.", z, err), back)
+				return
+			}
+		}
+		t, err := parseLocal(s, loc)
 		if err != nil {
-			h.done(w, r, true, fmt.Sprintf("Run at %q: want a date and time such as %s.", s, time.Now().In(h.loc).Format(datetimeLocal)), back)
+			h.done(w, r, true, fmt.Sprintf("Run at %q: want a date and time such as %s.", s, time.Now().In(loc).Format(datetimeLocal)), back)
 			return
 		}
 		runAt = t

@@ -71,8 +71,11 @@ type Options struct {
 	// (default 2s). Changes this client makes are pushed at once.
 	PollInterval time.Duration
 	// Location is the time zone of the times shown and of the run-at time
-	// the reschedule form takes (default time.Local). A schedule's next
-	// fire times are shown in the schedule's own zone.
+	// the reschedule form takes (default time.Local). The form names the
+	// zone: Location's IANA name, or, for a location without one (such as
+	// time.Local when $TZ does not name it), its UTC offset at the job's
+	// run time ("UTC+01:00"), in which the form's input is then read. A
+	// schedule's next fire times are shown in the schedule's own zone.
 	Location *time.Location
 	// TrustedOrigins are origins other than the dashboard's own allowed to
 	// post to it, such as "https://ops.example.com" when a proxy changes

@@ -25,7 +25,7 @@ type jobView struct {
 	CanReschedule bool
 	CanDelete     bool
 	RunAtValue    string // the reschedule form's default, in Zone
-	Zone          string
+	Zone          string // the form's zone: an IANA name or a UTC offset (formZone)
 	DeleteIDs     string
 }
 
@@ -104,7 +104,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := scopeOf(r.Context())
-	v := jobView{Job: j, Args: pretty(j.Args), Zone: h.loc.String()}
+	v := jobView{Job: j, Args: pretty(j.Args)}
 	if j.Result != nil {
 		v.Exec = parseExec(j.Result)
 		if v.Exec == nil {
@@ -137,7 +137,8 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	if at.Before(time.Now()) {
 		at = time.Now()
 	}
-	v.RunAtValue = at.In(h.loc).Format(datetimeLocal)
+	zone, loc := formZone(h.loc, at)
+	v.Zone, v.RunAtValue = zone, at.In(loc).Format(datetimeLocal)
 	h.render(w, r, http.StatusOK, "job", &page{Title: "Job " + strconv.FormatInt(int64(j.ID), 10), Nav: "jobs", Live: true, Data: v})
 }
 
