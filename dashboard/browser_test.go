@@ -85,6 +85,7 @@ func TestBrowser(t *testing.T) {
 		"Overview":        browseOverview,
 		"LiveList":        browseLiveList,
 		"LivePolling":     browseLivePolling,
+		"LiveReconnect":   browseLiveReconnect,
 		"RetryFromDLQ":    browseRetryFromDLQ,
 		"Cancel":          browseCancel,
 		"PauseSchedule":   browsePauseSchedule,

@@ -655,7 +655,8 @@ func TestNextFires(t *testing.T) {
 }
 
 // TestLiveStream: /events sends the version at once and again when a job
-// changes.
+// changes, tells the browser to retry after a heartbeat, and beats every
+// heartbeat (the page's watchdog counts on it).
 func TestLiveStream(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{})
@@ -674,21 +675,49 @@ func TestLiveStream(t *testing.T) {
 		t.Fatalf("Content-Type %q", res.Header.Get("Content-Type"))
 	}
 	sc := bufio.NewScanner(res.Body)
-	next := func() uint64 {
+	// next returns the next event of type typ (skipping others) and the
+	// stream's fields before it.
+	var fields []string
+	next := func(typ string) string {
 		t.Helper()
+		ev := ""
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				n, _ := strconv.ParseUint(v, 10, 64)
-				return n
+			line := sc.Text()
+			switch {
+			case line == "":
+				ev = ""
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && ev == typ:
+				return strings.TrimPrefix(line, "data: ")
+			default:
+				fields = append(fields, line)
 			}
 		}
 		t.Fatalf("stream ended: %v", sc.Err())
-		return 0
+		return ""
 	}
-	first := next()
+	version := func() uint64 {
+		t.Helper()
+		n, err := strconv.ParseUint(next("version"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first := version()
+	ms := strconv.FormatInt(heartbeat.Milliseconds(), 10)
+	if len(fields) == 0 || fields[0] != "retry: "+ms {
+		t.Errorf("the stream starts with %q, want retry: %s", fields, ms)
+	}
 	e.enqueue("ok", nil)
-	if v := next(); v <= first {
+	if v := version(); v <= first {
 		t.Errorf("after an enqueue: version %d, was %d", v, first)
+	}
+	for range 2 {
+		if got := next("beat"); got != ms {
+			t.Errorf("beat: data %q, want the heartbeat %s", got, ms)
+		}
 	}
 	// Close ends the stream.
 	e.h.Close()

@@ -18,10 +18,12 @@ import (
 // funcs are the template functions, bound to h (prefix, time zone).
 func (h *handler) funcs() template.FuncMap {
 	return template.FuncMap{
-		"url":   h.url,
-		"asset": assetURL(h.prefix),
-		"ago":   func(t time.Time) string { return ago(t, time.Now()) },
-		"abs":   func(t time.Time) string { return absTime(t, h.loc) },
+		"url": h.url,
+		// heartbeat is the live stream's, for the page's watchdog (app.js).
+		"heartbeat": func() int64 { return heartbeat.Milliseconds() },
+		"asset":     assetURL(h.prefix),
+		"ago":       func(t time.Time) string { return ago(t, time.Now()) },
+		"abs":       func(t time.Time) string { return absTime(t, h.loc) },
 		"iso": func(t time.Time) string {
 			if t.IsZero() {
 				return ""

@@ -27,9 +27,13 @@ const (
 	liveGap = time.Second
 	// liveDebounce gathers the events of one burst into one version.
 	liveDebounce = 50 * time.Millisecond
-	// keepAlive is how often an idle stream sends a comment, so that
-	// proxies do not close it.
-	keepAlive = 25 * time.Second
+	// heartbeat is how often a stream sends a "beat" event. A page whose
+	// stream says nothing for three heartbeats shows it is disconnected
+	// and opens another (app.js): a dead or hung server, or a connection
+	// lost without an error, shows within about three seconds. The beats
+	// also keep proxies from closing an idle stream, and a stream that
+	// ends is retried after one heartbeat.
+	heartbeat = time.Second
 	// maxStream ends a stream after a while; the browser reconnects.
 	maxStream = 10 * time.Minute
 	// refreshTimeout bounds one count of the store.
@@ -231,7 +235,9 @@ func (h *hub) broadcast() {
 }
 
 // events streams the live version to a page (server-sent events): one
-// "version" event at once, then one each time it grows. The stream ends
+// "version" event at once, then one each time it grows, and a "beat"
+// event every heartbeat (its data: the heartbeat in milliseconds). The
+// stream ends
 // when the page goes, the handler is closed, the client stops, or after
 // maxStream (the browser then reconnects).
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
@@ -254,11 +260,12 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	if !send("retry: 3000\n") {
+	ms := strconv.FormatInt(heartbeat.Milliseconds(), 10)
+	if !send("retry: " + ms + "\n") {
 		return
 	}
-	ping := time.NewTicker(keepAlive)
-	defer ping.Stop()
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
 	limit := time.NewTimer(maxStream)
 	defer limit.Stop()
 	for {
@@ -269,8 +276,8 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-limit.C:
 			return
-		case <-ping.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+		case <-beat.C:
+			if _, err := w.Write([]byte("event: beat\ndata: " + ms + "\n\n")); err != nil || rc.Flush() != nil {
 				return
 			}
 		case <-ch:

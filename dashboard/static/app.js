@@ -10,16 +10,30 @@
   // --- Live updates -----------------------------------------------------
   // The server streams a version number (server-sent events); when it
   // differs from the one this page shows, the page is fetched again and
-  // its parts marked data-live are swapped in. Without EventSource, or
-  // when the stream keeps failing, the page polls instead.
+  // its parts marked data-live are swapped in. The stream also beats every
+  // data-heartbeat milliseconds. A watchdog counts on those beats: after
+  // three without a word the server is dead or hung, or the connection was
+  // lost (which may raise no error at all), so the indicator says
+  // "disconnected since" the last word, and a new stream is opened every
+  // three beats until one answers; the page then catches up. Without
+  // EventSource the page polls instead.
   var POLL_MS = 5000;
   var dot = document.getElementById("live");
-  var busy = false, again = false, pollTimer = null;
+  var beatMs = parseInt(body.dataset.heartbeat, 10) || 1000;
+  var silentMs = 3 * beatMs;
+  var busy = false, again = false, pollTimer = null, dotMode;
 
-  function setDot(mode) {
-    if (!dot) return;
-    dot.classList.remove("on", "poll");
+  function setDot(mode, since) {
+    if (!dot || (mode === dotMode && mode !== "down")) return;
+    dotMode = mode;
+    dot.classList.remove("on", "poll", "down");
     if (mode) dot.classList.add(mode);
+    if (mode === "down") {
+      dot.textContent = "disconnected since " + since.toLocaleTimeString();
+      dot.title = "No word from the server since " + since.toLocaleString() + "; reconnecting";
+      return;
+    }
+    dot.textContent = "live";
     dot.title = mode === "on" ? "Updates live" : mode === "poll" ? "Updates every few seconds" : "Not updating";
   }
 
@@ -88,23 +102,49 @@
     pollTimer = setInterval(refresh, POLL_MS);
   }
 
+  var es = null, opened = 0, lastWord = Date.now(), down = null;
+
+  // open opens a new stream, closing the old one.
+  function open() {
+    if (es) es.close();
+    opened = Date.now();
+    var s = es = new EventSource(base + "/events");
+    s.addEventListener("version", function (ev) {
+      var missed = heard();
+      if (missed || ev.data !== body.dataset.version) refresh();
+    });
+    s.addEventListener("beat", heard);
+    s.onerror = function () {
+      // A stream refused by an answer (not a network error) is not
+      // retried by the browser: the page itself may be gone (signed out).
+      if (s.readyState === EventSource.CLOSED) refresh();
+    };
+  }
+
+  // heard notes a word from the server; it returns true if the page was
+  // disconnected (it may have missed versions).
+  function heard() {
+    lastWord = Date.now();
+    var was = down;
+    down = null;
+    setDot("on");
+    return !!was;
+  }
+
+  function watch() {
+    var now = Date.now();
+    if (now - lastWord <= silentMs) return;
+    if (!down) {
+      down = new Date(lastWord);
+      setDot("down", down);
+    }
+    if (now - opened >= silentMs) open();
+  }
+
   function stream() {
     if (!window.EventSource) { poll(); return; }
-    var es = new EventSource(base + "/events");
-    var failures = 0;
-    es.addEventListener("version", function (ev) {
-      failures = 0;
-      setDot("on");
-      if (ev.data !== body.dataset.version) refresh();
-    });
-    es.onerror = function () {
-      failures++;
-      setDot(null);
-      if (es.readyState === EventSource.CLOSED || failures >= 3) {
-        es.close();
-        poll();
-      }
-    };
+    open();
+    setInterval(watch, 250);
   }
 
   if (body.hasAttribute("data-live-page")) {
