@@ -23,7 +23,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain also checks, when the tests pass, that every status they saw
+// an operation answer is declared in the OpenAPI document (observe).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(afterTests{m}) }
 
 // Tokens of the test servers that have auth.
 const (
@@ -107,7 +109,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		api.Logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(Prefix+"/", New(e.c, api))
+	mux.Handle(Prefix+"/", observe(New(e.c, api)))
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e

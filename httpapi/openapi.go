@@ -5,8 +5,10 @@ import (
 	"net/http"
 )
 
-// openAPIDoc is the OpenAPI 3 document of the API. A test checks that it
-// lists exactly the routes of api.table, and that its references resolve.
+// openAPIDoc is the OpenAPI 3 document of the API. Tests check that it
+// lists exactly the routes of api.table, that its references resolve, and
+// that each route declares the statuses it answers, both ways
+// (statuses_test.go).
 //
 //go:embed openapi.json
 var openAPIDoc []byte

@@ -1,0 +1,373 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
+)
+
+// The statuses of the OpenAPI document are checked both ways:
+//
+//   - the statuses every route answers by its shape (its scope, its path's
+//     {id} or {name}, whether it reads a body) are declared exactly where
+//     they apply (statusRules; TestOpenAPIStatuses);
+//   - every other declared status is answered by some request
+//     (TestOpenAPIStatuses' recipes);
+//   - every status any test of this package saw a route answer is
+//     declared for it (observe, checked when the tests end).
+
+// statusRules returns the statuses route rt answers by its shape: 400 (a
+// query parameter it does not take), 405 (a method its path does not
+// take), 421 (a Host the server does not answer for) and 500 (a store
+// failure or a bug) on every route; 401 and 429 (too many failed
+// authentications) where a token is checked, 503 (the client stopped, the
+// request cancelled) where the client is called, 403 where a read token
+// is not enough or a cross-origin browser could post; 404 where the path
+// names a job or a schedule; 408 (its body did not arrive in time) where
+// the route reads a body.
+func statusRules(rt route, readsBody bool) []string {
+	out := []string{"400", "405", "421", "500"}
+	if rt.scope != httpauth.None {
+		out = append(out, "401", "429", "503")
+		if rt.scope > httpauth.Read || rt.method != http.MethodGet {
+			out = append(out, "403")
+		}
+	}
+	if strings.Contains(rt.pattern, "{") {
+		out = append(out, "404")
+	}
+	if readsBody {
+		out = append(out, "408")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ruled are the statuses statusRules decides, for every route.
+var ruled = []string{"400", "401", "403", "404", "405", "408", "421", "429", "500", "503"}
+
+// declaredStatuses returns the statuses the OpenAPI document declares for
+// each operation, "METHOD PATH" → sorted statuses.
+func declaredStatuses() (map[string][]string, error) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		return nil, fmt.Errorf("openapi.json: %w", err)
+	}
+	out := map[string][]string{}
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if method == "parameters" || json.Unmarshal(raw, &op) != nil {
+				continue
+			}
+			var codes []string
+			for c := range op.Responses {
+				codes = append(codes, c)
+			}
+			sort.Strings(codes)
+			out[strings.ToUpper(method)+" "+path] = codes
+		}
+	}
+	return out, nil
+}
+
+// concrete is a route's path with its {id} and {name} filled in.
+func concrete(pattern, id, name string) string {
+	return strings.NewReplacer("{id}", id, "{name}", name).Replace(pattern)
+}
+
+// bodyProbe is a request body that notes whether it was read.
+type bodyProbe struct {
+	r    io.Reader
+	read bool
+}
+
+func (b *bodyProbe) Read(p []byte) (int, error) { b.read = true; return b.r.Read(p) }
+func (b *bodyProbe) Close() error               { return nil }
+
+// readsBody reports whether rt's handler reads the body of a request that
+// passes its path and query checks.
+func readsBody(t *testing.T, a *api, rt route) bool {
+	t.Helper()
+	probe := &bodyProbe{r: strings.NewReader("{}")}
+	r := httptest.NewRequest(rt.method, concrete(rt.pattern, "1", "nightly"), nil)
+	r.Body = probe
+	a.ServeHTTP(httptest.NewRecorder(), r)
+	return probe.read
+}
+
+// TestOpenAPIStatuses: the document declares, for each route, exactly the
+// statuses statusRules gives it, and each other status it declares is
+// answered by a request (a recipe below) — so a status dropped from a
+// handler, or a route's change of shape, shows here.
+func TestOpenAPIStatuses(t *testing.T) {
+	t.Parallel()
+	var auth httpauth.Auth
+	if err := auth.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken); err != nil {
+		t.Fatal(err)
+	}
+	declared, err := declaredStatuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := hopper.NewClient(hopper.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	probeAPI := New(c, Options{}).(*api)
+
+	// The ruled statuses, both ways.
+	for _, rt := range probeAPI.routes {
+		op := rt.method + " " + rt.pattern
+		var got []string
+		for _, s := range declared[op] {
+			if slices.Contains(ruled, s) {
+				got = append(got, s)
+			}
+		}
+		if want := statusRules(rt, readsBody(t, probeAPI, rt)); !slices.Equal(got, want) {
+			t.Errorf("%s declares %v of the statuses its shape decides, want %v", op, got, want)
+		}
+	}
+
+	// Every other declared status is answered by a recipe: a request to
+	// an environment that makes it happen.
+	type recipe struct {
+		op, status string
+		run        func(t *testing.T) int // returns the status answered
+	}
+	// env returns a fresh environment with admin rights and a job in
+	// each of the states completed (1), dead (2), cancelled (3) and
+	// scheduled (4), and the schedule "nightly".
+	env := func(t *testing.T, o envOpts) *env {
+		e := newEnv(t, o)
+		if o.auth != nil {
+			e.token = adminToken
+		}
+		e.finished()
+		e.enqueue(`{"kind":"ok","delay":"1h","unique_key":"u"}`)
+		if _, err := e.c.AddSchedule(context.Background(), "nightly", hopper.ScheduleOptions{Cron: "0 2 * * *", Kind: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	send := func(o envOpts, method, path, body string) func(t *testing.T) int {
+		return func(t *testing.T) int { return env(t, o).do(method, path, body).status }
+	}
+	unique := envOpts{cfg: func(c *hopper.Config) { c.UniqueConflict = hopper.UniqueError }}
+	recipes := []recipe{
+		{"GET /api/v1/openapi.json", "200", send(envOpts{}, "GET", "/api/v1/openapi.json", "")},
+		{"POST /api/v1/jobs", "201", send(envOpts{}, "POST", "/api/v1/jobs", `{"kind":"ok"}`)},
+		{"POST /api/v1/jobs", "200", send(envOpts{}, "POST", "/api/v1/jobs", `{"kind":"ok","unique_key":"u"}`)},
+		{"POST /api/v1/jobs", "409", send(unique, "POST", "/api/v1/jobs", `{"kind":"ok","unique_key":"u"}`)},
+		{"GET /api/v1/jobs", "200", send(envOpts{}, "GET", "/api/v1/jobs", "")},
+		{"POST /api/v1/jobs/batch", "201", send(envOpts{}, "POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"ok"}]}`)},
+		{"POST /api/v1/jobs/batch", "200", send(envOpts{}, "POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"ok","unique_key":"u"}]}`)},
+		{"GET /api/v1/jobs/count", "200", send(envOpts{}, "GET", "/api/v1/jobs/count", "")},
+		{"POST /api/v1/jobs/delete", "200", send(envOpts{}, "POST", "/api/v1/jobs/delete", `{"ids":[1]}`)},
+		{"GET /api/v1/jobs/{id}", "200", send(envOpts{}, "GET", "/api/v1/jobs/1", "")},
+		{"DELETE /api/v1/jobs/{id}", "200", send(envOpts{}, "DELETE", "/api/v1/jobs/1", "")},
+		{"DELETE /api/v1/jobs/{id}", "409", send(envOpts{}, "DELETE", "/api/v1/jobs/4", "")},
+		{"POST /api/v1/jobs/{id}/cancel", "200", send(envOpts{}, "POST", "/api/v1/jobs/4/cancel", "")},
+		{"POST /api/v1/jobs/{id}/cancel", "409", send(envOpts{}, "POST", "/api/v1/jobs/1/cancel", "")},
+		{"POST /api/v1/jobs/{id}/reschedule", "200", send(envOpts{}, "POST", "/api/v1/jobs/4/reschedule", `{"delay":"2h"}`)},
+		{"POST /api/v1/jobs/{id}/reschedule", "409", send(envOpts{}, "POST", "/api/v1/jobs/1/reschedule", `{"delay":"2h"}`)},
+		{"GET /api/v1/dlq", "200", send(envOpts{}, "GET", "/api/v1/dlq", "")},
+		{"POST /api/v1/dlq/retry", "200", send(envOpts{}, "POST", "/api/v1/dlq/retry", `{"ids":[2]}`)},
+		{"POST /api/v1/dlq/purge", "200", send(envOpts{}, "POST", "/api/v1/dlq/purge", `{"ids":[2]}`)},
+		{"GET /api/v1/schedules", "200", send(envOpts{}, "GET", "/api/v1/schedules", "")},
+		{"POST /api/v1/schedules", "201", send(envOpts{}, "POST", "/api/v1/schedules", `{"name":"hourly","cron":"@hourly","kind":"ok"}`)},
+		{"POST /api/v1/schedules", "409", send(envOpts{}, "POST", "/api/v1/schedules", `{"name":"nightly","cron":"@hourly","kind":"ok"}`)},
+		{"GET /api/v1/schedules/{name}", "200", send(envOpts{}, "GET", "/api/v1/schedules/nightly", "")},
+		{"DELETE /api/v1/schedules/{name}", "200", send(envOpts{}, "DELETE", "/api/v1/schedules/nightly", "")},
+		{"POST /api/v1/schedules/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/pause", "")},
+		{"POST /api/v1/schedules/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/resume", "")},
+		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
+	}
+	bodies := map[string]string{
+		"POST /api/v1/jobs":                 `{"kind":"ok"}`,
+		"POST /api/v1/jobs/batch":           `{"jobs":[{"kind":"ok"}]}`,
+		"POST /api/v1/jobs/delete":          `{"ids":[1]}`,
+		"POST /api/v1/jobs/{id}/reschedule": `{"delay":"2h"}`,
+		"POST /api/v1/dlq/retry":            `{"ids":[2]}`,
+		"POST /api/v1/dlq/purge":            `{"ids":[2]}`,
+		"POST /api/v1/schedules":            `{"name":"hourly","cron":"@hourly","kind":"ok"}`,
+	}
+	// The ruled statuses the API answers itself, on every route they
+	// apply to. 408, 421 and 429 come from the server's bounds and
+	// checks in front of the handlers, and 500 from a.fail and wrap's
+	// recover, shared by every route.
+	for _, rt := range probeAPI.routes {
+		op := rt.method + " " + rt.pattern
+		path := concrete(rt.pattern, "1", "nightly")
+		body := bodies[op] // a body the route takes, if it takes one
+		for _, s := range declared[op] {
+			var run func(t *testing.T) int
+			switch s {
+			case "400":
+				run = send(envOpts{}, rt.method, path+"?bogus=1", body)
+			case "401":
+				run = func(t *testing.T) int {
+					e := env(t, envOpts{auth: &auth})
+					return e.doAs("", rt.method, path, body).status
+				}
+			case "403":
+				run = func(t *testing.T) int {
+					e := env(t, envOpts{auth: &auth})
+					return e.doAs(readToken, rt.method, path, body).status
+				}
+			case "404":
+				run = send(envOpts{}, rt.method, concrete(rt.pattern, "999", "nowhere"), body)
+			case "405":
+				run = send(envOpts{}, "PUT", path, body)
+			case "503":
+				run = func(t *testing.T) int {
+					e := env(t, envOpts{})
+					e.c.StopNow()
+					return e.do(rt.method, path, body).status
+				}
+			default:
+				continue
+			}
+			recipes = append(recipes, recipe{op, s, run})
+		}
+	}
+	exempt := []string{"408", "421", "429", "500"}
+	for op, codes := range declared {
+		for _, s := range codes {
+			if !slices.Contains(exempt, s) && !slices.ContainsFunc(recipes, func(r recipe) bool { return r.op == op && r.status == s }) {
+				t.Errorf("%s declares %s, but no recipe answers it", op, s)
+			}
+		}
+	}
+	for _, r := range recipes {
+		t.Run(strings.ReplaceAll(r.op, "/", "_")+"_"+r.status, func(t *testing.T) {
+			t.Parallel()
+			if !slices.Contains(declared[r.op], r.status) {
+				t.Errorf("%s answers %s, which the document does not declare", r.op, r.status)
+			}
+			if got := r.run(t); fmt.Sprint(got) != r.status {
+				t.Errorf("%s: the recipe for %s got %d", r.op, r.status, got)
+			}
+		})
+	}
+}
+
+// seen is every status a test of this package saw an operation answer:
+// "METHOD PATTERN STATUS", or "* PATTERN STATUS" for a method the path
+// does not take.
+var seen sync.Map
+
+// observe wraps the API of a test environment to note in seen what each
+// operation answers.
+func observe(h http.Handler) http.Handler {
+	a := h.(*api)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := a.mux.Handler(r)
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if !strings.HasPrefix(pattern, Prefix+"/") {
+			return // an unknown path, or a path to clean
+		}
+		m := r.Method
+		if m == http.MethodHead {
+			m = http.MethodGet
+		}
+		op := "* " + pattern
+		if slices.ContainsFunc(a.routes, func(rt route) bool { return rt.method == m && rt.pattern == pattern }) {
+			op = m + " " + pattern
+		}
+		seen.Store(fmt.Sprintf("%s %d", op, cmpStatus(sw.status)), true)
+	})
+}
+
+func cmpStatus(s int) int {
+	if s == 0 {
+		return http.StatusOK
+	}
+	return s
+}
+
+// statusWriter notes a response's status.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// undeclaredSeen returns the statuses the tests saw that the document
+// does not declare for their operation (for a method a path does not
+// take: 405, declared by each of the path's operations).
+func undeclaredSeen() []string {
+	declared, err := declaredStatuses()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var bad []string
+	seen.Range(func(k, _ any) bool {
+		key := k.(string)
+		i := strings.LastIndexByte(key, ' ')
+		op, status := key[:i], key[i+1:]
+		if path, ok := strings.CutPrefix(op, "* "); ok {
+			for dop, codes := range declared {
+				if strings.HasSuffix(dop, " "+path) && !slices.Contains(codes, status) {
+					bad = append(bad, dop+" answers "+status+" to another method")
+				}
+			}
+			return true
+		}
+		if !slices.Contains(declared[op], status) {
+			bad = append(bad, op+" answers "+status)
+		}
+		return true
+	})
+	sort.Strings(bad)
+	return bad
+}
+
+// afterTests is testing.M with the check of the statuses seen.
+type afterTests struct{ m *testing.M }
+
+func (a afterTests) Run() int {
+	code := a.m.Run()
+	if code != 0 {
+		return code
+	}
+	if bad := undeclaredSeen(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: statuses the tests saw that openapi.json does not declare:\n\t%s\n", strings.Join(bad, "\n\t"))
+		return 1
+	}
+	return 0
+}
