@@ -1,37 +1,18 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/logtest"
 	"github.com/hopperq/hopper/internal/pgtest"
 	_ "github.com/hopperq/hopper/store/pgstore" // postgres://
 )
-
-// lockedBuffer is a log sink tests read while handlers write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestFilterNamesNoJobHas: a list filter or search holding a NUL or bytes
 // that are not UTF-8 is bad input on every store — 400 naming the field,
@@ -43,7 +24,7 @@ func TestFilterNamesNoJobHas(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			var log lockedBuffer
+			var log logtest.Buffer
 			cfg := hopper.Config{Workers: kinds(), Logger: quiet()}
 			var c *hopper.Client
 			var err error
