@@ -29,6 +29,12 @@ const (
 	// MaxConcurrency bounds Config.Concurrency: each worker is a goroutine
 	// with buffers of its own.
 	MaxConcurrency = 10_000
+	// MaxAttemptsLimit bounds EnqueueOptions.MaxAttempts, and MinPriority
+	// and MaxPriority bound EnqueueOptions.Priority, the same on every
+	// store (see package job).
+	MaxAttemptsLimit = job.MaxAttemptsLimit
+	MinPriority      = job.MinPriority
+	MaxPriority      = job.MaxPriority
 )
 
 // Intervals of the maintenance services. The leader's lease is renewed

@@ -8,8 +8,9 @@
 // # Jobs
 //
 // A job has a kind (the name of its handler), JSON args, a queue, a
-// priority (any int; lower runs first; default 0), a run-at time, a maximum
-// number of attempts, an optional timeout and unique key, and its history.
+// priority (lower runs first; default 0; within ±1,000,000), a run-at time,
+// a maximum number of attempts (at most 10,000), an optional timeout and
+// unique key, and its history.
 // Among jobs whose time has come, the lowest priority number runs first,
 // then the earliest run-at, then the first enqueued. A job waiting for its
 // time never blocks a ready one.

@@ -22,10 +22,11 @@ import (
 type EnqueueOptions struct {
 	// Queue (default "default").
 	Queue string
-	// Priority: any int; lower runs first (default 0).
+	// Priority: lower runs first (default 0), within MinPriority to
+	// MaxPriority (±1,000,000).
 	Priority int
 	// MaxAttempts before the job goes to the dead-letter queue (default
-	// 25).
+	// 25, at most MaxAttemptsLimit: 10,000).
 	MaxAttempts int
 	// Timeout of each attempt (default none; see ScheduleOptions for the
 	// jobs schedules fire).
@@ -61,9 +62,15 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 			return err
 		}
 	}
+	if o.MaxAttempts != 0 {
+		if err := job.CheckMaxAttempts(prefix+"max_attempts", o.MaxAttempts); err != nil {
+			return err
+		}
+	}
+	if err := job.CheckPriority(prefix+"priority", o.Priority); err != nil {
+		return err
+	}
 	switch {
-	case o.MaxAttempts < 0:
-		return bad("max_attempts", "must be at least 1 (or 0 for the default), got %d", o.MaxAttempts)
 	case o.Timeout < 0:
 		return bad("timeout", "must not be negative, got %s", o.Timeout)
 	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != ""):

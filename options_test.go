@@ -201,6 +201,66 @@ func TestInputLimits(t *testing.T) {
 	hopper.RegisterRaw(hopper.NewWorkers(), "k", nil, &hopper.EnqueueOptions{UniqueKey: "u"})
 }
 
+// TestIntegerBounds: max attempts and priorities beyond the bounds every
+// store keeps are refused wherever they are given — a job's options, a
+// batch, a kind's options, Config.Defaults, a schedule, Reschedule —
+// naming the field, and the bounds themselves are taken.
+func TestIntegerBounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := hopper.NewClient(hopper.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	for _, tc := range []struct {
+		o     hopper.EnqueueOptions
+		field string
+	}{
+		{hopper.EnqueueOptions{MaxAttempts: hopper.MaxAttemptsLimit + 1}, "max_attempts"},
+		{hopper.EnqueueOptions{MaxAttempts: 1000 * hopper.MaxAttemptsLimit}, "max_attempts"},
+		{hopper.EnqueueOptions{Priority: hopper.MaxPriority + 1}, "priority"},
+		{hopper.EnqueueOptions{Priority: hopper.MinPriority - 1}, "priority"},
+	} {
+		var fe *hopper.FieldError
+		if _, err := c.Enqueue(ctx, "k", nil, &tc.o); !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("Enqueue(%+v): got %v, want a FieldError on %s", tc.o, err, tc.field)
+		}
+		if _, err := c.EnqueueMany(ctx, []hopper.EnqueueRequest{{Kind: "k"}, {Kind: "k", Options: &tc.o}}); !errors.As(err, &fe) || !strings.HasSuffix(fe.Field, tc.field) {
+			t.Errorf("EnqueueMany(%+v): got %v, want a FieldError on %s", tc.o, err, tc.field)
+		}
+		if _, err := c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Minute, Kind: "k", Options: &tc.o}); !errors.As(err, &fe) || fe.Field != "options."+tc.field {
+			t.Errorf("AddSchedule(%+v): got %v, want a FieldError on options.%s", tc.o, err, tc.field)
+		}
+		if _, err := hopper.NewClient(hopper.Config{Defaults: tc.o}); !errors.As(err, &fe) || fe.Field != "Config.Defaults."+tc.field {
+			t.Errorf("NewClient(Defaults %+v): got %v, want a FieldError on Config.Defaults.%s", tc.o, err, tc.field)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), `Register("k").`+tc.field) {
+					t.Errorf("Register(%+v): got panic %v, want one naming %s", tc.o, r, tc.field)
+				}
+			}()
+			hopper.RegisterRaw(hopper.NewWorkers(), "k", nil, &tc.o)
+		}()
+	}
+	if n, err := c.Count(ctx, hopper.ListOptions{}); err != nil || n != 0 {
+		t.Errorf("after refused enqueues: %d jobs, %v; want none", n, err)
+	}
+	id := enqueue(t, c, "k", nil, &hopper.EnqueueOptions{MaxAttempts: hopper.MaxAttemptsLimit, Priority: hopper.MaxPriority, Delay: time.Hour})
+	for _, p := range []int{hopper.MaxPriority + 1, hopper.MinPriority - 1} {
+		var fe *hopper.FieldError
+		if _, err := c.Reschedule(ctx, id, time.Time{}, &p); !errors.As(err, &fe) || fe.Field != "priority" {
+			t.Errorf("Reschedule to priority %d: got %v, want a FieldError on priority", p, err)
+		}
+	}
+	low := hopper.MinPriority
+	j, err := c.Reschedule(ctx, id, time.Time{}, &low)
+	if err != nil || j.Priority != hopper.MinPriority || j.MaxAttempts != hopper.MaxAttemptsLimit {
+		t.Errorf("Reschedule to priority %d: got %+v, %v", low, j, err)
+	}
+}
+
 // TestClosedIsOneError: after Stop, reads of an owned store and writes
 // through the client fail with ErrClosed.
 func TestClosedIsOneError(t *testing.T) {

@@ -41,11 +41,11 @@ type Job struct {
 	Func Func `json:"-"`
 
 	Queue    string    `json:"queue"`
-	Priority int       `json:"priority"` // lower runs first; any int, default 0
+	Priority int       `json:"priority"` // lower runs first; within MinPriority..MaxPriority, default 0
 	RunAt    time.Time `json:"run_at"`   // the earliest time the next attempt may start
 
-	MaxAttempts int `json:"max_attempts"`
-	Attempt     int `json:"attempt"` // attempts started so far
+	MaxAttempts int `json:"max_attempts"` // 1 to MaxAttemptsLimit
+	Attempt     int `json:"attempt"`      // attempts started so far
 	// Timeout of each attempt, if the job sets one; zero uses the kind's or
 	// the client's (resolved by the process that runs it).
 	Timeout   time.Duration `json:"timeout,omitempty"`
@@ -93,6 +93,39 @@ const (
 	MaxNameSize   = 255      // bytes of a kind, queue or schedule name
 	MaxKeySize    = 1024     // bytes of a unique key
 )
+
+// Bounds of a job's integer options, the same on every store: the
+// PostgreSQL store keeps MaxAttempts (and so Attempt and Crashes, which
+// never exceed it) in 32-bit columns, and a bound far below that leaves
+// room to add to them. Enqueue, schedules, Reschedule and the options of
+// kinds and of a Config refuse values outside them with a *FieldError.
+const (
+	// MaxAttemptsLimit bounds MaxAttempts: a job retried with the shortest
+	// backoff for 10,000 attempts keeps retrying for days.
+	MaxAttemptsLimit = 10_000
+	// MinPriority and MaxPriority bound Priority: room for any ordering of
+	// urgency, not for timestamps or IDs used as priorities.
+	MinPriority = -1_000_000
+	MaxPriority = 1_000_000
+)
+
+// CheckMaxAttempts returns a *FieldError for field unless n is within 1 to
+// MaxAttemptsLimit.
+func CheckMaxAttempts(field string, n int) error {
+	if n < 1 || n > MaxAttemptsLimit {
+		return Invalid(field, "must be between 1 and %d, got %d", MaxAttemptsLimit, n)
+	}
+	return nil
+}
+
+// CheckPriority returns a *FieldError for field unless p is within
+// MinPriority to MaxPriority.
+func CheckPriority(field string, p int) error {
+	if p < MinPriority || p > MaxPriority {
+		return Invalid(field, "must be between %d and %d, got %d", MinPriority, MaxPriority, p)
+	}
+	return nil
+}
 
 // The range of times a store keeps: run-at times, schedules' ticks and
 // every time a caller passes in must lie within it. Stores encode times as
@@ -201,8 +234,11 @@ func (j *Job) Validate(now time.Time) error {
 	if err := CheckName("queue", j.Queue); err != nil {
 		return err
 	}
-	if j.MaxAttempts < 1 {
-		return Invalid("max_attempts", "must be at least 1, got %d", j.MaxAttempts)
+	if err := CheckMaxAttempts("max_attempts", j.MaxAttempts); err != nil {
+		return err
+	}
+	if err := CheckPriority("priority", j.Priority); err != nil {
+		return err
 	}
 	if j.Timeout < 0 {
 		return Invalid("timeout", "must not be negative, got %s", j.Timeout)

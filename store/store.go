@@ -11,6 +11,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -194,6 +195,31 @@ type EnqueueParams struct {
 	// it holds no reference to them, or to anything they point to, once
 	// Enqueue returns.
 	Jobs []*job.Job
+}
+
+// CheckNewJob returns an error unless j, job i (from 0) of the n an
+// Enqueue, EnqueueTx or FireSchedule call was given, is one those take:
+// not nil, prepared by job.Job.Validate (scheduled or available, run-at and
+// creation time set), and within the bounds of its integer fields
+// (job.CheckMaxAttempts, job.CheckPriority). Every store calls it on each
+// job before it changes anything, so that all of them refuse what one of
+// them could not hold; the error is a *job.FieldError naming the field.
+func CheckNewJob(j *job.Job, i, n int) error {
+	if j == nil {
+		return job.Invalid("jobs", "job %d of %d is nil", i+1, n)
+	}
+	if st := j.State; (st != job.StateScheduled && st != job.StateAvailable) || j.RunAt.IsZero() || j.CreatedAt.IsZero() {
+		return job.Invalid("state", "job %d of %d (%s) is %s, run-at %v: Enqueue takes jobs validated by job.Job.Validate",
+			i+1, n, j.Kind, j.State, j.RunAt)
+	}
+	err := job.CheckMaxAttempts("max_attempts", j.MaxAttempts)
+	if err == nil {
+		err = job.CheckPriority("priority", j.Priority)
+	}
+	if fe := (*job.FieldError)(nil); errors.As(err, &fe) {
+		return job.Invalid(fe.Field, "job %d of %d (%s): %s", i+1, n, j.Kind, fe.Reason)
+	}
+	return nil
 }
 
 // EnqueueResult is the outcome of one enqueued job.
@@ -413,6 +439,23 @@ func (p PurgeParams) Validate() error {
 type AddScheduleParams struct {
 	Schedule *job.Schedule
 	Replace  bool // overwrite a schedule of the same name
+}
+
+// Validate returns a *job.FieldError unless p's schedule is one every store
+// can keep: named, with a MaxAttempts of zero (the default) or within
+// job.CheckMaxAttempts's bounds and a Priority within job.CheckPriority's.
+// Stores call it before they change anything.
+func (p AddScheduleParams) Validate() error {
+	sc := p.Schedule
+	if sc == nil || sc.Name == "" {
+		return job.Invalid("name", "must not be empty")
+	}
+	if sc.MaxAttempts != 0 {
+		if err := job.CheckMaxAttempts("max_attempts", sc.MaxAttempts); err != nil {
+			return err
+		}
+	}
+	return job.CheckPriority("priority", sc.Priority)
 }
 
 // UpdateScheduleParams are the arguments of Store.UpdateSchedule.

@@ -160,14 +160,21 @@ func ApplyCancel(j *job.Job, now time.Time) error {
 
 // ApplyReschedule moves the waiting job j to runAt (zero: unchanged) and/or
 // priority (nil: unchanged); its state becomes scheduled or available by
-// the run-at and now. A job in another state is left unchanged and the error
-// wraps job.ErrNotWaiting.
+// the run-at and now. A run-at out of job.CheckTime's range or a priority
+// out of job.CheckPriority's is a *job.FieldError, whatever j's state; a
+// job in another state is left unchanged and the error wraps
+// job.ErrNotWaiting.
 func ApplyReschedule(j *job.Job, runAt time.Time, priority *int, now time.Time) error {
-	if !j.State.Waiting() {
-		return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
-	}
 	if err := job.CheckTime("run_at", runAt); err != nil {
 		return err
+	}
+	if priority != nil {
+		if err := job.CheckPriority("priority", *priority); err != nil {
+			return err
+		}
+	}
+	if !j.State.Waiting() {
+		return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
 	}
 	r := j.RunAt
 	if !runAt.IsZero() {

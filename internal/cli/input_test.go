@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -44,6 +45,11 @@ func TestInputRefused(t *testing.T) {
 		{[]string{"serve", "--workers", "-1"}, []string{"bad --workers -1"}},
 		{[]string{"bench", "--workers", "20000"}, []string{"bad --workers 20000"}},
 		{[]string{"enqueue", "exec", "--permanent-exit-codes", "0", "--", "true"}, []string{"--permanent-exit-codes", "0 is not an exit code of a failure"}},
+		{[]string{"enqueue", "--max-attempts", "10001", "exec", "true"}, []string{"max_attempts", "between 1 and 10000"}},
+		{[]string{"enqueue", "--priority", "1000001", "exec", "true"}, []string{"priority", "between -1000000 and 1000000"}},
+		{[]string{"enqueue", "--priority", "-1000001", "exec", "true"}, []string{"priority", "between -1000000 and 1000000"}},
+		{[]string{"schedule", "add", "s", "--every", "1m", "--max-attempts", "10001", "exec", "true"}, []string{"max_attempts", "between 1 and 10000"}},
+		{[]string{"schedule", "add", "s", "--every", "1m", "--priority", "1000001", "exec", "true"}, []string{"priority", "between"}},
 		// Bytes that JSON cannot keep.
 		{[]string{"enqueue", "exec", "--", "echo", "caf\xe9"}, []string{"args[0]", "not valid UTF-8", "byte 3 is 0xe9"}},
 		{[]string{"enqueue", "exec", "--env", "A=\xff", "--", "true"}, []string{"env[0]", "not valid UTF-8"}},
@@ -57,7 +63,9 @@ func TestInputRefused(t *testing.T) {
 		t.Fatalf("refused input enqueued %s jobs", strings.TrimSpace(n))
 	}
 	// What is refused as 0 stays fine when meant: --delay 0 is now, --priority 0 the default.
-	hop(t, db, "enqueue", "--delay", "0s", "--priority", "0", "--max-attempts", "1", "--timeout", "1s", "exec", "true").ok(t)
+	id := hop(t, db, "enqueue", "--delay", "0s", "--priority", "0", "--max-attempts", "1", "--timeout", "1s", "exec", "true").ok(t).id(t)
+	hop(t, db, "jobs", "reschedule", strconv.FormatInt(int64(id), 10), "--priority", "1000001").fails(t, 2, "priority", "between")
+	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "between")
 
 	// Help lists every form of --retry-backoff.
 	hop(t, db, "enqueue", "--help").ok(t).has(t, "exponential[:BASE[,MAX]]", "decorrelated[:BASE[,MAX]]", "fixed:DELAY", "list:D1,D2,...")

@@ -319,6 +319,6 @@ command fails (exit 1) and says so.`,
 	}
 	c.Flags().StringVar(&at, "at", "", "new run time, RFC 3339")
 	c.Flags().DurationVar(&delay, "delay", 0, "new run time, this long from now (0: now)")
-	c.Flags().IntVar(&priority, "priority", 0, "new priority (lower runs first)")
+	c.Flags().IntVar(&priority, "priority", 0, fmt.Sprintf("new priority (lower runs first), from %d to %d", hopper.MinPriority, hopper.MaxPriority))
 	return c
 }

@@ -27,8 +27,8 @@ type jobFlags struct {
 // or unique key.
 func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	fs.StringVar(&f.queue, "queue", "", `queue of the job (default "default")`)
-	fs.IntVar(&f.priority, "priority", 0, "priority: lower runs first, any integer")
-	fs.IntVar(&f.maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job goes to the dead-letter queue, at least 1 (default %d)", hopper.DefaultMaxAttempts))
+	fs.IntVar(&f.priority, "priority", 0, fmt.Sprintf("priority: lower runs first, from %d to %d", hopper.MinPriority, hopper.MaxPriority))
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job goes to the dead-letter queue, 1 to %d (default %d)", hopper.MaxAttemptsLimit, hopper.DefaultMaxAttempts))
 	if forSchedule {
 		fs.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("timeout of each attempt, e.g. 30s (default: the schedule's period, the time to the next tick, at least %s)", roughDuration(hopper.MinScheduledTimeout)))
 	} else {

@@ -187,7 +187,10 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 	defer s.mu.Unlock()
 	// Check everything before changing anything: all or nothing.
 	ticks := make(map[fireKey]bool)
-	for _, j := range p.Jobs {
+	for i, j := range p.Jobs {
+		if err := store.CheckNewJob(j, i, len(p.Jobs)); err != nil {
+			return nil, err
+		}
 		if j.Schedule != "" {
 			k := fireKey{j.Schedule, store.UnixNanos(j.FireTime)}
 			if _, ok := s.fired[k]; ok || ticks[k] {

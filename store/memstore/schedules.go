@@ -13,8 +13,8 @@ import (
 
 // AddSchedule implements store.Store.
 func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) error {
-	if p.Schedule == nil || p.Schedule.Name == "" {
-		return job.Invalid("name", "must not be empty")
+	if err := p.Validate(); err != nil {
+		return err
 	}
 	if err := s.lock(); err != nil {
 		return err
@@ -91,6 +91,12 @@ func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
 
 // FireSchedule implements store.Store.
 func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (store.FireResult, error) {
+	if p.Job == nil {
+		return store.FireResult{}, job.Invalid("job", "must not be nil")
+	}
+	if err := store.CheckNewJob(p.Job, 0, 1); err != nil {
+		return store.FireResult{}, err
+	}
 	if err := s.lock(); err != nil {
 		return store.FireResult{}, err
 	}

@@ -141,20 +141,11 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 	r := &newRows{jobs: jobs, states: make([]job.State, len(jobs)), plain: len(jobs) > 0}
 	r.arrays.grow(len(jobs))
 	for i, j := range jobs {
-		if j == nil {
-			return nil, job.Invalid("jobs", "job %d of %d is nil", i+1, len(jobs))
+		if err := store.CheckNewJob(j, i, len(jobs)); err != nil {
+			return nil, err
 		}
 		if j.Func != nil {
 			return nil, job.ErrNotDurable
-		}
-		// job.Job.Validate sets what enqueueing decides (state, run-at,
-		// creation time); a job that did not pass it is refused here.
-		if st := j.State; (st != job.StateScheduled && st != job.StateAvailable) || j.RunAt.IsZero() || j.CreatedAt.IsZero() {
-			return nil, job.Invalid("state", "job %d of %d (%s) is %s, run-at %v: Enqueue takes jobs validated by job.Job.Validate",
-				i+1, len(jobs), j.Kind, j.State, j.RunAt)
-		}
-		if j.MaxAttempts > 1<<31-1 {
-			return nil, job.Invalid("max_attempts", "job %d of %d (%s): at most %d", i+1, len(jobs), j.Kind, 1<<31-1)
 		}
 		retry, err := store.EncodePolicy(j.Retry)
 		if err != nil {

@@ -94,8 +94,8 @@ func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) erro
 	if err := s.writable(); err != nil {
 		return err
 	}
-	if p.Schedule == nil || p.Schedule.Name == "" {
-		return job.Invalid("name", "must not be empty")
+	if err := p.Validate(); err != nil {
+		return err
 	}
 	args, err := scheduleArgs(p.Schedule)
 	if err != nil {

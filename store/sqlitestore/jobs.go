@@ -39,15 +39,11 @@ type newRows struct {
 func makeRows(jobs []*job.Job) (*newRows, error) {
 	r := &newRows{jobs: jobs, args: make([]any, 0, len(jobs)*nInsertCols), states: make([]job.State, len(jobs))}
 	for i, j := range jobs {
+		if err := store.CheckNewJob(j, i, len(jobs)); err != nil {
+			return nil, err
+		}
 		if j.Func != nil {
 			return nil, job.ErrNotDurable
-		}
-		// job.Job.Validate sets what enqueueing decides (state, run-at,
-		// creation time); a job that did not pass it is refused here
-		// rather than fail the state's CHECK.
-		if st := j.State; (st != job.StateScheduled && st != job.StateAvailable) || j.RunAt.IsZero() || j.CreatedAt.IsZero() {
-			return nil, job.Invalid("state", "job %d of %d (%s) is %s, run-at %v: Enqueue takes jobs validated by job.Job.Validate",
-				i+1, len(jobs), j.Kind, j.State, j.RunAt)
 		}
 		retry, err := policyText(j.Retry)
 		if err != nil {

@@ -78,8 +78,8 @@ func (w *writer) loadSchedule(name string) (*job.Schedule, error) {
 
 // AddSchedule implements store.Store.
 func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) error {
-	if p.Schedule == nil || p.Schedule.Name == "" {
-		return job.Invalid("name", "must not be empty")
+	if err := p.Validate(); err != nil {
+		return err
 	}
 	args, err := scheduleArgs(p.Schedule)
 	if err != nil {
