@@ -13,6 +13,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/reqbody"
 )
 
 // The dashboard's defaults, applied once by New to the zero fields of
@@ -24,6 +25,11 @@ const (
 	DefaultPollInterval = 2 * time.Second
 	// MaxPageSize bounds Options.PageSize.
 	MaxPageSize = 500
+	// DefaultBodyTimeout bounds the time a browser takes to send a form.
+	DefaultBodyTimeout = 30 * time.Second
+	// MaxFormBytes bounds a posted form: the largest, a bulk action on
+	// MaxBulkIDs jobs, is some 20 KB.
+	MaxFormBytes = 1 << 20
 )
 
 // statsWindow is the window of the finished-job counts the overview's
@@ -85,6 +91,13 @@ type Options struct {
 	// when the request did not come over TLS (set it behind a proxy that
 	// ends TLS). Requests that came over TLS always get it.
 	SecureCookie bool
+	// BodyTimeout bounds the time from the start of a request's handling
+	// to the end of its body, such as a posted form (default
+	// DefaultBodyTimeout, 30s): a form not sent whole by then is refused
+	// with 408 and changes nothing. The dashboard sets the connection's
+	// read deadline for the body itself, replacing the server's
+	// ReadTimeout.
+	BodyTimeout time.Duration
 }
 
 // handler is the dashboard. It also implements io.Closer.
@@ -156,11 +169,15 @@ func (o Options) withDefaults() Options {
 	if o.PollInterval < 0 {
 		bad("PollInterval", "must not be negative, got %s", o.PollInterval)
 	}
+	if o.BodyTimeout < 0 {
+		bad("BodyTimeout", "must not be negative, got %s", o.BodyTimeout)
+	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	o.Title = cmp.Or(o.Title, DefaultTitle)
 	o.PageSize = cmp.Or(o.PageSize, DefaultPageSize)
 	o.StatsMaxAge = cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge)
 	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.BodyTimeout = cmp.Or(o.BodyTimeout, DefaultBodyTimeout)
 	if o.Location == nil {
 		o.Location = time.Local
 	}
@@ -177,13 +194,14 @@ func (h *handler) Close() error {
 
 // routes registers every page and action on h.mux. Pages need a read
 // scope; actions a write scope, deleting an admin one (see httpauth).
-// Actions, sign-in and sign-out are audited (httpauth.Audit).
+// Actions, sign-in and sign-out are audited (httpauth.Audit). Every
+// post's form is read (h.form) before its handler runs.
 func (h *handler) routes() {
 	p := h.prefix
 	m := http.NewServeMux()
 	page := func(pattern string, fn http.HandlerFunc) { m.Handle("GET "+p+pattern, h.need(httpauth.Read, fn)) }
 	action := func(pattern string, s httpauth.Scope, fn http.HandlerFunc) {
-		m.Handle("POST "+p+pattern, h.need(s, httpauth.Audit(h.log, "dashboard POST "+pattern, fn)))
+		m.Handle("POST "+p+pattern, h.need(s, httpauth.Audit(h.log, "dashboard POST "+pattern, h.form(fn))))
 	}
 
 	page("/{$}", h.overview)
@@ -201,8 +219,8 @@ func (h *handler) routes() {
 	action("/schedules/{name}/resume", httpauth.Write, h.resumeSchedule)
 
 	m.HandleFunc("GET "+p+"/login", h.loginPage)
-	m.Handle("POST "+p+"/login", httpauth.Audit(h.log, "dashboard sign-in", http.HandlerFunc(h.login)))
-	m.Handle("POST "+p+"/logout", httpauth.Audit(h.log, "dashboard sign-out", http.HandlerFunc(h.logout)))
+	m.Handle("POST "+p+"/login", httpauth.Audit(h.log, "dashboard sign-in", h.form(h.login)))
+	m.Handle("POST "+p+"/logout", httpauth.Audit(h.log, "dashboard sign-out", h.form(h.logout)))
 	m.HandleFunc("GET "+p+"/static/{file}", h.static)
 	if p != "" {
 		m.Handle("GET "+p, http.RedirectHandler(p+"/", http.StatusMovedPermanently))
@@ -216,9 +234,12 @@ func (h *handler) routes() {
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// ServeHTTP implements http.Handler: it sets the security headers, refuses
-// cross-origin posts and hands the request to its page or action.
+// ServeHTTP implements http.Handler: it bounds the request's body
+// (reqbody.Limit: Options.BodyTimeout and MaxFormBytes, first, so that a
+// body no handler reads is bounded too), sets the security headers,
+// refuses cross-origin posts and hands the request to its page or action.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqbody.Limit(w, r, h.o.BodyTimeout, MaxFormBytes)
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -230,6 +251,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// form returns fn behind the reading of the request's form (bounded by
+// ServeHTTP): a form that does not arrive whole in time is a 408, one over
+// MaxFormBytes a 413, one that does not parse a 400, and fn does not run.
+// Handlers then read the parsed form (PostFormValue, r.PostForm), never
+// the body.
+func (h *handler) form(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := r.ParseForm()
+		var te *reqbody.TimeoutError
+		var mb *http.MaxBytesError
+		switch {
+		case err == nil:
+			fn(w, r)
+		case errors.As(err, &te):
+			h.fail(w, r, http.StatusRequestTimeout, "Refused: "+te.Error()+". Nothing was done: send the form again.")
+		case errors.As(err, &mb):
+			h.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than the limit of %d bytes. Nothing was done.", mb.Limit))
+		default:
+			h.fail(w, r, http.StatusBadRequest, "Bad form. Nothing was done.")
+		}
+	}
 }
 
 // crossOrigin refuses a cross-origin post (CSRF).

@@ -22,7 +22,8 @@
 //
 // Each code has one status (the Code constants; hopper's errors are
 // mapped by one table, errorStatus in errors.go): invalid and too_large 400, unauthorized 401, forbidden 403,
-// not_found 404, method_not_allowed 405, conflict and duplicate 409,
+// not_found 404, method_not_allowed 405, timeout 408 (a body that did not
+// arrive within Options.BodyTimeout), conflict and duplicate 409,
 // misdirected_request 421 (HostDenied), too_many_requests 429 (with
 // Retry-After), unavailable 503, internal 500 (a store failure or a bug:
 // logged, never shown).
@@ -55,6 +56,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/reqbody"
 )
 
 // Prefix is the path every route of the API starts with.
@@ -65,6 +67,9 @@ const (
 	// DefaultMaxBodyBytes bounds a request body: room for one job with the
 	// largest args the core accepts (1 MiB), or a batch of small jobs.
 	DefaultMaxBodyBytes = 2 << 20
+	// DefaultBodyTimeout bounds the time a client takes to send a request
+	// body: 2 MiB in 30s is 70 KB/s, a slow mobile link.
+	DefaultBodyTimeout = 30 * time.Second
 	// DefaultStatsMaxAge is how old the counts /api/v1/stats serves may be
 	// (Client.StatsCached): many pollers share one count of the store.
 	DefaultStatsMaxAge = 2 * time.Second
@@ -96,6 +101,13 @@ type Options struct {
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes, 2 MiB);
 	// a larger one is refused with code too_large.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time from the start of a request's handling
+	// to the end of its body (default DefaultBodyTimeout, 30s): a body not
+	// sent whole by then is a 408 with code timeout. The API sets the
+	// connection's read deadline for the body itself (replacing the
+	// server's ReadTimeout), so that a client cannot hold a request open
+	// by sending its body slowly, whatever server it is mounted on.
+	BodyTimeout time.Duration
 	// StatsMaxAge is how old the counts of /api/v1/stats may be (default
 	// DefaultStatsMaxAge, 2s).
 	StatsMaxAge time.Duration
@@ -107,6 +119,7 @@ type api struct {
 	auth    *httpauth.Auth
 	log     *slog.Logger
 	maxBody int64
+	bodyDue time.Duration
 	maxAge  time.Duration
 	mux     *http.ServeMux
 	routes  []route
@@ -128,6 +141,7 @@ func New(c *hopper.Client, o Options) http.Handler {
 		auth:    o.Auth,
 		log:     cmp.Or(o.Logger, slog.Default()),
 		maxBody: cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes),
+		bodyDue: cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
 		maxAge:  cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge),
 		mux:     http.NewServeMux(),
 	}
@@ -206,13 +220,15 @@ func (a *api) table() []route {
 	}
 }
 
-// wrap checks a request's access and query parameters, bounds its body,
-// runs the route and turns its error into the JSON error response. A
-// route that changes something is audited (httpauth.Audit): the token's
-// name, the remote address, the route, the status and the targets its
-// handler notes.
+// wrap bounds a request's body (reqbody.Limit: first, so that a body the
+// route never reads is bounded too), checks its access and query
+// parameters, runs the route and turns its error into the JSON error
+// response. A route that changes something is audited (httpauth.Audit):
+// the token's name, the remote address, the route, the status and the
+// targets its handler notes.
 func (a *api) wrap(rt route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqbody.Limit(w, r, a.bodyDue, a.maxBody)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -234,7 +250,6 @@ func (a *api) wrap(rt route) http.Handler {
 			a.fail(w, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
 		if err := rt.serve(w, r); err != nil {
 			a.fail(w, r, err)
 		}

@@ -1,10 +1,15 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper"
 )
@@ -50,5 +55,40 @@ func TestIntegerBounds(t *testing.T) {
 				t.Errorf("rescheduled to priority %d: got %d", hopper.MinPriority, j.Priority)
 			}
 		})
+	}
+}
+
+// TestBodyTimeout: a request whose body never arrives whole ends, once
+// Options.BodyTimeout has passed, in a 408 with code timeout whose message
+// names no address of the connection, and changes nothing.
+func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{api: Options{BodyTimeout: 200 * time.Millisecond}})
+	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs/batch", "/api/v1/schedules"} {
+		conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// A bound for the test only: without the body's deadline the
+		// server would wait for the rest forever.
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":", path, e.srv.Listener.Addr())
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("POST %s with a body that never arrives: no response: %v", path, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		r := response{status: res.StatusCode, header: res.Header, body: b, t: t, req: "POST " + path}
+		r.fails(http.StatusRequestTimeout, CodeTimeout, "body", "did not arrive within 200ms")
+		for _, leak := range []string{"127.0.0.1", "tcp", "i/o timeout"} {
+			if strings.Contains(string(b), leak) {
+				t.Errorf("POST %s: the 408 says %q: %s", path, leak, b)
+			}
+		}
+	}
+	if n, _ := e.c.Count(context.Background(), hopper.ListOptions{}); n != 0 {
+		t.Errorf("%d jobs stored from bodies that never arrived", n)
 	}
 }

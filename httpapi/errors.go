@@ -11,6 +11,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/jsonerr"
+	"github.com/hopperq/hopper/internal/reqbody"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -23,6 +24,7 @@ const (
 	CodeForbidden        = "forbidden"           // 403: the token's scope is too small, read-only server, cross-origin
 	CodeNotFound         = "not_found"           // 404: no such job, schedule or route
 	CodeMethodNotAllowed = "method_not_allowed"  // 405
+	CodeTimeout          = "timeout"             // 408: the body did not arrive within Options.BodyTimeout
 	CodeConflict         = "conflict"            // 409: the job's state does not allow it (e.g. rescheduling a running job)
 	CodeDuplicate        = "duplicate"           // 409: a unique key or schedule name is taken
 	CodeMisdirected      = "misdirected_request" // 421: the Host header names a host the server does not answer to (HostDenied)
@@ -65,7 +67,8 @@ func invalid(field, msg string) error {
 
 // errorStatus is the one table from errors to responses. The sentinels are
 // hopper's; a *hopper.FieldError is bad input naming its field; a
-// *http.MaxBytesError is a body over the limit. Anything else is a 500.
+// *http.MaxBytesError is a body over the limit; a *reqbody.TimeoutError a
+// body that did not arrive in time. Anything else is a 500.
 var errorStatus = []struct {
 	err    error
 	status int
@@ -101,6 +104,10 @@ func toError(err error, rename func(string) string) *Error {
 	if errors.As(err, &mb) {
 		return &Error{Status: http.StatusBadRequest, Code: CodeTooLarge, Field: "body",
 			Message: "the body is larger than the limit of " + strconv.FormatInt(mb.Limit, 10) + " bytes"}
+	}
+	var te *reqbody.TimeoutError
+	if errors.As(err, &te) {
+		return &Error{Status: http.StatusRequestTimeout, Code: CodeTimeout, Field: "body", Message: te.Error()}
 	}
 	for _, s := range errorStatus {
 		if errors.Is(err, s.err) {
@@ -178,7 +185,8 @@ func reply(w http.ResponseWriter, status int, v any) {
 // prefixed by prefix ("jobs[3].").
 func decodeError(err error, prefix string) error {
 	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
+	var te *reqbody.TimeoutError
+	if errors.As(err, &mb) || errors.As(err, &te) {
 		return err
 	}
 	if errors.Is(err, errTrailing) {

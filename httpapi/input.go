@@ -16,6 +16,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/internal/reqbody"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -24,15 +25,21 @@ var errTrailing = errors.New("trailing data")
 
 // readBody reads r's body (bounded by wrap) and refuses bytes that are not
 // UTF-8: JSON decoding would replace them, and the job stored would differ
-// from the one sent.
+// from the one sent. A body over the limit or late is the error of its
+// bound (too_large, timeout); one cut short is a 400 whose message names
+// no address of the connection.
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
+		var te *reqbody.TimeoutError
+		switch {
+		case errors.As(err, &mb), errors.As(err, &te):
 			return nil, err
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, invalid("body", "cannot read it: it ended before its Content-Length")
 		}
-		return nil, invalid("body", "cannot read it: "+err.Error())
+		return nil, invalid("body", "cannot read it: the connection failed")
 	}
 	if !utf8.Valid(b) {
 		return nil, invalid("body", "not valid UTF-8")
