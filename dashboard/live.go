@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -36,6 +37,11 @@ const (
 	heartbeat = time.Second
 	// maxStream ends a stream after a while; the browser reconnects.
 	maxStream = 10 * time.Minute
+	// streamWriteTimeout bounds each write of a stream: the deadline of
+	// the connection is set anew before each one (replacing the server's
+	// WriteTimeout, which would cut every stream), so a browser that stops
+	// reading is cut off within keepAlive+streamWriteTimeout.
+	streamWriteTimeout = 10 * time.Second
 	// refreshTimeout bounds one count of the store.
 	refreshTimeout = 30 * time.Second
 )
@@ -237,12 +243,23 @@ func (h *hub) broadcast() {
 // events streams the live version to a page (server-sent events): one
 // "version" event at once, then one each time it grows, and a "beat"
 // event every heartbeat (its data: the heartbeat in milliseconds). The
-// stream ends
-// when the page goes, the handler is closed, the client stops, or after
-// maxStream (the browser then reconnects).
+// stream ends when the page goes, the handler is closed, the client stops,
+// after maxStream (the browser then reconnects), or when a write does not
+// go through within streamWriteTimeout (a browser that stopped reading).
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a server's WriteTimeout would cut the stream
+	// write sends s at once, within streamWriteTimeout (where the
+	// ResponseWriter lets its deadline be set; else the server's bounds
+	// apply).
+	write := func(s string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := io.WriteString(w, s); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	// And the end of the stream, which the server writes once this returns.
+	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }()
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-store")
@@ -254,11 +271,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 	h.hub.poke()
 	send := func(prefix string) bool {
-		msg := prefix + "event: version\ndata: " + strconv.FormatUint(h.hub.version(), 10) + "\n\n"
-		if _, err := w.Write([]byte(msg)); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return write(prefix + "event: version\ndata: " + strconv.FormatUint(h.hub.version(), 10) + "\n\n")
 	}
 	ms := strconv.FormatInt(heartbeat.Milliseconds(), 10)
 	if !send("retry: " + ms + "\n") {
@@ -277,7 +290,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		case <-limit.C:
 			return
 		case <-beat.C:
-			if _, err := w.Write([]byte("event: beat\ndata: " + ms + "\n\n")); err != nil || rc.Flush() != nil {
+			if !write("event: beat\ndata: " + ms + "\n\n") {
 				return
 			}
 		case <-ch:

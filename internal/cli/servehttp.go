@@ -183,20 +183,47 @@ type webServer struct {
 	done           chan struct{}
 }
 
+// The timeouts of serve's HTTP server: no client holds a connection, a
+// goroutine or a response's buffers longer than these by sending or
+// reading slowly (docs/security.md#resource-bounds).
+const (
+	// httpReadHeaderTimeout bounds the time to send a request's headers.
+	httpReadHeaderTimeout = 10 * time.Second
+	// httpReadTimeout bounds a request from its first byte to the end of
+	// its body. The API and the dashboard give a body less
+	// (Options.BodyTimeout, 30s, with a 408); this is the bound of the
+	// routes that read none (/metrics, /healthz, /readyz), whose unread
+	// body the server discards before it answers.
+	httpReadTimeout = time.Minute
+	// httpWriteTimeout bounds the time from the end of a request's headers
+	// to the end of its response: a client that does not read is cut off.
+	// The dashboard's live stream extends its own deadline at each write.
+	httpWriteTimeout = time.Minute
+	// httpIdleTimeout closes a kept-alive connection with no request.
+	httpIdleTimeout = 2 * time.Minute
+)
+
+// newHTTPServer returns serve's HTTP server of h, with its timeouts;
+// requests' contexts derive from base.
+func newHTTPServer(h http.Handler, log *slog.Logger, base context.Context) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		WriteTimeout:      httpWriteTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+}
+
 // startWeb serves h on ln until shutdown; if serving fails, the error is
 // sent on failed. Timeouts keep slow or idle clients from holding
 // connections forever.
 func startWeb(ln net.Listener, h http.Handler, log *slog.Logger, failed chan<- error) *webServer {
 	base, cancel := context.WithCancel(context.Background())
 	w := &webServer{
-		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       time.Minute,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-			BaseContext:       func(net.Listener) context.Context { return base },
-		},
+		srv:            newHTTPServer(h, log, base),
 		cancelRequests: cancel,
 		done:           make(chan struct{}),
 	}
