@@ -159,3 +159,34 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOnEvent: the hooks' cost per job, three events (enqueued,
+// started, completed) of one (queue, kind) pair already counted — and
+// the part of it that is the lookup of the pair's labels (the bound of
+// the labels, MaxQueueKinds).
+func BenchmarkOnEvent(b *testing.B) {
+	now := time.Now()
+	j := &hopper.Job{Queue: "emails", Kind: "send_email", State: hopper.StateCompleted, Attempt: 1,
+		RunAt: now, CreatedAt: now, StartedAt: now,
+		Attempts: []hopper.Attempt{{Attempt: 1, StartedAt: now, Duration: time.Millisecond, Outcome: "completed"}}}
+	b.Run("events", func(b *testing.B) {
+		m := New(Options{})
+		evs := []hopper.Event{{Type: job.EventEnqueued, Job: j}, {Type: job.EventStarted, Job: j}, {Type: job.EventCompleted, Job: j}}
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, ev := range evs {
+				m.OnEvent(ev)
+			}
+		}
+	})
+	b.Run("labels", func(b *testing.B) {
+		p := newPairs(DefaultMaxQueueKinds)
+		for i := range DefaultMaxQueueKinds - 1 {
+			p.labels(fmt.Sprintf("q%d", i), "k")
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			p.labels(j.Queue, j.Kind)
+		}
+	})
+}

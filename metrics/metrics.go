@@ -19,9 +19,13 @@
 // An application with a registry of its own registers m in it instead of
 // using Handler: m is a prometheus.Collector.
 //
-// Labels are queue, kind, state, reason and op: bounded sets the
-// application chooses. No job ID, args or error text is ever a label. The
-// metrics are listed in docs/metrics.md.
+// Labels are queue, kind, state, reason and op. No job ID, args or error
+// text is ever a label. Queue and kind names come from whoever enqueues,
+// so they are bounded: the counters and histograms keep the first
+// Options.MaxQueueKinds (queue, kind) pairs they count, the job gauges the
+// Options.MaxQueues queues with the most jobs, and the rest is counted
+// under the label value Other, "(other)": sums over a metric's labels stay
+// exact. The metrics are listed in docs/metrics.md.
 package metrics
 
 import (
@@ -62,6 +66,18 @@ type Options struct {
 	// NoPool leaves out the worker gauges, for a client that is never
 	// started (a process serving only the API or the dashboard).
 	NoPool bool
+	// MaxQueueKinds bounds the (queue, kind) label pairs of the counters
+	// and histograms (default DefaultMaxQueueKinds, 100): the first pairs
+	// this process counts keep their names, for good (a counter must not
+	// move); the jobs of later pairs are counted under queue and kind
+	// Other.
+	MaxQueueKinds int
+	// MaxQueues bounds the queues of the job gauges, hopper_jobs and
+	// hopper_oldest_available_job_age_seconds (default DefaultMaxQueues,
+	// 100): with more queues in the store, those with the most jobs (ties
+	// by name) keep their names at each scrape, and the others are summed
+	// under queue Other (their oldest available job for the age).
+	MaxQueues int
 }
 
 // Buckets of the histograms, in seconds.
@@ -90,16 +106,25 @@ type Metrics struct {
 
 	jobs, oldest, busy, workers, up *prometheus.Desc
 
+	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
 	reg    *prometheus.Registry
 }
 
 // New returns the metrics, unregistered but for the registry of Handler.
+// Zero or negative bounds in o mean their defaults.
 func New(o Options) *Metrics {
 	o.StatsMaxAge = cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge)
 	o.StatsTimeout = cmp.Or(o.StatsTimeout, DefaultStatsTimeout)
+	if o.MaxQueueKinds <= 0 {
+		o.MaxQueueKinds = DefaultMaxQueueKinds
+	}
+	if o.MaxQueues <= 0 {
+		o.MaxQueues = DefaultMaxQueues
+	}
 	m := &Metrics{
-		o: o,
+		o:     o,
+		pairs: newPairs(o.MaxQueueKinds),
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hopper_jobs_enqueued_total",
 			Help: "Jobs enqueued by this process (by Enqueue, or fired by a schedule).",
@@ -167,39 +192,46 @@ func (m *Metrics) OnEvent(ev hopper.Event) {
 		return
 	}
 	switch ev.Type {
+	case job.EventEnqueued, job.EventStarted, job.EventRetrying, job.EventRescued,
+		job.EventCompleted, job.EventCancelled, job.EventDead:
+	default:
+		return // not counted: spare the labels' lookup
+	}
+	q, k := m.pairs.labels(j.Queue, j.Kind)
+	switch ev.Type {
 	case job.EventEnqueued:
-		m.enqueued.WithLabelValues(j.Queue, j.Kind).Inc()
+		m.enqueued.WithLabelValues(q, k).Inc()
 	case job.EventStarted:
 		ready := j.RunAt
 		if j.CreatedAt.After(ready) {
 			ready = j.CreatedAt
 		}
 		if !j.StartedAt.IsZero() {
-			m.wait.WithLabelValues(j.Queue, j.Kind).Observe(max(j.StartedAt.Sub(ready), 0).Seconds())
+			m.wait.WithLabelValues(q, k).Observe(max(j.StartedAt.Sub(ready), 0).Seconds())
 		}
 	case job.EventRetrying:
-		m.attemptEnded(j)
-		m.failures.WithLabelValues(j.Queue, j.Kind, "error").Inc()
+		m.attemptEnded(j, q, k)
+		m.failures.WithLabelValues(q, k, "error").Inc()
 	case job.EventRescued:
-		m.failures.WithLabelValues(j.Queue, j.Kind, "interrupted").Inc()
+		m.failures.WithLabelValues(q, k, "interrupted").Inc()
 	case job.EventCompleted, job.EventCancelled, job.EventDead:
 		state := j.State.String()
-		m.finished.WithLabelValues(j.Queue, j.Kind, state).Inc()
-		if a := m.attemptEnded(j); a != nil && ev.Type == job.EventDead {
+		m.finished.WithLabelValues(q, k, state).Inc()
+		if a := m.attemptEnded(j, q, k); a != nil && ev.Type == job.EventDead {
 			reason := "error"
 			if a.Outcome == job.OutcomeInterrupted {
 				reason = "interrupted"
 			}
-			m.failures.WithLabelValues(j.Queue, j.Kind, reason).Inc()
+			m.failures.WithLabelValues(q, k, reason).Inc()
 		}
 	}
 }
 
-// attemptEnded observes the duration of the attempt whose end made j's
-// transition, and returns that attempt; nil when the transition ended no
-// attempt (a waiting job cancelled, a retrying job superseded by its
-// schedule's next tick).
-func (m *Metrics) attemptEnded(j *hopper.Job) *hopper.Attempt {
+// attemptEnded observes, under the labels q and k, the duration of the
+// attempt whose end made j's transition, and returns that attempt; nil
+// when the transition ended no attempt (a waiting job cancelled, a
+// retrying job superseded by its schedule's next tick).
+func (m *Metrics) attemptEnded(j *hopper.Job, q, k string) *hopper.Attempt {
 	if len(j.Attempts) == 0 {
 		return nil
 	}
@@ -216,7 +248,7 @@ func (m *Metrics) attemptEnded(j *hopper.Job) *hopper.Attempt {
 	case a.Outcome != j.State.String():
 		return nil
 	}
-	m.duration.WithLabelValues(j.Queue, j.Kind, a.Outcome).Observe(a.Duration.Seconds())
+	m.duration.WithLabelValues(q, k, a.Outcome).Observe(a.Duration.Seconds())
 	return a
 }
 
@@ -273,14 +305,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, 1)
 	now := time.Now()
-	for q, byState := range st.Queues {
+	for _, g := range queueGauges(st, m.o.MaxQueues) {
 		for _, s := range job.States {
-			ch <- prometheus.MustNewConstMetric(m.jobs, prometheus.GaugeValue, float64(byState[s]), q, s.String())
+			ch <- prometheus.MustNewConstMetric(m.jobs, prometheus.GaugeValue, float64(g.counts[s]), g.name, s.String())
 		}
 		age := 0.0
-		if t, ok := st.OldestAvailable[q]; ok {
-			age = max(now.Sub(t), 0).Seconds()
+		if !g.oldest.IsZero() {
+			age = max(now.Sub(g.oldest), 0).Seconds()
 		}
-		ch <- prometheus.MustNewConstMetric(m.oldest, prometheus.GaugeValue, age, q)
+		ch <- prometheus.MustNewConstMetric(m.oldest, prometheus.GaugeValue, age, g.name)
 	}
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,9 +21,15 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// scrape GETs the metrics from h and returns each sample by its series
+// scrape GETs the metrics from m and returns each sample by its series
 // (name and labels, as the exposition format writes them).
 func scrape(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	return parse(t, scrapeText(t, m))
+}
+
+// scrapeText GETs the metrics from m, over HTTP, as text.
+func scrapeText(t *testing.T, m *Metrics) string {
 	t.Helper()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -33,14 +38,19 @@ func scrape(t *testing.T, m *Metrics) map[string]float64 {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("scrape: %d %s", res.StatusCode, b)
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v %s", res.StatusCode, err, b)
 	}
+	return string(b)
+}
+
+// parse reads the samples of an exposition by series.
+func parse(t *testing.T, text string) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
