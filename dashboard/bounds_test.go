@@ -2,12 +2,14 @@ package dashboard
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -139,4 +141,63 @@ func TestStreamWriteDeadline(t *testing.T) {
 			t.Errorf("the stream of a browser that stopped reading was cut %s later, want at most %s", took, keepAlive+streamWriteTimeout)
 		}
 	})
+}
+
+// TestOverviewBounded: with 2,000 queues the overview shows a page of
+// them (PageSize, by name), with links to the others and the totals of
+// all, and the job list's filter takes a queue's name instead of listing
+// 2,000 in a menu: neither page grows with the queues clients invent.
+func TestOverviewBounded(t *testing.T) {
+	t.Parallel()
+	const queues = 2000
+	e := newEnv(t, Options{})
+	reqs := make([]hopper.EnqueueRequest, queues)
+	for i := range reqs {
+		reqs[i] = hopper.EnqueueRequest{Kind: "ok", Options: &hopper.EnqueueOptions{Queue: fmt.Sprintf("q%04d", i)}}
+	}
+	if _, err := e.c.EnqueueMany(context.Background(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`data-queue-row="([^"]+)"`)
+	page := func(target string) (string, []string) {
+		t.Helper()
+		r := e.get(target, "")
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", target, r.StatusCode)
+		}
+		var names []string
+		for _, m := range rows.FindAllStringSubmatch(r.body, -1) {
+			names = append(names, m[1])
+		}
+		return r.body, names
+	}
+	html, names := page("/")
+	if len(html) > 200<<10 || len(names) != DefaultPageSize || names[0] != "q0000" || names[49] != "q0049" {
+		t.Errorf("overview of %d queues: %d bytes, rows %v…; want at most 200 KiB and q0000 to q0049", queues, len(html), names[:min(3, len(names))])
+	}
+	for _, want := range []string{"queues 1–50 of 2,000", `href="/?qpage=2"`, `name="queue"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+	if n := cell(t, html, "*", "available"); n != queues {
+		t.Errorf("overview totals: %d available, want %d", n, queues)
+	}
+	if html, names = page("/?qpage=2"); len(names) != DefaultPageSize || names[0] != "q0050" || !strings.Contains(html, `href="/"`) {
+		t.Errorf("page 2 of the queues: rows %v…", names[:min(3, len(names))])
+	}
+	if _, names = page("/?qpage=999"); len(names) != DefaultPageSize || names[len(names)-1] != "q1999" {
+		t.Errorf("a page past the last: rows …%v, want the last page", names[max(0, len(names)-3):])
+	}
+	if r := e.get("/?qpage=first", ""); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /?qpage=first: %d, want 400", r.StatusCode)
+	}
+	r := e.get("/jobs", "")
+	if len(r.body) > 100<<10 || strings.Contains(r.body, `<option value="q0001"`) || !strings.Contains(r.body, `<input type="search" name="queue"`) {
+		t.Errorf("job list with %d queues: %d bytes; want a queue field, not a menu of every queue", queues, len(r.body))
+	}
+	r = e.get("/jobs?queue=q1234", "")
+	if ids := rowIDs(r.body); len(ids) != 1 || !strings.Contains(r.body, `value="q1234"`) {
+		t.Errorf("jobs of queue q1234: %v", ids)
+	}
 }

@@ -76,41 +76,46 @@ func (f filter) describe() string {
 }
 
 // count returns how many jobs f selects, from the cached counts, when the
-// counts can tell (they are by queue and state, not by kind).
-func (f filter) count(st hopper.Stats) (int, bool) {
+// counts can tell (they are by queue and state, not by kind). It looks at
+// f's queue only, or at the sums over every queue: what a list costs does
+// not grow with the number of queues.
+func (f filter) count(c *counts) (int, bool) {
 	if f.Kind != "" {
 		return 0, false
 	}
+	byState := c.derive().totals
+	if f.Queue != "" {
+		byState = c.stats.Queues[f.Queue]
+	}
+	if f.State != 0 {
+		return byState[f.State], true
+	}
 	n := 0
-	for q, byState := range st.Queues {
-		if f.Queue != "" && q != f.Queue {
-			continue
-		}
-		for s, c := range byState {
-			if f.State == 0 || s == f.State {
-				n += c
-			}
-		}
+	for _, k := range byState {
+		n += k
 	}
 	return n, true
 }
 
 // jobsView is a page of a job list.
 type jobsView struct {
-	DLQ      bool
-	Filter   filter
-	Search   string // the search box
-	Missing  string // a searched job ID that does not exist
-	Tabs     []stateTab
-	Queues   []string
-	Rows     []jobRow
-	Count    int
-	Counted  bool
-	NewerURL string
-	OlderURL string
-	FirstURL string
-	Hidden   []hiddenField // the filter, for the bulk form
-	Actions  bulkButtons
+	DLQ     bool
+	Filter  filter
+	Search  string // the search box
+	Missing string // a searched job ID that does not exist
+	Tabs    []stateTab
+	Queues  []string // the filter's menu of queues, if QueueMenu
+	// QueueMenu is false when there are too many queues for a menu: the
+	// filter then takes a queue's name typed in.
+	QueueMenu bool
+	Rows      []jobRow
+	Count     int
+	Counted   bool
+	NewerURL  string
+	OlderURL  string
+	FirstURL  string
+	Hidden    []hiddenField // the filter, for the bulk form
+	Actions   bulkButtons
 }
 
 type stateTab struct {
@@ -225,16 +230,16 @@ func (h *handler) jobList(w http.ResponseWriter, r *http.Request, dlq bool) {
 			v.FirstURL = h.listURL(dlq, base)
 		}
 	}
-	st, err := h.hub.stats(r.Context())
+	c, err := h.hub.counts(r.Context())
 	if err != nil {
 		h.storeFailed(w, r, err)
 		return
 	}
-	v.Count, v.Counted = f.count(st)
+	v.Count, v.Counted = f.count(c)
 	if !dlq {
-		v.Tabs = h.tabs(f, st)
+		v.Tabs = h.tabs(f, c)
 	}
-	v.Queues = queueNames(st, f.Queue)
+	v.Queues, v.QueueMenu = queueMenu(c, f.Queue)
 	for k, vs := range f.values() {
 		v.Hidden = append(v.Hidden, hiddenField{k, vs[0]})
 	}
@@ -279,33 +284,39 @@ func (h *handler) listURL(dlq bool, v url.Values) string {
 }
 
 // tabs are the list's state filters, with their counts.
-func (h *handler) tabs(f filter, st hopper.Stats) []stateTab {
+func (h *handler) tabs(f filter, c *counts) []stateTab {
 	all := f
 	all.State = 0
-	n, counted := all.count(st)
+	n, counted := all.count(c)
 	tabs := []stateTab{{Label: "All", URL: h.listURL(false, all.values()), N: n, Counted: counted, Active: f.State == 0}}
 	for _, s := range job.States {
 		g := f
 		g.State = s
-		n, counted := g.count(st)
+		n, counted := g.count(c)
 		tabs = append(tabs, stateTab{Label: s.String(), URL: h.listURL(false, g.values()), N: n, Counted: counted,
 			Active: f.State == s, Class: "st-" + s.String()})
 	}
 	return tabs
 }
 
-// queueNames lists the queues for the filter menu: those with jobs, and
-// the current one.
-func queueNames(st hopper.Stats, current string) []string {
-	var qs []string
-	for q := range st.Queues {
-		qs = append(qs, q)
+// maxQueueMenu bounds the queues the filter's menu lists; with more, the
+// filter takes a queue's name typed in instead.
+const maxQueueMenu = 100
+
+// queueMenu lists the queues for the filter's menu: those with jobs, and
+// the current one; ok is false when there are more than maxQueueMenu, and
+// the filter takes a name typed in.
+func queueMenu(c *counts, current string) (names []string, ok bool) {
+	names = c.derive().names
+	if len(names) > maxQueueMenu {
+		return nil, false
 	}
-	if current != "" && !slices.Contains(qs, current) {
-		qs = append(qs, current)
+	if current == "" || slices.Contains(names, current) {
+		return names, true
 	}
+	qs := append(slices.Clip(names), current) // a copy: names are shared
 	slices.Sort(qs)
-	return qs
+	return qs, true
 }
 
 // row is a job as a list shows it, with the time that matters in its

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 )
 
 // Live updates. The hub keeps the latest counts (from Client.StatsCached)
@@ -55,7 +57,7 @@ type hub struct {
 	log    *slog.Logger
 
 	sub   *hopper.Subscription
-	snap  atomic.Pointer[statsSnap]
+	snap  atomic.Pointer[counts]
 	ver   atomic.Uint64
 	pokeC chan struct{} // asks for fresh counts; capacity 1
 
@@ -68,11 +70,41 @@ type hub struct {
 	closeOnce sync.Once
 }
 
-// statsSnap is a count of the store and when this process got it.
-type statsSnap struct {
+// counts are a count of the store, when this process got it, and what
+// pages derive from it whatever the number of queues: the queues' names
+// in order and the sums over them, worked out once per count (by the
+// first page that needs them), so that a page costs what it shows, not
+// what the store holds.
+type counts struct {
 	stats   hopper.Stats
 	fetched time.Time
+
+	once        sync.Once
+	names       []string             // the queues with jobs, sorted
+	totals      map[hopper.State]int // jobs by state over every queue
+	oldest      time.Time            // earliest run-at of a ready job, any queue
+	oldestQueue string               // its queue
 }
+
+// derive works out, once, what pages derive from c.stats.
+func (c *counts) derive() *counts {
+	c.once.Do(func() {
+		c.names = slices.Sorted(maps.Keys(c.stats.Queues))
+		c.totals = make(map[hopper.State]int, len(job.States))
+		for _, q := range c.names {
+			for s, n := range c.stats.Queues[q] {
+				c.totals[s] += n
+			}
+			if t, ok := c.stats.OldestAvailable[q]; ok && (c.oldest.IsZero() || t.Before(c.oldest)) {
+				c.oldest, c.oldestQueue = t, q
+			}
+		}
+	})
+	return c
+}
+
+// total is the number of jobs in state s, over every queue.
+func (c *counts) total(s hopper.State) int { return c.derive().totals[s] }
 
 func newHub(c *hopper.Client, o Options, log *slog.Logger) *hub {
 	h := &hub{
@@ -171,42 +203,44 @@ func (h *hub) refresh() bool {
 		}
 		return false
 	}
-	return h.keep(st)
+	_, changed := h.keep(st)
+	return changed
 }
 
 // keep stores st as the latest counts and reports whether they differ
 // from the previous ones (the first counts differ from nothing a page
 // showed).
-func (h *hub) keep(st hopper.Stats) bool {
-	prev := h.snap.Swap(&statsSnap{stats: st, fetched: time.Now()})
-	return prev != nil && !sameCounts(prev.stats, st)
+func (h *hub) keep(st hopper.Stats) (*counts, bool) {
+	c := &counts{stats: st, fetched: time.Now()}
+	prev := h.snap.Swap(c)
+	return c, prev != nil && !sameCounts(prev.stats, st)
 }
 
 func sameCounts(a, b hopper.Stats) bool {
 	return maps.EqualFunc(a.Queues, b.Queues, maps.Equal) && maps.Equal(a.Finished, b.Finished)
 }
 
-// stats returns the counts pages show: the latest the hub has if they are
-// recent (asking it for fresher ones if older than StatsMaxAge), else a
-// count made now through StatsCached. Pages thus never wait on a count of
-// the store, except the first one and when the hub is stopped.
-func (h *hub) stats(ctx context.Context) (hopper.Stats, error) {
-	if s := h.snap.Load(); s != nil {
-		age := time.Since(s.fetched)
+// counts returns the counts pages show: the latest the hub has if they
+// are recent (asking it for fresher ones if older than StatsMaxAge), else
+// a count made now through StatsCached. Pages thus never wait on a count
+// of the store, except the first one and when the hub is stopped.
+func (h *hub) counts(ctx context.Context) (*counts, error) {
+	if c := h.snap.Load(); c != nil {
+		age := time.Since(c.fetched)
 		if age <= h.maxAge {
-			return s.stats, nil
+			return c, nil
 		}
 		if age <= max(10*h.maxAge, 30*time.Second) && h.running() {
 			h.poke()
-			return s.stats, nil
+			return c, nil
 		}
 	}
 	st, err := h.c.StatsCached(ctx, statsWindow, h.maxAge)
 	if err != nil {
-		return hopper.Stats{}, err
+		return nil, err
 	}
-	h.keep(st)
-	return st, nil
+	c, _ := h.keep(st)
+	return c, nil
 }
 
 // listen returns a channel that receives when the version grows, and the

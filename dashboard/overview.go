@@ -1,9 +1,10 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hopperq/hopper"
@@ -13,11 +14,16 @@ import (
 const deadState = hopper.StateDead
 
 // overviewView is the overview page: queues × states, the cards above
-// them and the throughput chart.
+// them and the throughput chart. The table shows a page of the queues
+// (Options.PageSize, by name) and the totals of all of them.
 type overviewView struct {
 	States []hopper.State
 	Queues []queueRow
 	Totals queueRow
+	// The page of queues shown: From to To (from 1) of Of, and the links
+	// to the pages around it ("" if none).
+	From, To, Of     int
+	PrevURL, NextURL string
 
 	Waiting, Running, Dead int
 	DoneRecent, DeadRecent int // finished in the last statsWindow
@@ -43,46 +49,66 @@ type countCell struct {
 	URL   string
 }
 
+// overview is the overview page. Its cost does not grow with the number
+// of queues, which clients choose: it shows a page of them (qpage, from
+// 1), from the counts' sorted names and sums (counts.derive).
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
-	st, err := h.hub.stats(r.Context())
+	c, err := h.hub.counts(r.Context())
 	if err != nil {
 		h.storeFailed(w, r, err)
 		return
 	}
-	v := overviewView{States: job.States, At: st.At}
-	names := make([]string, 0, len(st.Queues))
-	for q := range st.Queues {
-		names = append(names, q)
+	st := c.derive().stats
+	size := h.o.PageSize
+	pages := max(1, (len(c.names)+size-1)/size)
+	shown := 1 // the page of queues
+	if s := r.URL.Query().Get("qpage"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			h.storeFailed(w, r, &hopper.FieldError{Field: "qpage", Reason: fmt.Sprintf("%q is not a page number (from 1)", s)})
+			return
+		}
+		shown = min(n, pages)
 	}
-	slices.Sort(names)
-	v.Totals = queueRow{Name: "All queues", URL: h.url("/jobs")}
-	total := make(map[hopper.State]int)
+	from := (shown - 1) * size
+	names := c.names[from:min(from+size, len(c.names))]
+	v := overviewView{States: job.States, At: st.At, From: from + 1, To: from + len(names), Of: len(c.names)}
+	pageURL := func(n int) string {
+		if n == 1 {
+			return h.url("/")
+		}
+		return h.url("/?qpage=" + strconv.Itoa(n))
+	}
+	if shown > 1 {
+		v.PrevURL = pageURL(shown - 1)
+	}
+	if shown < pages {
+		v.NextURL = pageURL(shown + 1)
+	}
 	for _, q := range names {
 		row := queueRow{Name: q, URL: h.url("/jobs?" + url.Values{"queue": {q}}.Encode()), Oldest: st.OldestAvailable[q]}
 		for _, s := range v.States {
 			n := st.Queues[q][s]
 			row.Cells = append(row.Cells, countCell{State: s, N: n, URL: h.jobsURL(s, q)})
 			row.Total += n
-			total[s] += n
 		}
 		v.Queues = append(v.Queues, row)
-		if !row.Oldest.IsZero() && (v.OldestReady.IsZero() || row.Oldest.Before(v.OldestReady)) {
-			v.OldestReady, v.OldestQueue = row.Oldest, q
-		}
 	}
+	v.Totals = queueRow{Name: "All queues", URL: h.url("/jobs"), Oldest: c.oldest}
+	v.OldestReady, v.OldestQueue = c.oldest, c.oldestQueue
 	for _, s := range v.States {
-		v.Totals.Cells = append(v.Totals.Cells, countCell{State: s, N: total[s], URL: h.jobsURL(s, "")})
-		v.Totals.Total += total[s]
+		n := c.total(s)
+		v.Totals.Cells = append(v.Totals.Cells, countCell{State: s, N: n, URL: h.jobsURL(s, "")})
+		v.Totals.Total += n
 		switch {
 		case s.Waiting():
-			v.Waiting += total[s]
+			v.Waiting += n
 		case s == hopper.StateRunning:
-			v.Running = total[s]
+			v.Running = n
 		case s == deadState:
-			v.Dead = total[s]
+			v.Dead = n
 		}
 	}
-	v.Totals.Oldest = v.OldestReady
 	v.DoneRecent = st.Finished[hopper.StateCompleted]
 	v.DeadRecent = st.Finished[deadState]
 	v.Throughput = st.Throughput
@@ -106,13 +132,4 @@ func (h *handler) jobsURL(s hopper.State, q string) string {
 		return h.url("/jobs")
 	}
 	return h.url("/jobs?" + v.Encode())
-}
-
-// sumState adds up the jobs of state s over every queue.
-func sumState(queues map[string]map[hopper.State]int, s hopper.State) int {
-	n := 0
-	for _, byState := range queues {
-		n += byState[s]
-	}
-	return n
 }

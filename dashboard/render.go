@@ -96,8 +96,8 @@ func (h *handler) fillPage(w http.ResponseWriter, r *http.Request, p *page) {
 		p.Flash = h.takeFlash(w, r)
 	}
 	if p.Scope > httpauth.None {
-		if st, err := h.hub.stats(r.Context()); err == nil {
-			p.Dead = sumState(st.Queues, deadState)
+		if c, err := h.hub.counts(r.Context()); err == nil {
+			p.Dead = c.total(deadState)
 		}
 	}
 }
