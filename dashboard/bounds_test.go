@@ -91,28 +91,7 @@ func TestStreamWriteDeadline(t *testing.T) {
 		h := New(c, Options{Logger: quiet()}).(*handler)
 		defer h.Close()
 		const writeTimeout = time.Minute
-		srv := &http.Server{Handler: h, WriteTimeout: writeTimeout}
-		closed := make(chan struct{})
-		srv.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateClosed {
-				close(closed)
-			}
-		}
-		ln := pipenet.New()
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			srv.Serve(ln)
-		}()
-		defer func() {
-			srv.Close()
-			<-served
-		}()
-		conn, err := ln.Dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn, closed := pipenet.Serve(t, &http.Server{Handler: h, WriteTimeout: writeTimeout})
 		start := time.Now()
 		io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
 		res, err := http.ReadResponse(bufio.NewReader(conn), nil)

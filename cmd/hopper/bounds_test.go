@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,13 +27,9 @@ func TestServeBounds(t *testing.T) {
 	dir := t.TempDir()
 	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
 	os.Mkdir(c.logs, 0o755)
-	srv := c.serve(1, "--http", "127.0.0.1:0")
-	defer c.stop(srv)
-	m := regexp.MustCompile(`http=http://(\S+)`).FindStringSubmatch(srv.log.waitLine(t, 30*time.Second, `msg="hopper serving"`))
-	if m == nil {
-		t.Fatal("no address in the serving line")
-	}
-	addr := m[1]
+	srv := c.serveHTTP()
+	defer c.stop(srv.server)
+	addr := strings.TrimPrefix(srv.url, "http://")
 
 	// Bodies that never arrive, sent first: the server answers them once
 	// their time is up, while the rest of the test goes on.

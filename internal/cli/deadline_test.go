@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,27 +32,7 @@ func TestWriteDeadline(t *testing.T) {
 		m := metrics.New(metrics.Options{NoPool: true})
 		m.Attach(c)
 		srv := newHTTPServer(httpHandler(c, m, &httpauth.Auth{}, log), log, context.Background())
-		closed := make(chan struct{})
-		srv.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateClosed {
-				close(closed)
-			}
-		}
-		ln := pipenet.New()
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			srv.Serve(ln)
-		}()
-		defer func() {
-			srv.Close()
-			<-served
-		}()
-		conn, err := ln.Dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn, closed := pipenet.Serve(t, srv)
 		start := time.Now()
 		if _, err := io.WriteString(conn, "GET /api/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"); err != nil {
 			t.Fatal(err)

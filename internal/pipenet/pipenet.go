@@ -8,7 +8,9 @@ package pipenet
 
 import (
 	"net"
+	"net/http"
 	"sync"
+	"testing"
 )
 
 // Listener hands out the server ends of the pipes Dial makes. Its zero
@@ -62,3 +64,34 @@ type addr struct{}
 
 func (addr) Network() string { return "pipe" }
 func (addr) String() string  { return "pipe" }
+
+// Serve serves srv on a new Listener until the test ends (it then closes
+// srv and waits for Serve to return), connects to it, and returns the
+// client's end of the connection and a channel closed once the server has
+// closed its end. It sets srv.ConnState.
+func Serve(t testing.TB, srv *http.Server) (net.Conn, <-chan struct{}) {
+	t.Helper()
+	closed := make(chan struct{})
+	var once sync.Once
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			once.Do(func() { close(closed) })
+		}
+	}
+	ln := New()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	conn, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, closed
+}
