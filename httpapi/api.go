@@ -102,8 +102,8 @@ type Options struct {
 	// a larger one is refused with code too_large.
 	MaxBodyBytes int64
 	// BodyTimeout bounds the time from the start of a request's handling
-	// to the end of its body (default DefaultBodyTimeout, 30s): a body not
-	// sent whole by then is a 408 with code timeout. The API sets the
+	// to the end of its body (zero or negative: DefaultBodyTimeout, 30s): a
+	// body not sent whole by then is a 408 with code timeout. The API sets the
 	// connection's read deadline for the body itself (replacing the
 	// server's ReadTimeout), so that a client cannot hold a request open
 	// by sending its body slowly, whatever server it is mounted on.
@@ -141,7 +141,7 @@ func New(c *hopper.Client, o Options) http.Handler {
 		auth:    o.Auth,
 		log:     cmp.Or(o.Logger, slog.Default()),
 		maxBody: cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes),
-		bodyDue: cmp.Or(o.BodyTimeout, DefaultBodyTimeout),
+		bodyDue: cmp.Or(max(o.BodyTimeout, 0), DefaultBodyTimeout),
 		maxAge:  cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge),
 		mux:     http.NewServeMux(),
 	}
