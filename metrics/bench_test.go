@@ -190,3 +190,19 @@ func BenchmarkOnEvent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkQueueGauges: what the bound of the job gauges costs a scrape
+// of a store with 100,000 queues (the MaxQueues with the most jobs kept,
+// the rest summed), beside the count of the store that found them.
+func BenchmarkQueueGauges(b *testing.B) {
+	st := hopper.Stats{Queues: map[string]map[hopper.State]int{}, OldestAvailable: map[string]time.Time{}}
+	now := time.Now()
+	for i := range 100_000 {
+		q := fmt.Sprintf("q%06d", i)
+		st.Queues[q] = map[hopper.State]int{hopper.StateAvailable: i % 7, hopper.StateCompleted: 1}
+		st.OldestAvailable[q] = now
+	}
+	for b.Loop() {
+		queueGauges(st, DefaultMaxQueues)
+	}
+}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"cmp"
+	"container/heap"
 	"maps"
 	"slices"
 	"sync"
@@ -82,8 +83,11 @@ type queueGauge struct {
 // queueGauges returns the job gauges of st by queue: every queue when
 // there are at most max, else the max queues with the most jobs (ties by
 // name), then Other with the sums of the rest and the oldest of their
-// oldest available jobs. Ranking sorts the queues: 25 ms a scrape for
-// 100,000 of them, next to the count of the store that found them.
+// oldest available jobs. It reads each queue's counts once and keeps the
+// leaders in a heap of max: O(queues × log max); 0.12 to 0.23 s a scrape
+// for 100,000 queues on the project's 2-core machine under a load average
+// of 20 (BenchmarkQueueGauges), a part of the count of the store that
+// found them.
 func queueGauges(st hopper.Stats, max int) []queueGauge {
 	out := make([]queueGauge, 0, min(len(st.Queues), max+1))
 	if len(st.Queues) <= max {
@@ -92,33 +96,67 @@ func queueGauges(st hopper.Stats, max int) []queueGauge {
 		}
 		return out
 	}
-	type ranked struct {
-		name string
-		jobs int
-	}
-	all := make([]ranked, 0, len(st.Queues))
+	total := make(map[hopper.State]int, len(job.States))
+	lead := &leaders{}
 	for q, counts := range st.Queues {
 		n := 0
-		for _, c := range counts {
+		for s, c := range counts {
 			n += c
+			total[s] += c
 		}
-		all = append(all, ranked{q, n})
-	}
-	slices.SortFunc(all, func(a, b ranked) int {
-		return cmp.Or(cmp.Compare(b.jobs, a.jobs), cmp.Compare(a.name, b.name))
-	})
-	other := queueGauge{name: Other, counts: make(map[hopper.State]int, len(job.States))}
-	for _, r := range all {
-		if len(out) < max && r.name != Other { // a queue named "(other)" joins the rest
-			out = append(out, queueGauge{r.name, st.Queues[r.name], st.OldestAvailable[r.name]})
+		if q == Other { // a queue named "(other)" joins the rest
 			continue
 		}
-		for s, c := range st.Queues[r.name] {
-			other.counts[s] += c
+		r := ranked{q, n}
+		switch {
+		case len(*lead) < max:
+			heap.Push(lead, r)
+		case (*lead)[0].less(r):
+			(*lead)[0] = r
+			heap.Fix(lead, 0)
 		}
-		if t, ok := st.OldestAvailable[r.name]; ok && (other.oldest.IsZero() || t.Before(other.oldest)) {
+	}
+	slices.SortFunc(*lead, func(a, b ranked) int { return cmp.Compare(a.name, b.name) })
+	other := queueGauge{name: Other, counts: total}
+	kept := make(map[string]bool, len(*lead))
+	for _, r := range *lead {
+		counts := st.Queues[r.name]
+		out = append(out, queueGauge{r.name, counts, st.OldestAvailable[r.name]})
+		kept[r.name] = true
+		for s, c := range counts {
+			other.counts[s] -= c
+		}
+	}
+	for q, t := range st.OldestAvailable {
+		if !kept[q] && (other.oldest.IsZero() || t.Before(other.oldest)) {
 			other.oldest = t
 		}
 	}
 	return append(out, other)
+}
+
+// ranked is a queue and its jobs, ranked by jobs then name.
+type ranked struct {
+	name string
+	jobs int
+}
+
+// less reports whether r ranks below s: fewer jobs, or as many and a
+// later name.
+func (r ranked) less(s ranked) bool {
+	return r.jobs < s.jobs || r.jobs == s.jobs && r.name > s.name
+}
+
+// leaders is a min-heap of ranked queues: the lowest ranked on top.
+type leaders []ranked
+
+func (h leaders) Len() int           { return len(h) }
+func (h leaders) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h leaders) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *leaders) Push(x any)        { *h = append(*h, x.(ranked)) }
+func (h *leaders) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
