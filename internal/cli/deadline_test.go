@@ -31,7 +31,11 @@ func TestWriteDeadline(t *testing.T) {
 		defer c.StopNow()
 		m := metrics.New(metrics.Options{NoPool: true})
 		m.Attach(c)
-		srv := newHTTPServer(httpHandler(c, m, &httpauth.Auth{}, log), log, context.Background())
+		h, err := httpHandler(c, m, &httpauth.Auth{}, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newHTTPServer(h, log, context.Background())
 		conn, closed := pipenet.Serve(t, srv)
 		start := time.Now()
 		if _, err := io.WriteString(conn, "GET /api/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"); err != nil {
