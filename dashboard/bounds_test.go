@@ -76,7 +76,7 @@ func TestFormTooLarge(t *testing.T) {
 // TestStreamWriteDeadline: the live stream outlives a server's
 // WriteTimeout (it sets its own deadline at each write, as hopper serve's
 // one-minute WriteTimeout would otherwise cut every stream), and a browser
-// that stops reading is cut off within keepAlive+streamWriteTimeout rather
+// that stops reading is cut off within heartbeat+streamWriteTimeout rather
 // than holding the stream until maxStream. The connection is a pipe, which
 // holds no byte the client does not read, in a synctest bubble, whose
 // clock is fake.
@@ -98,16 +98,16 @@ func TestStreamWriteDeadline(t *testing.T) {
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("GET /events: %v %v", res, err)
 		}
-		// Read the stream for three WriteTimeouts: keep-alives keep coming.
+		// Read the stream for three WriteTimeouts: beats keep coming.
 		sc := bufio.NewScanner(res.Body)
 		pings := 0
 		for time.Since(start) < 3*writeTimeout && sc.Scan() {
-			if sc.Text() == ": keep-alive" {
+			if sc.Text() == "event: beat" {
 				pings++
 			}
 		}
-		if want := int(3 * writeTimeout / keepAlive); pings < want {
-			t.Fatalf("after %s: %d keep-alives (%v), want %d: the stream was cut", time.Since(start), pings, sc.Err(), want)
+		if want := int(3 * writeTimeout / heartbeat); pings < want {
+			t.Fatalf("after %s: %d beats (%v), want %d: the stream was cut", time.Since(start), pings, sc.Err(), want)
 		}
 		// Stop reading.
 		stopped := time.Now()
@@ -116,8 +116,8 @@ func TestStreamWriteDeadline(t *testing.T) {
 		case <-time.After(maxStream):
 			t.Fatalf("the stream of a browser that stopped reading is still open %s later", time.Since(stopped))
 		}
-		if took := time.Since(stopped); took > keepAlive+streamWriteTimeout {
-			t.Errorf("the stream of a browser that stopped reading was cut %s later, want at most %s", took, keepAlive+streamWriteTimeout)
+		if took := time.Since(stopped); took > heartbeat+streamWriteTimeout {
+			t.Errorf("the stream of a browser that stopped reading was cut %s later, want at most %s", took, heartbeat+streamWriteTimeout)
 		}
 	})
 }

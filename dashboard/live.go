@@ -42,7 +42,7 @@ const (
 	// streamWriteTimeout bounds each write of a stream: the deadline of
 	// the connection is set anew before each one (replacing the server's
 	// WriteTimeout, which would cut every stream), so a browser that stops
-	// reading is cut off within keepAlive+streamWriteTimeout.
+	// reading is cut off within heartbeat+streamWriteTimeout.
 	streamWriteTimeout = 10 * time.Second
 	// refreshTimeout bounds one count of the store.
 	refreshTimeout = 30 * time.Second
