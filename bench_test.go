@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/cputime"
 	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/store"
 	_ "github.com/hopperq/hopper/store/pgstore" // postgres://
@@ -93,7 +93,7 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	c.Start()
 	for left := b.N; left > 0; left -= len(batch) {
 		if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
@@ -106,7 +106,7 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/job")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/job")
 }
 
 // BenchmarkMixed is the mixed case: 8 producers each enqueueing one job
@@ -134,7 +134,7 @@ func mixed(b *testing.B, cfg hopper.Config) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	c.Start()
 	var wg sync.WaitGroup
@@ -159,15 +159,7 @@ func mixed(b *testing.B, cfg hopper.Config) {
 	b.ReportMetric(float64(b.N)/enqueued.Seconds(), "enqueued/s")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 	b.ReportMetric(float64(backlog), "backlog")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/job")
-}
-
-// cpuTime is the process's CPU time (user and system, every thread), which
-// other load on the machine changes far less than the wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/job")
 }
 
 // BenchmarkLatencyIdle measures enqueue → handler start on an idle pool: one

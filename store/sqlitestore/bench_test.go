@@ -18,10 +18,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hopperq/hopper/internal/cputime"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -92,17 +92,10 @@ func perSec(b *testing.B, perOp float64, unit string) {
 	b.ReportMetric(float64(b.N)*perOp/b.Elapsed().Seconds(), unit)
 }
 
-// cpuTime is the CPU time (user + system) the process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuPerOp reports the process's CPU time per operation since start: on a
 // shared machine it varies much less than the wall time.
 func cpuPerOp(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkEnqueueBatch: one Enqueue of 1,000 jobs (one transaction).
@@ -111,7 +104,7 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	defer s.Close()
 	js := bJobs(1000, "default")
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for range b.N {
 		bEnqueue(b, s, js)
 	}
@@ -159,13 +152,13 @@ func BenchmarkClaimFinish(b *testing.B) {
 	js := bJobs(1000, "default")
 	b.ResetTimer()
 	var setup time.Duration
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := range b.N {
 		if i%10 == 0 {
 			b.StopTimer()
-			c := cpuTime()
+			c := cputime.Process()
 			bEnqueue(b, s, js)
-			setup += cpuTime() - c
+			setup += cputime.Process() - c
 			b.StartTimer()
 		}
 		bFinish(b, s, bClaim(b, s, 100), job.StateCompleted)
@@ -190,13 +183,13 @@ func BenchmarkClaimFinishFiltered(b *testing.B) {
 			js := bJobs(1000, "default")
 			b.ResetTimer()
 			var setup time.Duration
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for i := range b.N {
 				if i%10 == 0 {
 					b.StopTimer()
-					c := cpuTime()
+					c := cputime.Process()
 					bEnqueue(b, s, js)
-					setup += cpuTime() - c
+					setup += cputime.Process() - c
 					b.StartTimer()
 				}
 				res, err := s.Claim(context.Background(), store.ClaimParams{Now: bt0, Limit: 100, Queues: f.queues, Kinds: f.kinds,
@@ -315,13 +308,13 @@ func BenchmarkScale(b *testing.B) {
 			defer s.Close()
 			b.ResetTimer()
 			var setup time.Duration
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for range b.N {
 				claimed := bClaim(b, s, 100)
 				b.StopTimer()
-				c := cpuTime()
+				c := cputime.Process()
 				bUnclaim(b, s, claimed) // the file stays the same
-				setup += cpuTime() - c
+				setup += cputime.Process() - c
 				b.StartTimer()
 			}
 			cpuPerOp(b, cpu+setup)
@@ -353,7 +346,7 @@ func BenchmarkScale(b *testing.B) {
 			js := bJobs(100, "default")
 			b.ResetTimer()
 			var setup time.Duration
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for i := range b.N {
 				res, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: bt0, Jobs: js})
 				if err != nil {
@@ -364,9 +357,9 @@ func BenchmarkScale(b *testing.B) {
 				}
 				if i%100 == 99 { // keep the size: drop what we added
 					b.StopTimer()
-					c := cpuTime()
+					c := cputime.Process()
 					bDeleteFrom(b, s, first)
-					setup += cpuTime() - c
+					setup += cputime.Process() - c
 					b.StartTimer()
 				}
 			}
