@@ -204,7 +204,7 @@ func TestCountsEveryPath(t *testing.T) {
 
 	// EnqueueTx: committed, rolled back, and failing (a fired tick) in a
 	// transaction that commits.
-	app, err := sql.Open(driverName, "file:"+path+"?_busy_timeout=5000&_txlock=immediate")
+	app, err := sql.Open(driverName(), "file:"+path+"?_busy_timeout=5000&_txlock=immediate")
 	must(err)
 	t.Cleanup(func() { app.Close() })
 	for _, commit := range []bool{true, false} {

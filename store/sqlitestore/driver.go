@@ -1,24 +1,24 @@
 package sqlitestore
 
 import (
-	"errors"
-
-	"modernc.org/sqlite"
+	"github.com/hopperq/hopper/internal/sqlitedriver"
+	"github.com/hopperq/hopper/job"
 )
 
-// The database/sql driver the store uses: modernc.org/sqlite, the pure-Go
-// translation of SQLite. docs/sqlite.md records the measurements behind the
-// choice; driverbench_test.go (build tag sqlitebench) repeats them against
-// github.com/mattn/go-sqlite3 by swapping these two variables.
-var (
-	driverName = "sqlite"
-	// driverCode returns the SQLite extended result code an error of the
-	// driver carries.
-	driverCode = func(err error) (int, bool) {
-		var e *sqlite.Error
-		if errors.As(err, &e) {
-			return e.Code(), true
-		}
-		return 0, false
-	}
-)
+// The database/sql driver the store uses is named in package sqlitedriver
+// (modernc.org/sqlite, pure Go); the driver benchmark (module
+// internal/heavytest) swaps it there for github.com/mattn/go-sqlite3.
+
+// driverName is the database/sql name of the store's driver.
+func driverName() string { return sqlitedriver.Name }
+
+// driverCode returns the SQLite extended result code an error of the driver
+// carries.
+func driverCode(err error) (int, bool) { return sqlitedriver.Code(err) }
+
+func init() {
+	in := &sqlitedriver.Internals
+	in.JobCols = jobCols
+	in.ScanJob = func(r interface{ Scan(...any) error }) (*job.Job, error) { return scanJob(r) }
+	in.FinishDoneSQL = func(n int) string { return finishDoneSQL[n] }
+}

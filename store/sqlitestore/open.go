@@ -172,7 +172,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if s.wdb, err = sql.Open(driverName, s.dsn(false)); err != nil {
+	if s.wdb, err = sql.Open(driverName(), s.dsn(false)); err != nil {
 		return s.translate(err)
 	}
 	s.wdb.SetMaxOpenConns(1)
@@ -212,7 +212,7 @@ func (s *Store) open(ctx context.Context) error {
 	if s.lock, err = acquireLock(s.lockDir(), s.worker, s.opts.BusyTimeout); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
-	if s.rdb, err = sql.Open(driverName, s.dsn(true)); err != nil {
+	if s.rdb, err = sql.Open(driverName(), s.dsn(true)); err != nil {
 		return s.translate(err)
 	}
 	s.rdb.SetMaxOpenConns(readers + 1)

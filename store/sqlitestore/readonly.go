@@ -86,7 +86,7 @@ func (s *Store) openReader(immutable bool) (fileInfo, error) {
 		q += "&immutable=1"
 	}
 	var err error
-	if s.rdb, err = sql.Open(driverName, "file:"+u.EscapedPath()+"?"+q); err != nil {
+	if s.rdb, err = sql.Open(driverName(), "file:"+u.EscapedPath()+"?"+q); err != nil {
 		return fileInfo{}, err
 	}
 	s.rdb.SetMaxOpenConns(readers)
@@ -97,7 +97,7 @@ func (s *Store) openReader(immutable bool) (fileInfo, error) {
 // openEmpty makes the read pool one in-memory database with the current
 // schema: a read-only Store of a file that does not exist yet.
 func (s *Store) openEmpty() error {
-	db, err := sql.Open(driverName, ":memory:")
+	db, err := sql.Open(driverName(), ":memory:")
 	if err != nil {
 		return err
 	}

@@ -180,7 +180,7 @@ func TestScaleFileDirect(t *testing.T) {
 	api, direct := scaleFile(t, n), scaleFileDirect(t, n)
 	checkScaleFile(t, api, n)
 
-	db, err := sql.Open(driverName, "file:"+api)
+	db, err := sql.Open(driverName(), "file:"+api)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestScaleFileDirect(t *testing.T) {
 func bulkWrite(tb testing.TB, path string, build func(exec func(q string, args ...any))) {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sql.Open(driverName, "file:"+path)
+	db, err := sql.Open(driverName(), "file:"+path)
 	if err != nil {
 		tb.Fatal(err)
 	}

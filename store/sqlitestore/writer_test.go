@@ -213,7 +213,7 @@ func TestTranslateCode(t *testing.T) {
 // rawDB opens path with the driver directly.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open(driverName, "file:"+path)
+	db, err := sql.Open(driverName(), "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}

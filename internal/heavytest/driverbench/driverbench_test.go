@@ -1,14 +1,10 @@
-//go:build sqlitebench
-
-package sqlitestore
+package driverbench
 
 // The driver comparison behind docs/sqlite.md: the same store operations on
 // modernc.org/sqlite (pure Go) and github.com/mattn/go-sqlite3 (cgo), both
-// SQLite 3.54.1. Run with
+// SQLite 3.54.1. Run, in internal/heavytest, with
 //
-//	go test -tags sqlitebench -run '^$' -bench BenchmarkDriver -benchtime 2s -count 3 ./store/sqlitestore/
-//
-// The build tag keeps mattn/go-sqlite3 (and cgo) out of normal builds.
+//	go test -run '^$' -bench BenchmarkDriver -benchtime 2s -count 3 ./driverbench/
 
 import (
 	"context"
@@ -24,8 +20,11 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/hopperq/hopper/internal/cputime"
+	"github.com/hopperq/hopper/internal/sqlitedriver"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/sqlitestore"
 )
 
 type benchDriver struct {
@@ -34,7 +33,7 @@ type benchDriver struct {
 }
 
 var benchDrivers = []benchDriver{
-	{"modernc", driverCode},
+	{"modernc", sqlitedriver.Code},
 	{"mattn", func(err error) (int, bool) {
 		var e sqlite3.Error
 		if errors.As(err, &e) {
@@ -44,16 +43,18 @@ var benchDrivers = []benchDriver{
 	}},
 }
 
-// withDriver runs fn with the store opening connections through d.
-func withDriver(b *testing.B, d benchDriver, fn func(b *testing.B)) {
-	name, code := driverName, driverCode
-	driverName, driverCode = map[string]string{"modernc": "sqlite", "mattn": "sqlite3"}[d.name], d.code
-	defer func() { driverName, driverCode = name, code }()
+// withDriver runs fn with the store opening connections through d. The
+// driver is a variable of package sqlitedriver: what swaps it does not run
+// in parallel.
+func withDriver[T testing.TB](b T, d benchDriver, fn func(b T)) {
+	name, code := sqlitedriver.Name, sqlitedriver.Code
+	sqlitedriver.Name, sqlitedriver.Code = map[string]string{"modernc": "sqlite", "mattn": "sqlite3"}[d.name], d.code
+	defer func() { sqlitedriver.Name, sqlitedriver.Code = name, code }()
 	fn(b)
 }
 
-func benchOpen(b *testing.B, dur Durability) *Store {
-	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), Options{Durability: dur})
+func benchOpen(b testing.TB, dur sqlitestore.Durability) *sqlitestore.Store {
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Durability: dur})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,6 +63,12 @@ func benchOpen(b *testing.B, dur Durability) *Store {
 }
 
 var benchT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// cpuPerOp reports the process's CPU time per operation since start: on a
+// shared machine it varies much less than the wall time.
+func cpuPerOp(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
+}
 
 func benchJobs(n int) []*job.Job {
 	js := make([]*job.Job, n)
@@ -75,13 +82,13 @@ func benchJobs(n int) []*job.Job {
 	return js
 }
 
-func benchEnqueue(b *testing.B, s *Store, js []*job.Job) {
+func benchEnqueue(b testing.TB, s *sqlitestore.Store, js []*job.Job) {
 	if _, err := s.Enqueue(context.Background(), store.EnqueueParams{Now: benchT0, Jobs: js}); err != nil {
 		b.Fatal(err)
 	}
 }
 
-func benchClaim(b *testing.B, s *Store, n int) []*job.Job {
+func benchClaim(b testing.TB, s *sqlitestore.Store, n int) []*job.Job {
 	res, err := s.Claim(context.Background(), store.ClaimParams{Now: benchT0, Limit: n, Worker: "w", LeaseUntil: benchT0.Add(time.Hour)})
 	if err != nil {
 		b.Fatal(err)
@@ -89,7 +96,7 @@ func benchClaim(b *testing.B, s *Store, n int) []*job.Job {
 	return res.Jobs
 }
 
-func benchFinish(b *testing.B, s *Store, js []*job.Job) {
+func benchFinish(b testing.TB, s *sqlitestore.Store, js []*job.Job) {
 	outs := make([]store.Outcome, len(js))
 	for i, j := range js {
 		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
@@ -105,10 +112,10 @@ func BenchmarkDriver(b *testing.B) {
 		b.Run(d.name, func(b *testing.B) {
 			withDriver(b, d, func(b *testing.B) {
 				b.Run("EnqueueBatch1000", func(b *testing.B) {
-					s := benchOpen(b, DurabilityFull)
+					s := benchOpen(b, sqlitestore.DurabilityFull)
 					js := benchJobs(1000)
 					b.ResetTimer()
-					cpu := cpuTime()
+					cpu := cputime.Process()
 					for range b.N {
 						benchEnqueue(b, s, js)
 					}
@@ -116,17 +123,17 @@ func BenchmarkDriver(b *testing.B) {
 					cpuPerOp(b, cpu)
 				})
 				b.Run("Claim100", func(b *testing.B) {
-					s := benchOpen(b, DurabilityFull)
+					s := benchOpen(b, sqlitestore.DurabilityFull)
 					js := benchJobs(1000)
 					b.ResetTimer()
 					var setup time.Duration
-					cpu := cpuTime()
+					cpu := cputime.Process()
 					for i := range b.N {
 						if i%10 == 0 {
 							b.StopTimer()
-							c := cpuTime()
+							c := cputime.Process()
 							benchEnqueue(b, s, js)
-							setup += cpuTime() - c
+							setup += cputime.Process() - c
 							b.StartTimer()
 						}
 						if got := benchClaim(b, s, 100); len(got) != 100 {
@@ -136,30 +143,30 @@ func BenchmarkDriver(b *testing.B) {
 					cpuPerOp(b, cpu+setup)
 				})
 				b.Run("Finish100", func(b *testing.B) {
-					s := benchOpen(b, DurabilityFull)
+					s := benchOpen(b, sqlitestore.DurabilityFull)
 					js := benchJobs(1000)
 					b.ResetTimer()
 					var setup time.Duration
-					cpu := cpuTime()
+					cpu := cputime.Process()
 					for i := range b.N {
 						b.StopTimer()
-						c := cpuTime()
+						c := cputime.Process()
 						if i%10 == 0 {
 							benchEnqueue(b, s, js)
 						}
 						claimed := benchClaim(b, s, 100)
-						setup += cpuTime() - c
+						setup += cputime.Process() - c
 						b.StartTimer()
 						benchFinish(b, s, claimed)
 					}
 					cpuPerOp(b, cpu+setup)
 				})
-				for _, dur := range []Durability{DurabilityFull, DurabilityNormal} {
+				for _, dur := range []sqlitestore.Durability{sqlitestore.DurabilityFull, sqlitestore.DurabilityNormal} {
 					b.Run(fmt.Sprintf("EnqueueOne/%s", dur), func(b *testing.B) {
 						s := benchOpen(b, dur)
 						js := benchJobs(1)
 						b.ResetTimer()
-						cpu := cpuTime()
+						cpu := cputime.Process()
 						for range b.N {
 							benchEnqueue(b, s, js)
 						}
@@ -167,10 +174,10 @@ func BenchmarkDriver(b *testing.B) {
 					})
 				}
 				b.Run("EnqueueConcurrent8", func(b *testing.B) {
-					s := benchOpen(b, DurabilityFull)
+					s := benchOpen(b, sqlitestore.DurabilityFull)
 					b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
 					b.ResetTimer()
-					cpu := cpuTime()
+					cpu := cputime.Process()
 					b.RunParallel(func(pb *testing.PB) {
 						js := benchJobs(1)
 						for pb.Next() {
@@ -192,11 +199,11 @@ func BenchmarkDriver(b *testing.B) {
 // indexes true — no attempt record, no result, no lane counts, no Go
 // bookkeeping, and nothing else running ("floor"). Two more steps add what
 // the store does beside: the claim returning whole rows, decoded by
-// scanJob ("+rows"), and then the finish through the store's own
+// the store's scanJob ("+rows"), and then the finish through the store's own
 // statement for completed outcomes, with each job's attempt record and the
 // attempt fence ("+records"). Run with
 //
-//	go test -tags sqlitebench -run '^$' -bench BenchmarkFloor -benchtime 2000x -count 3 ./store/sqlitestore/
+//	go test -run '^$' -bench BenchmarkFloor -benchtime 2000x -count 3 ./driverbench/
 //
 // The floor's jobs/s bounds what the store can reach end to end with one
 // writer (docs/sqlite.md, "The writer's floor").
@@ -215,12 +222,12 @@ func BenchmarkFloor(b *testing.B) {
 
 func benchFloor(b *testing.B, wholeRow, record bool) {
 	path := filepath.Join(b.TempDir(), "floor.db")
-	s, err := Open(context.Background(), path, Options{}) // the schema, migrated
+	s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{}) // the schema, migrated
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open(driverName, path)
+	db, err := sql.Open(sqlitedriver.Name, path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -236,7 +243,7 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 		strings.Repeat(row+", ", 99) + row
 	returning := "id, attempt"
 	if wholeRow {
-		returning = jobCols
+		returning = sqlitedriver.Internals.JobCols
 	}
 	claim := `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, lease_until = ?2,
 		worker = 'w', claimed_by = 'me'
@@ -246,7 +253,7 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 	finish := `UPDATE jobs SET state = 'completed', worker = NULL, claimed_by = NULL, lease_until = 0,
 		finished_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'running'`
 	if record {
-		finish = finishDoneSQL[50]
+		finish = sqlitedriver.Internals.FinishDoneSQL(50)
 	}
 	var stmts [3]*sql.Stmt // prepared once, as the store's writer does
 	for i, q := range []string{ins, claim, finish} {
@@ -260,7 +267,7 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 	var jobs []*job.Job
 	var args []any
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for range b.N {
 		tx, err := db.Begin()
 		if err != nil {
@@ -277,7 +284,7 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 		for rows.Next() {
 			var id, attempt int64
 			if wholeRow {
-				j, err := scanJob(rows)
+				j, err := sqlitedriver.Internals.ScanJob(rows)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -325,5 +332,5 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 		}
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N*100), "cpu-ns/job")
+	b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N*100), "cpu-ns/job")
 }
