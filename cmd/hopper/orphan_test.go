@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -17,7 +19,7 @@ import (
 // and its children run: every process of the job must die with the server
 // (its supervisor kills the group), and the restarted server runs the
 // rescued job again alone — the second run finds none of the first one's
-// processes beside it.
+// processes beside it. Linux only, as the supervisor is.
 func TestExecDiesWithServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it; skipped with -short")

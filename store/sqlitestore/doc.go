@@ -30,14 +30,15 @@
 // acknowledges many operations. Reads (Get, List, Count, Stats,
 // GetSchedule, ListSchedules) use a separate pool of read-only connections.
 //
-// Several processes may open the same file and work together: every claim
-// is one write transaction, so no job is claimed twice. Wake signals,
-// within about Options.WatchInterval, that another process committed. Each
-// open Store holds a flock on <file>-workers/<worker>.lock; the jobs of a
-// Store whose process died (its lock file is no longer locked) are rescued
-// at once by Open or Rescue rather than when their leases expire. Lead and
-// Resign (store.Leader) elect one of the processes to run the maintenance
-// services, through a table of leases written like any other request.
+// Several processes may open the same file and work together: every claim is
+// one write transaction, so no job is claimed twice. Wake signals, within
+// about Options.WatchInterval, that another process committed. Each open
+// Store holds a lock (a flock; on Windows, LockFileEx) on
+// <file>-workers/<worker>.lock; the jobs of a Store whose process died (its
+// lock file is no longer locked) are rescued at once by Open or Rescue
+// rather than when their leases expire. Lead and Resign (store.Leader) elect
+// one of the processes to run the maintenance services, through a table of
+// leases written like any other request.
 //
 // EnqueueTx (store.TxEnqueuer) enqueues in a *sql.Tx of the application's
 // own on the same file, so that the jobs exist if and only if it commits;

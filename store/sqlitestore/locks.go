@@ -1,26 +1,28 @@
 package sqlitestore
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
 // Lock files tell live Stores from dead ones.
 //
-// Every open Store holds an exclusive flock on <path>-workers/<worker>.lock
-// for its whole life. The kernel drops a flock when its holder's process
-// dies, however it dies (kill -9 included), so a lock file that another
-// process can lock belongs to a dead Store: the jobs it claimed (column
-// claimed_by) will never be finished and their leases are expired at once.
-// A lock file that cannot be locked belongs to a live Store whose jobs are
-// left alone until their leases expire.
+// Every open Store holds an exclusive lock on <path>-workers/<worker>.lock
+// for its whole life: a flock on Unix (locks_flock.go), a LockFileEx lock on
+// Windows (locks_windows.go). The system drops the lock when its holder's
+// process dies, however it dies (kill -9 or TerminateProcess included), so
+// a lock file that another process can lock belongs to a dead Store: the
+// jobs it claimed (column claimed_by) will never be finished and their
+// leases are expired at once. A lock file that cannot be locked belongs to
+// a live Store whose jobs are left alone until their leases expire.
+//
+// Both locks conflict between two open files of one process too, so one
+// process cannot open two Stores with the same worker ID either.
 
 // lockDir is the directory of the lock files.
 func (s *Store) lockDir() string { return s.path + "-workers" }
@@ -38,12 +40,8 @@ func workerOfLockFile(name string) (string, bool) {
 	return w, err == nil && w != ""
 }
 
-func tryFlock(f *os.File) error {
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-}
-
 // stillAt reports whether f is still the file at path (a scanner may have
-// removed a stale lock file between our open and our flock).
+// removed a stale lock file between our open and our lock).
 func stillAt(f *os.File, path string) bool {
 	fi, err := f.Stat()
 	if err != nil {
@@ -53,7 +51,7 @@ func stillAt(f *os.File, path string) bool {
 	return err == nil && os.SameFile(fi, pi)
 }
 
-// acquireLock creates and flocks worker's lock file. Another Store holding
+// acquireLock creates and locks worker's lock file. Another Store holding
 // it (or a scanner removing it as stale) makes it retry until timeout.
 func acquireLock(dir, worker string, timeout time.Duration) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -66,27 +64,27 @@ func acquireLock(dir, worker string, timeout time.Duration) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating lock file: %w", err)
 		}
-		err = tryFlock(f)
-		if err == nil && stillAt(f, path) {
+		locked, err := tryLock(f)
+		if locked && stillAt(f, path) {
 			host, _ := os.Hostname()
 			f.Truncate(0)
 			f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+" host "+host+"\n"), 0)
 			return f, nil
 		}
 		f.Close()
-		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
-		if err != nil && time.Now().After(deadline) {
+		if !locked && time.Now().After(deadline) {
 			return nil, fmt.Errorf("worker ID %q is in use by another open store (%s is locked)", worker, path)
 		}
-		if err != nil {
+		if !locked {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
 
-// staleLock is the lock file of a dead Store, flocked by us.
+// staleLock is the lock file of a dead Store, locked by us.
 type staleLock struct {
 	worker string
 	f      *os.File
@@ -111,7 +109,7 @@ func findStale(dir, self string) []staleLock {
 		if err != nil {
 			continue
 		}
-		if tryFlock(f) != nil || !stillAt(f, path) {
+		if locked, _ := tryLock(f); !locked || !stillAt(f, path) {
 			f.Close() // alive, or already removed
 			continue
 		}
@@ -120,14 +118,15 @@ func findStale(dir, self string) []staleLock {
 	return out
 }
 
-// releaseStale unlocks stale lock files, removing them first if the leases
-// of their jobs were expired (committed).
+// releaseStale unlocks stale lock files, removing them if the leases of
+// their jobs were expired (committed).
 func releaseStale(locks []staleLock, remove bool) {
 	for _, l := range locks {
 		if remove {
-			os.Remove(l.f.Name())
+			removeLocked(l.f) // the lock file of a dead Store: nothing to report
+		} else {
+			l.f.Close()
 		}
-		l.f.Close()
 	}
 }
 

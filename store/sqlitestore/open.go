@@ -96,7 +96,7 @@ type Store struct {
 	watchStop chan struct{}
 	watchDone chan struct{}
 
-	lock      *os.File // our lock file, flocked for the store's life
+	lock      *os.File // our lock file, locked for the store's life
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -352,8 +352,7 @@ func (s *Store) release() error {
 		errs = append(errs, s.wdb.Close())
 	}
 	if s.lock != nil {
-		os.Remove(s.lock.Name())
-		errs = append(errs, s.lock.Close())
+		errs = append(errs, removeLocked(s.lock))
 	}
 	return s.translate(errors.Join(errs...))
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -333,7 +332,7 @@ func runAsNobody(t *testing.T, path string) string {
 	}
 	cmd := exec.Command(bin, "-test.run=^TestReadOnlyHelperProcess$")
 	cmd.Env = append(os.Environ(), roHelperEnv+"="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = nobody(t)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
