@@ -1,9 +1,12 @@
 package hopper_test
 
-// Seed 000: "Lab 04 — Task Scheduler": a priority heap, a worker pool,
-// retries with exponential backoff and a dead-letter queue, plus follow-ups 9
-// (DLQ retention), 12 (graceful and forceful shutdown) and the DLQ alert
-// event. Lower priority number runs first, as in Hopper.
+// Tests of a started client's pool: priority order, retries with
+// exponential backoff into the dead-letter queue, concurrent enqueues,
+// graceful and forceful shutdown, the dead-letter queue's retention, the
+// OnDead hook and poison pills. They replay the design document "Lab 04 —
+// Task Scheduler" (seed 000 of docs/architecture.md) and its follow-ups 9
+// (DLQ retention), 12 (shutdown), 13 (poison pills) and the DLQ alert
+// event. Lower priority number runs first there, as in Hopper.
 
 import (
 	"context"
@@ -22,28 +25,28 @@ import (
 	"github.com/hopperq/hopper/store/memstore"
 )
 
-// TestSeed000Example is the seed's example: "b" (priority 0) runs before "a"
+// TestPoolPriorityAndDeadLetter is the seed's example: "b" (priority 0) runs before "a"
 // (priority 1), and a failing task with max_attempts=2 fails twice and lands
 // in the DLQ with attempts=2 and its last error. The seed uses 2 workers; one
 // is used here so that the run order is observable.
-func TestSeed000Example(t *testing.T) {
+func TestPoolPriorityAndDeadLetter(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		p := backoff.Exponential(100*time.Millisecond, 10*time.Second) // base_backoff 0.1, jittered
-		c := seedClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p, MaxAttempts: 3}})
-		var rec seedRecorder
-		a := seedFunc(t, c, seedRecord(&rec, "a"), &hopper.EnqueueOptions{Priority: 1})
-		b := seedFunc(t, c, seedRecord(&rec, "b"), &hopper.EnqueueOptions{Priority: 0})
-		failing := seedFunc(t, c, func(context.Context) (any, error) {
+		c := silentClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p, MaxAttempts: 3}})
+		var rec recorder
+		a := enqueueFunc(t, c, recordAs(&rec, "a"), &hopper.EnqueueOptions{Priority: 1})
+		b := enqueueFunc(t, c, recordAs(&rec, "b"), &hopper.EnqueueOptions{Priority: 0})
+		failing := enqueueFunc(t, c, func(context.Context) (any, error) {
 			rec.add("failing")
 			return nil, errors.New("RuntimeError: boom")
 		}, &hopper.EnqueueOptions{Priority: 2, MaxAttempts: 2})
-		seedStart(t, c)
-		if ja, jb := seedWait(t, c, a), seedWait(t, c, b); ja.State != hopper.StateCompleted || jb.State != hopper.StateCompleted {
+		startClient(t, c)
+		if ja, jb := waitDone(t, c, a), waitDone(t, c, b); ja.State != hopper.StateCompleted || jb.State != hopper.StateCompleted {
 			t.Errorf("a, b: got states %s, %s; want completed", ja.State, jb.State)
 		}
-		f := seedWait(t, c, failing)
+		f := waitDone(t, c, failing)
 		if f.State != hopper.StateDead || f.Attempt != 2 || len(f.Attempts) != 2 {
 			t.Errorf("failing task: got state %s, attempt %d, %d attempts recorded; want dead, 2, 2",
 				f.State, f.Attempt, len(f.Attempts))
@@ -51,7 +54,7 @@ func TestSeed000Example(t *testing.T) {
 		if got, want := rec.get(), []string{"b", "a", "failing", "failing"}; !slices.Equal(got, want) {
 			t.Errorf("run order: got %v, want %v", got, want)
 		}
-		if got := seedDeadIDs(t, c); !slices.Equal(got, []hopper.ID{failing}) || !strings.Contains(f.LastError, "boom") {
+		if got := deadJobIDs(t, c); !slices.Equal(got, []hopper.ID{failing}) || !strings.Contains(f.LastError, "boom") {
 			t.Errorf("dead letters: got %v, last error %q; want [%d] with last_error containing boom", got, f.LastError, failing)
 		}
 		stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second) // shutdown(timeout=5.0)
@@ -62,59 +65,59 @@ func TestSeed000Example(t *testing.T) {
 	})
 }
 
-// TestSeed000PriorityOrder is the seed's test_priority_order: priorities
+// TestPoolRunsByPriority is the seed's test_priority_order: priorities
 // [3, 1, 2] with one worker run as [1, 2, 3]. The jobs are enqueued before
 // Start so that all of them are ready when the worker picks the first.
-func TestSeed000PriorityOrder(t *testing.T) {
+func TestPoolRunsByPriority(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := seedClient(t, hopper.Config{Concurrency: 1})
-		var rec seedRecorder
+		c := silentClient(t, hopper.Config{Concurrency: 1})
+		var rec recorder
 		var ids []hopper.ID
 		for _, p := range []int{3, 1, 2} {
-			ids = append(ids, seedFunc(t, c, seedRecord(&rec, fmt.Sprint(p)), &hopper.EnqueueOptions{Priority: p}))
+			ids = append(ids, enqueueFunc(t, c, recordAs(&rec, fmt.Sprint(p)), &hopper.EnqueueOptions{Priority: p}))
 		}
-		seedStart(t, c)
+		startClient(t, c)
 		for _, id := range ids {
-			seedWait(t, c, id)
+			waitDone(t, c, id)
 		}
 		if got, want := rec.get(), []string{"1", "2", "3"}; !slices.Equal(got, want) {
 			t.Errorf("order: got %v, want %v", got, want)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
 
-// TestSeed000RetryThenDLQ is the seed's test_retry_then_dlq: always_fail with
+// TestPoolRetriesThenDeadLetters is the seed's test_retry_then_dlq: always_fail with
 // max_attempts=3 runs 3 times and leaves one dead letter.
-func TestSeed000RetryThenDLQ(t *testing.T) {
+func TestPoolRetriesThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p := backoff.Exponential(10*time.Millisecond, time.Second) // base_backoff=0.01
-		c := seedClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p}})
+		c := silentClient(t, hopper.Config{Concurrency: 1, Defaults: hopper.EnqueueOptions{Retry: &p}})
 		var attempts atomic.Int32
-		id := seedFunc(t, c, func(context.Context) (any, error) {
+		id := enqueueFunc(t, c, func(context.Context) (any, error) {
 			attempts.Add(1)
 			return nil, errors.New("boom")
 		}, &hopper.EnqueueOptions{MaxAttempts: 3})
-		seedStart(t, c)
-		if j := seedWait(t, c, id); attempts.Load() != 3 || j.State != hopper.StateDead {
+		startClient(t, c)
+		if j := waitDone(t, c, id); attempts.Load() != 3 || j.State != hopper.StateDead {
 			t.Errorf("got %d attempts and state %s, want 3 and dead", attempts.Load(), j.State)
 		}
-		if got := seedDeadIDs(t, c); !slices.Equal(got, []hopper.ID{id}) {
+		if got := deadJobIDs(t, c); !slices.Equal(got, []hopper.ID{id}) {
 			t.Errorf("dead letters: got %v, want [%d]", got, id)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
 
-// TestSeed000ConcurrentSubmit is the seed's test_concurrent_submit: 4
+// TestPoolConcurrentEnqueuesRunOnce is the seed's test_concurrent_submit: 4
 // goroutines submit 50 jobs each to 4 workers; all 200 run, once each.
-func TestSeed000ConcurrentSubmit(t *testing.T) {
+func TestPoolConcurrentEnqueuesRunOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := seedClient(t, hopper.Config{Concurrency: 4})
-		seedStart(t, c)
+		c := silentClient(t, hopper.Config{Concurrency: 4})
+		startClient(t, c)
 		var mu sync.Mutex
 		results := make(map[[2]int]int)
 		var ids []hopper.ID
@@ -141,7 +144,7 @@ func TestSeed000ConcurrentSubmit(t *testing.T) {
 		}
 		wg.Wait()
 		for _, id := range ids {
-			seedWait(t, c, id)
+			waitDone(t, c, id)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -153,25 +156,25 @@ func TestSeed000ConcurrentSubmit(t *testing.T) {
 				t.Errorf("job %v ran %d times, want 1", k, n)
 			}
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
 
-// TestSeed000HeapKeyBug checks the CORRECT behaviour, not the seed's: the
+// TestReadyJobsByPriorityNotReadyTime checks the CORRECT behaviour, not the seed's: the
 // seed keys its heap by (ready_at, priority), so a low-priority job that
 // became ready earlier runs before an urgent job that became ready later,
 // even when both are ready. Hopper orders the jobs that are ready by priority
 // first: low-priority A (ready at t) and urgent B (ready at t+1s), stepped to
 // t+2s, run B first.
-func TestSeed000HeapKeyBug(t *testing.T) {
+func TestReadyJobsByPriorityNotReadyTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := seedClient(t, hopper.Config{})
-	defer seedStop(t, c)
-	var rec seedRecorder
-	tA := seedBase
-	seedFunc(t, c, seedRecord(&rec, "A"), &hopper.EnqueueOptions{Priority: 10, RunAt: tA})
-	seedFunc(t, c, seedRecord(&rec, "B"), &hopper.EnqueueOptions{Priority: 0, RunAt: tA.Add(time.Second)})
+	c := silentClient(t, hopper.Config{})
+	defer stopGracefully(t, c)
+	var rec recorder
+	tA := farFuture
+	enqueueFunc(t, c, recordAs(&rec, "A"), &hopper.EnqueueOptions{Priority: 10, RunAt: tA})
+	enqueueFunc(t, c, recordAs(&rec, "B"), &hopper.EnqueueOptions{Priority: 0, RunAt: tA.Add(time.Second)})
 	if ran, err := c.RunReady(ctx, tA.Add(2*time.Second)); err != nil || len(ran) != 2 {
 		t.Fatalf("RunReady: ran %d jobs (err %v), want 2", len(ran), err)
 	}
@@ -180,11 +183,11 @@ func TestSeed000HeapKeyBug(t *testing.T) {
 	}
 }
 
-// TestSeed000GracefulAndForcefulShutdown is follow-up 12. Graceful: stop
+// TestGracefulAndForcefulShutdown is follow-up 12. Graceful: stop
 // accepting, let the running job finish, start nothing new. Forceful (or a
 // graceful stop whose deadline passes): the running job's context is
 // cancelled and it goes back to waiting without its attempt being counted.
-func TestSeed000GracefulAndForcefulShutdown(t *testing.T) {
+func TestGracefulAndForcefulShutdown(t *testing.T) {
 	t.Parallel()
 	// run starts one worker on its own store (readable after Stop), busy with
 	// a job that takes 10s unless its context is cancelled (a second run
@@ -193,9 +196,9 @@ func TestSeed000GracefulAndForcefulShutdown(t *testing.T) {
 	run := func(t *testing.T, stop func(*hopper.Client) error) (*memstore.Store, hopper.ID, time.Duration) {
 		ctx := context.Background()
 		st := memstore.New()
-		c := seedClient(t, hopper.Config{Store: st, Concurrency: 1})
+		c := silentClient(t, hopper.Config{Store: st, Concurrency: 1})
 		var runs atomic.Int32
-		busy := seedFunc(t, c, func(ctx context.Context) (any, error) {
+		busy := enqueueFunc(t, c, func(ctx context.Context) (any, error) {
 			if runs.Add(1) > 1 {
 				return "second run", nil
 			}
@@ -207,18 +210,18 @@ func TestSeed000GracefulAndForcefulShutdown(t *testing.T) {
 			}
 		}, nil)
 		var waitingRan atomic.Bool
-		waiting := seedFunc(t, c, func(context.Context) (any, error) {
+		waiting := enqueueFunc(t, c, func(context.Context) (any, error) {
 			waitingRan.Store(true)
 			return nil, nil
 		}, nil)
-		seedStart(t, c)
+		startClient(t, c)
 		synctest.Wait() // the worker is inside the busy job
 		start := time.Now()
 		if err := stop(c); err != nil {
 			t.Fatalf("stop: %v", err)
 		}
 		took := time.Since(start)
-		if _, err := c.EnqueueFunc(ctx, seedRecord(new(seedRecorder), "x"), nil); !errors.Is(err, hopper.ErrClosed) {
+		if _, err := c.EnqueueFunc(ctx, recordAs(new(recorder), "x"), nil); !errors.Is(err, hopper.ErrClosed) {
 			t.Errorf("Enqueue after Stop: got %v, want ErrClosed", err)
 		}
 		if w, err := st.Get(ctx, waiting); err != nil || w.State != hopper.StateAvailable || w.Attempt != 0 || waitingRan.Load() {
@@ -243,12 +246,12 @@ func TestSeed000GracefulAndForcefulShutdown(t *testing.T) {
 		if len(j.Attempts) != 1 || j.Attempts[0].Outcome != "released" {
 			t.Errorf("interrupted job history: got %+v, want one released attempt", j.Attempts)
 		}
-		c2 := seedClient(t, hopper.Config{Store: st})
+		c2 := silentClient(t, hopper.Config{Store: st})
 		j, ok, err := c2.ProcessNext(context.Background(), time.Now())
 		if err != nil || !ok || j.ID != id || j.State != hopper.StateCompleted || j.Attempt != 1 {
 			t.Errorf("rerun: got %+v, %v, %v; want job %d completed as attempt 1", j, ok, err, id)
 		}
-		seedStop(t, c2)
+		stopGracefully(t, c2)
 	}
 	t.Run("graceful", func(t *testing.T) {
 		t.Parallel()
@@ -284,23 +287,23 @@ func TestSeed000GracefulAndForcefulShutdown(t *testing.T) {
 	})
 }
 
-// TestSeed000DLQRetention is follow-up 9: the DLQ is capped (DeadMaxCount,
+// TestDeadLetterRetention is follow-up 9: the DLQ is capped (DeadMaxCount,
 // oldest dropped) and dead jobs expire (DeadRetention). The retention cleaner
 // runs once a minute, so fake time is advanced past its ticks.
-func TestSeed000DLQRetention(t *testing.T) {
+func TestDeadLetterRetention(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := seedClient(t, hopper.Config{DeadMaxCount: 2, DeadRetention: 5 * time.Minute})
+		c := silentClient(t, hopper.Config{DeadMaxCount: 2, DeadRetention: 5 * time.Minute})
 		var ids []hopper.ID
 		for i := 1; i <= 3; i++ { // they die at +1s, +2s and +3s
-			ids = append(ids, seedFunc(t, c, func(context.Context) (any, error) {
+			ids = append(ids, enqueueFunc(t, c, func(context.Context) (any, error) {
 				return nil, errors.New("boom")
 			}, &hopper.EnqueueOptions{MaxAttempts: 1, Delay: time.Duration(i) * time.Second}))
 		}
-		seedStart(t, c)
+		startClient(t, c)
 		deadIDs := func() []hopper.ID {
 			synctest.Wait()
-			return seedDeadIDs(t, c)
+			return deadJobIDs(t, c)
 		}
 		time.Sleep(3 * time.Second)
 		if got := deadIDs(); !slices.Equal(got, ids) {
@@ -318,32 +321,32 @@ func TestSeed000DLQRetention(t *testing.T) {
 		if got := deadIDs(); len(got) != 0 {
 			t.Errorf("DLQ after the 5m retention: got %v, want empty", got)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
 
-// TestSeed000DeadLetterHook checks the per-job DLQ event the seed asks for
+// TestOnDeadOncePerDeadJob checks the per-job DLQ event the seed asks for
 // ("always emit a per-task DLQ event so downstream alerting can fire"):
 // Config.OnDead fires once for each job that dies, and for no other.
-func TestSeed000DeadLetterHook(t *testing.T) {
+func TestOnDeadOncePerDeadJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var got []*hopper.Job
-	c := seedClient(t, hopper.Config{OnDead: func(j *hopper.Job) {
+	c := silentClient(t, hopper.Config{OnDead: func(j *hopper.Job) {
 		mu.Lock()
 		got = append(got, j)
 		mu.Unlock()
 	}})
-	defer seedStop(t, c)
+	defer stopGracefully(t, c)
 	fail := func(context.Context) (any, error) { return nil, errors.New("boom") }
-	ok := seedFunc(t, c, seedRecord(new(seedRecorder), "ok"), nil)
-	retried := seedFunc(t, c, fail, &hopper.EnqueueOptions{MaxAttempts: 5})
-	exhausted := seedFunc(t, c, fail, &hopper.EnqueueOptions{MaxAttempts: 1})
-	permanent := seedFunc(t, c, func(context.Context) (any, error) {
+	ok := enqueueFunc(t, c, recordAs(new(recorder), "ok"), nil)
+	retried := enqueueFunc(t, c, fail, &hopper.EnqueueOptions{MaxAttempts: 5})
+	exhausted := enqueueFunc(t, c, fail, &hopper.EnqueueOptions{MaxAttempts: 1})
+	permanent := enqueueFunc(t, c, func(context.Context) (any, error) {
 		return nil, hopper.Permanent(errors.New("bad payload"))
 	}, nil)
-	if _, err := c.RunReady(ctx, seedBase); err != nil {
+	if _, err := c.RunReady(ctx, farFuture); err != nil {
 		t.Fatalf("RunReady: %v", err)
 	}
 	mu.Lock()
@@ -361,20 +364,20 @@ func TestSeed000DeadLetterHook(t *testing.T) {
 	}
 }
 
-// TestSeed000PoisonPill is follow-up 13: a job whose worker dies under it
+// TestPoisonPillDeadAfterMaxCrashes is follow-up 13: a job whose worker dies under it
 // MaxCrashes times in a row goes to the DLQ (and fires OnDead), whatever
 // attempts remain. The client works another queue, so it only rescues.
-func TestSeed000PoisonPill(t *testing.T) {
+func TestPoisonPillDeadAfterMaxCrashes(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New()
 		var dead atomic.Int32
-		c := seedClient(t, hopper.Config{Store: st, MaxCrashes: 3, Queues: map[string]hopper.QueueConfig{"other": {}},
+		c := silentClient(t, hopper.Config{Store: st, MaxCrashes: 3, Queues: map[string]hopper.QueueConfig{"other": {}},
 			OnDead: func(*hopper.Job) { dead.Add(1) }})
-		id := seedFunc(t, c, seedRecord(new(seedRecorder), "pill"), &hopper.EnqueueOptions{MaxAttempts: 10})
-		seedStart(t, c)
+		id := enqueueFunc(t, c, recordAs(new(recorder), "pill"), &hopper.EnqueueOptions{MaxAttempts: 10})
+		startClient(t, c)
 		for crash := 1; crash <= 3; crash++ {
-			seedCrash(t, st, time.Second)
+			crashMidJob(t, st, time.Second)
 			time.Sleep(11 * time.Second) // the rescuer runs every 10s
 			synctest.Wait()
 			j, err := st.Get(context.Background(), id)
@@ -392,6 +395,6 @@ func TestSeed000PoisonPill(t *testing.T) {
 		if n := dead.Load(); n != 1 {
 			t.Errorf("OnDead fired %d times, want 1", n)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }

@@ -1,9 +1,11 @@
 package hopper_test
 
-// Seed 002: "Building an Event Scheduler": events ordered by time,
-// cancellation, rescheduling without stale copies, fixed-rate versus
-// fixed-delay recurrence, cron rules, a 5s/30s/300s retry list, a fake clock
-// in tests, and stable tie-breaking.
+// Tests of when jobs run: in time order, never once cancelled, rescheduled
+// without stale copies, fixed-rate versus fixed-delay recurrence, cron
+// rules, a 5s/30s/300s retry list, a fake clock, stable tie-breaking, and
+// a sleeping scheduler woken by earlier work. They replay the design
+// document "Building an Event Scheduler" (seed 002 of docs/architecture.md),
+// whose events are jobs of kind "event" here.
 
 import (
 	"context"
@@ -20,47 +22,47 @@ import (
 	"github.com/hopperq/hopper/backoff"
 )
 
-// seed002Event is the seed's Event: a name and a payload.
-type seed002Event struct {
+// namedEvent is the seed's Event: a name and a payload.
+type namedEvent struct {
 	Name    string         `json:"name"`
 	Payload map[string]any `json:"payload,omitempty"`
 }
 
-// seed002Client returns a client whose kind "event" records event names.
-func seed002Client(t *testing.T) (*hopper.Client, *seedRecorder) {
+// eventClient returns a client whose kind "event" records event names.
+func eventClient(t *testing.T) (*hopper.Client, *recorder) {
 	t.Helper()
-	rec := new(seedRecorder)
+	rec := new(recorder)
 	ws := hopper.NewWorkers()
-	hopper.Register(ws, "event", func(ctx context.Context, e seed002Event) (any, error) {
+	hopper.Register(ws, "event", func(ctx context.Context, e namedEvent) (any, error) {
 		rec.add(e.Name)
 		return nil, nil
 	}, nil)
-	return seedClient(t, hopper.Config{Workers: ws}), rec
+	return silentClient(t, hopper.Config{Workers: ws}), rec
 }
 
-func seed002Schedule(t *testing.T, c *hopper.Client, name string, at time.Time, prio int) hopper.ID {
+func scheduleEvent(t *testing.T, c *hopper.Client, name string, at time.Time, prio int) hopper.ID {
 	t.Helper()
-	res, err := c.Enqueue(context.Background(), "event", seed002Event{Name: name}, &hopper.EnqueueOptions{RunAt: at, Priority: prio})
+	res, err := c.Enqueue(context.Background(), "event", namedEvent{Name: name}, &hopper.EnqueueOptions{RunAt: at, Priority: prio})
 	if err != nil {
 		t.Fatalf("Enqueue %s: %v", name, err)
 	}
 	return res.ID
 }
 
-// seed002At returns h:m on seedBase's day.
-func seed002At(h, m int) time.Time {
-	return seedBase.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+// dayAt returns h:m on farFuture's day.
+func dayAt(h, m int) time.Time {
+	return farFuture.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
 }
 
-// seed002Expect runs the events due at now and checks how many ran.
-func seed002Expect(t *testing.T, c *hopper.Client, now time.Time, want int) {
+// expectRan runs the events due at now and checks how many ran.
+func expectRan(t *testing.T, c *hopper.Client, now time.Time, want int) {
 	t.Helper()
-	if n := seed002RunReady(t, c, now); n != want {
+	if n := runReadyCount(t, c, now); n != want {
 		t.Errorf("RunReady at %s ran %d events, want %d", now.Format("15:04:05"), n, want)
 	}
 }
 
-func seed002RunReady(t *testing.T, c *hopper.Client, now time.Time) int {
+func runReadyCount(t *testing.T, c *hopper.Client, now time.Time) int {
 	t.Helper()
 	ran, err := c.RunReady(context.Background(), now)
 	if err != nil {
@@ -69,53 +71,53 @@ func seed002RunReady(t *testing.T, c *hopper.Client, now time.Time) int {
 	return len(ran)
 }
 
-// TestSeed002TimeOrdering: send_email 09:00, backup_database 02:00 and
+// TestRunsInTimeOrder: send_email 09:00, backup_database 02:00 and
 // refresh_cache 09:05 run in time order, whether the clock jumps past all of
 // them at once or steps through the day.
-func TestSeed002TimeOrdering(t *testing.T) {
+func TestRunsInTimeOrder(t *testing.T) {
 	t.Parallel()
-	at := seed002At
+	at := dayAt
 	enqueue := func(c *hopper.Client) {
-		seed002Schedule(t, c, "send_email", at(9, 0), 0)
-		seed002Schedule(t, c, "backup_database", at(2, 0), 0)
-		seed002Schedule(t, c, "refresh_cache", at(9, 5), 0)
+		scheduleEvent(t, c, "send_email", at(9, 0), 0)
+		scheduleEvent(t, c, "backup_database", at(2, 0), 0)
+		scheduleEvent(t, c, "refresh_cache", at(9, 5), 0)
 	}
 	want := []string{"backup_database", "send_email", "refresh_cache"}
 
-	c, rec := seed002Client(t)
-	defer seedStop(t, c)
+	c, rec := eventClient(t)
+	defer stopGracefully(t, c)
 	enqueue(c)
-	seed002Expect(t, c, at(10, 0), 3)
+	expectRan(t, c, at(10, 0), 3)
 	if got := rec.get(); !slices.Equal(got, want) {
 		t.Errorf("all due at once: got %v, want %v", got, want)
 	}
 
-	c2, rec2 := seed002Client(t)
-	defer seedStop(t, c2)
+	c2, rec2 := eventClient(t)
+	defer stopGracefully(t, c2)
 	enqueue(c2)
 	for _, s := range []struct {
 		h, m, want int
 	}{{1, 59, 0}, {2, 0, 1}, {8, 59, 0}, {9, 0, 1}, {9, 4, 0}, {9, 5, 1}, {23, 0, 0}} {
-		seed002Expect(t, c2, at(s.h, s.m), s.want)
+		expectRan(t, c2, at(s.h, s.m), s.want)
 	}
 	if got := rec2.get(); !slices.Equal(got, want) {
 		t.Errorf("stepping: got %v, want %v", got, want)
 	}
 }
 
-// TestSeed002Cancellation: a cancelled event never runs; cancelling it again
+// TestCancelledNeverRuns: a cancelled event never runs; cancelling it again
 // or cancelling an unknown ID returns false.
-func TestSeed002Cancellation(t *testing.T) {
+func TestCancelledNeverRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, rec := seed002Client(t)
-	defer seedStop(t, c)
-	id := seed002Schedule(t, c, "send_email", seedBase.Add(10*time.Second), 0)
-	seed002Schedule(t, c, "other", seedBase.Add(10*time.Second), 0)
+	c, rec := eventClient(t)
+	defer stopGracefully(t, c)
+	id := scheduleEvent(t, c, "send_email", farFuture.Add(10*time.Second), 0)
+	scheduleEvent(t, c, "other", farFuture.Add(10*time.Second), 0)
 	if ok, err := c.Cancel(ctx, id); !ok || err != nil {
 		t.Fatalf("Cancel(pending): got %v, %v; want true, nil", ok, err)
 	}
-	seed002RunReady(t, c, seedBase.Add(24*time.Hour))
+	runReadyCount(t, c, farFuture.Add(24*time.Hour))
 	if got := rec.get(); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("ran %v, want [other]", got)
 	}
@@ -129,32 +131,32 @@ func TestSeed002Cancellation(t *testing.T) {
 	}
 }
 
-// TestSeed002RescheduleNoStaleCopy: moving an event later leaves nothing at
+// TestRescheduleLeavesNoStaleCopy: moving an event later leaves nothing at
 // the old time, moving it earlier runs it earlier, and an event rescheduled
 // twice runs exactly once (the seed's generation problem). The ID is kept.
-func TestSeed002RescheduleNoStaleCopy(t *testing.T) {
+func TestRescheduleLeavesNoStaleCopy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	at := seed002At
-	c, rec := seed002Client(t)
-	defer seedStop(t, c)
+	at := dayAt
+	c, rec := eventClient(t)
+	defer stopGracefully(t, c)
 	move := func(id hopper.ID, to time.Time) {
 		if j, err := c.Reschedule(ctx, id, to, nil); err != nil || j.ID != id || !j.RunAt.Equal(to) {
 			t.Fatalf("Reschedule(%d, %s): got %+v, %v", id, to.Format("15:04"), j, err)
 		}
 	}
-	later := seed002Schedule(t, c, "later", at(9, 0), 0)
+	later := scheduleEvent(t, c, "later", at(9, 0), 0)
 	move(later, at(10, 0))
-	seed002Expect(t, c, at(9, 59), 0)
-	seed002Expect(t, c, at(10, 0), 1)
-	earlier := seed002Schedule(t, c, "earlier", at(14, 0), 0)
+	expectRan(t, c, at(9, 59), 0)
+	expectRan(t, c, at(10, 0), 1)
+	earlier := scheduleEvent(t, c, "earlier", at(14, 0), 0)
 	move(earlier, at(12, 0))
-	seed002Expect(t, c, at(12, 0), 1)
-	twice := seed002Schedule(t, c, "twice", at(15, 0), 0)
+	expectRan(t, c, at(12, 0), 1)
+	twice := scheduleEvent(t, c, "twice", at(15, 0), 0)
 	move(twice, at(15, 30))
 	move(twice, at(15, 15))
-	seed002Expect(t, c, at(15, 14), 0)
-	seed002Expect(t, c, at(23, 0), 1)
+	expectRan(t, c, at(15, 14), 0)
+	expectRan(t, c, at(23, 0), 1)
 	if got, want := rec.get(), []string{"later", "earlier", "twice"}; !slices.Equal(got, want) {
 		t.Errorf("ran %v, want %v (each exactly once)", got, want)
 	}
@@ -163,11 +165,11 @@ func TestSeed002RescheduleNoStaleCopy(t *testing.T) {
 	}
 }
 
-// TestSeed002FixedRateVsFixedDelay: a fixed-rate "every 5s" schedule whose
+// TestFixedRateVsFixedDelay: a fixed-rate "every 5s" schedule whose
 // job takes 2s fires at +5s, +10s, +15s (cadence kept); a fixed-delay 5s
 // schedule with the same job fires 5s after each run finished: +5s, +12s,
 // +19s. Fake time in a synctest bubble makes the durations exact.
-func TestSeed002FixedRateVsFixedDelay(t *testing.T) {
+func TestFixedRateVsFixedDelay(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		created := time.Now() // the bubble's clock stands still until it blocks
@@ -187,7 +189,7 @@ func TestSeed002FixedRateVsFixedDelay(t *testing.T) {
 				return nil, nil
 			}, nil)
 		}
-		c := seedClient(t, hopper.Config{Workers: ws})
+		c := silentClient(t, hopper.Config{Workers: ws})
 		for name, o := range map[string]hopper.ScheduleOptions{
 			"rate":  {Every: 5 * time.Second, Kind: "rate"},
 			"delay": {Every: 5 * time.Second, FixedDelay: true, Kind: "delay"},
@@ -196,10 +198,10 @@ func TestSeed002FixedRateVsFixedDelay(t *testing.T) {
 				t.Fatalf("AddSchedule %s: %v", name, err)
 			}
 		}
-		seedStart(t, c)
+		startClient(t, c)
 		time.Sleep(21 * time.Second)
 		synctest.Wait()
-		seedStop(t, c)
+		stopGracefully(t, c)
 		mu.Lock()
 		defer mu.Unlock()
 		for kind, want := range map[string][]time.Duration{
@@ -213,12 +215,12 @@ func TestSeed002FixedRateVsFixedDelay(t *testing.T) {
 	})
 }
 
-// TestSeed002CronSchedule: "0 9 * * 1-5" in Europe/Berlin fires at 09:00
+// TestCronWeekdaysAcrossDST: "0 9 * * 1-5" in Europe/Berlin fires at 09:00
 // Berlin time on weekdays only, across the change to summer time, when
 // stepped with FireSchedules and ProcessNext. The bubble only fixes the
 // schedule's creation time (Saturday 2000-01-01 00:00 UTC); nothing runs by
 // itself.
-func TestSeed002CronSchedule(t *testing.T) {
+func TestCronWeekdaysAcrossDST(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -228,8 +230,8 @@ func TestSeed002CronSchedule(t *testing.T) {
 		}
 		ws := hopper.NewWorkers()
 		hopper.RegisterRaw(ws, "report", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
-		c := seedClient(t, hopper.Config{Workers: ws})
-		defer seedStop(t, c)
+		c := silentClient(t, hopper.Config{Workers: ws})
+		defer stopGracefully(t, c)
 		sc, err := c.AddSchedule(ctx, "weekday-report", hopper.ScheduleOptions{
 			Cron: "0 9 * * 1-5", TimeZone: "Europe/Berlin", Kind: "report",
 		})
@@ -243,7 +245,7 @@ func TestSeed002CronSchedule(t *testing.T) {
 		if next := c.FireSchedules(ctx, first.Add(-time.Minute)); !next.Equal(first) {
 			t.Errorf("FireSchedules a minute early returned %s, want %s", next, first)
 		}
-		seed002Expect(t, c, first.Add(-time.Minute), 0)
+		expectRan(t, c, first.Add(-time.Minute), 0)
 		var fired []time.Time
 		at := first
 		for at.Before(time.Date(2000, 3, 29, 0, 0, 0, 0, berlin)) {
@@ -276,10 +278,10 @@ func TestSeed002CronSchedule(t *testing.T) {
 	})
 }
 
-// TestSeed002RetryListPolicy: the seed's 5s, 30s, 300s retry list, then a
+// TestRetryListDelaysExact: the seed's 5s, 30s, 300s retry list, then a
 // permanent failure. List delays are exact: jitter applies only to the
 // exponential strategy, even when the policy asks for full jitter.
-func TestSeed002RetryListPolicy(t *testing.T) {
+func TestRetryListDelaysExact(t *testing.T) {
 	t.Parallel()
 	p := backoff.List(5*time.Second, 30*time.Second, 300*time.Second)
 	p.Jitter = backoff.JitterFull
@@ -287,12 +289,12 @@ func TestSeed002RetryListPolicy(t *testing.T) {
 	hopper.RegisterRaw(ws, "flaky", func(context.Context, json.RawMessage) (any, error) {
 		return nil, errors.New("unavailable")
 	}, &hopper.EnqueueOptions{MaxAttempts: 4, Retry: &p})
-	c := seedClient(t, hopper.Config{Workers: ws})
-	defer seedStop(t, c)
+	c := silentClient(t, hopper.Config{Workers: ws})
+	defer stopGracefully(t, c)
 	if _, err := c.Enqueue(context.Background(), "flaky", nil, nil); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	now := seedBase
+	now := farFuture
 	for _, want := range []time.Duration{5 * time.Second, 30 * time.Second, 300 * time.Second} {
 		j, ok, err := c.ProcessNext(context.Background(), now)
 		if err != nil || !ok || j.State != hopper.StateRetrying {
@@ -312,78 +314,78 @@ func TestSeed002RetryListPolicy(t *testing.T) {
 	}
 }
 
-// seed002FakeClock is the seed's FakeClock.
-type seed002FakeClock struct{ now time.Time }
+// fakeClock is the seed's FakeClock.
+type fakeClock struct{ now time.Time }
 
-func (c *seed002FakeClock) advance(d time.Duration) { c.now = c.now.Add(d) }
-func (c *seed002FakeClock) time() time.Time         { return c.now }
+func (c *fakeClock) advance(d time.Duration) { c.now = c.now.Add(d) }
+func (c *fakeClock) time() time.Time         { return c.now }
 
-// TestSeed002FakeClock is the seed's fake-clock test: an event at t+10s is not
+// TestDueOnceClockAdvances is the seed's fake-clock test: an event at t+10s is not
 // due at t and is due once the clock has advanced 10s.
-func TestSeed002FakeClock(t *testing.T) {
+func TestDueOnceClockAdvances(t *testing.T) {
 	t.Parallel()
-	clock := &seed002FakeClock{now: seedBase}
-	c, rec := seed002Client(t)
-	defer seedStop(t, c)
-	seed002Schedule(t, c, "send_email", clock.time().Add(10*time.Second), 0)
-	seed002Expect(t, c, clock.time(), 0)
+	clock := &fakeClock{now: farFuture}
+	c, rec := eventClient(t)
+	defer stopGracefully(t, c)
+	scheduleEvent(t, c, "send_email", clock.time().Add(10*time.Second), 0)
+	expectRan(t, c, clock.time(), 0)
 	clock.advance(10 * time.Second)
-	seed002Expect(t, c, clock.time(), 1)
+	expectRan(t, c, clock.time(), 1)
 	if got := rec.get(); !slices.Equal(got, []string{"send_email"}) {
 		t.Errorf("ran %v, want [send_email]", got)
 	}
 }
 
-// TestSeed002PriorityTieBreakFIFO: among events due at the same time, the
+// TestSameTimeByPriorityThenFIFO: among events due at the same time, the
 // lower priority number runs first, and equal priorities run in insertion
 // order (stable tie-breaking).
-func TestSeed002PriorityTieBreakFIFO(t *testing.T) {
+func TestSameTimeByPriorityThenFIFO(t *testing.T) {
 	t.Parallel()
-	c, rec := seed002Client(t)
-	defer seedStop(t, c)
-	at := seedBase.Add(time.Hour)
+	c, rec := eventClient(t)
+	defer stopGracefully(t, c)
+	at := farFuture.Add(time.Hour)
 	for i, prio := range []int{1, 0, 1, 0, 1} {
-		seed002Schedule(t, c, string(rune('a'+i)), at, prio)
+		scheduleEvent(t, c, string(rune('a'+i)), at, prio)
 	}
-	seed002Expect(t, c, at, 5)
+	expectRan(t, c, at, 5)
 	if got, want := rec.get(), []string{"b", "d", "a", "c", "e"}; !slices.Equal(got, want) {
 		t.Errorf("order: got %v, want %v", got, want)
 	}
 }
 
-// TestSeed002ConcurrentInsertionWakeup is the seed's "concurrent insertion"
+// TestEarlierEnqueueWakesScheduler is the seed's "concurrent insertion"
 // bug: a running scheduler that sleeps until its next event (10 minutes
 // away) must wake for an earlier event inserted meanwhile (due in 1s), and
 // an idle one, with nothing to wait for, must wake for a new delayed event.
-func TestSeed002ConcurrentInsertionWakeup(t *testing.T) {
+func TestEarlierEnqueueWakesScheduler(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := seedClient(t, hopper.Config{})
-		seedStart(t, c)
+		c := silentClient(t, hopper.Config{})
+		startClient(t, c)
 		synctest.Wait() // the pool is idle, with nothing waiting
 		t0 := time.Now()
-		_, late := seedTimed(t, c, t0, &hopper.EnqueueOptions{Delay: 10 * time.Minute})
+		_, late := enqueueTimed(t, c, t0, &hopper.EnqueueOptions{Delay: 10 * time.Minute})
 		synctest.Wait()
-		_, early := seedTimed(t, c, t0, &hopper.EnqueueOptions{Delay: time.Second})
+		_, early := enqueueTimed(t, c, t0, &hopper.EnqueueOptions{Delay: time.Second})
 		if got := early(); got != time.Second {
 			t.Errorf("event due in 1s, inserted while the scheduler slept: ran at +%s, want +1s", got)
 		}
 		if got := late(); got != 10*time.Minute {
 			t.Errorf("event due in 10m, inserted into an idle scheduler: ran at +%s, want +10m", got)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
 
-// TestSeed002RescheduleEarlierWakesScheduler: on a running client, moving a
+// TestRescheduleEarlierWakesScheduler: on a running client, moving a
 // waiting job earlier makes it run at its new time, not its old one.
-func TestSeed002RescheduleEarlierWakesScheduler(t *testing.T) {
+func TestRescheduleEarlierWakesScheduler(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := seedClient(t, hopper.Config{})
-		seedStart(t, c)
+		c := silentClient(t, hopper.Config{})
+		startClient(t, c)
 		t0 := time.Now()
-		id, ran := seedTimed(t, c, t0, &hopper.EnqueueOptions{Delay: 30 * time.Minute})
+		id, ran := enqueueTimed(t, c, t0, &hopper.EnqueueOptions{Delay: 30 * time.Minute})
 		synctest.Wait() // the scheduler sleeps until +30m
 		if _, err := c.Reschedule(context.Background(), id, t0.Add(5*time.Second), nil); err != nil {
 			t.Fatalf("Reschedule: %v", err)
@@ -391,6 +393,6 @@ func TestSeed002RescheduleEarlierWakesScheduler(t *testing.T) {
 		if got := ran(); got != 5*time.Second {
 			t.Errorf("rescheduled from +30m to +5s: ran at +%s, want +5s", got)
 		}
-		seedStop(t, c)
+		stopGracefully(t, c)
 	})
 }
