@@ -86,6 +86,21 @@ func (t timedStore) Purge(ctx context.Context, p store.PurgeParams) (r int, err 
 	return t.s.Purge(ctx, p)
 }
 
+func (t timedStore) CancelMatching(ctx context.Context, p store.MatchParams) (r store.MatchResult, err error) {
+	defer func(start time.Time) { t.done("cancel_matching", start, err) }(time.Now())
+	return t.s.CancelMatching(ctx, p)
+}
+
+func (t timedStore) RetryMatching(ctx context.Context, p store.MatchParams) (r store.MatchResult, err error) {
+	defer func(start time.Time) { t.done("retry_matching", start, err) }(time.Now())
+	return t.s.RetryMatching(ctx, p)
+}
+
+func (t timedStore) DeleteMatching(ctx context.Context, p store.MatchParams) (r store.MatchResult, err error) {
+	defer func(start time.Time) { t.done("delete_matching", start, err) }(time.Now())
+	return t.s.DeleteMatching(ctx, p)
+}
+
 func (t timedStore) AddSchedule(ctx context.Context, p store.AddScheduleParams) (err error) {
 	defer func(start time.Time) { t.done("add_schedule", start, err) }(time.Now())
 	return t.s.AddSchedule(ctx, p)

@@ -88,6 +88,23 @@ type Store interface {
 	// batch is still exactly the selection's jobs.
 	Purge(ctx context.Context, p PurgeParams) (int, error)
 
+	// CancelMatching applies ApplyCancel, in one transaction, to the next
+	// batch of the jobs p selects that are waiting or running
+	// (CancelStates): those with the lowest IDs above p.AfterID, at most
+	// p.Size() of them, among the IDs up to p.Last(). A waiting job is
+	// cancelled; a running job gets CancelRequested (and is listed in
+	// Running). Invalid p (see its Validate) is a *job.FieldError. See
+	// MatchParams.Next for where the next batch starts.
+	CancelMatching(ctx context.Context, p MatchParams) (MatchResult, error)
+	// RetryMatching applies ApplyRetryDead, in one transaction, to the
+	// next batch of the dead jobs p selects (as CancelMatching picks its
+	// batch), except those whose unique key another unfinished job holds:
+	// they stay dead and are counted as Skipped.
+	RetryMatching(ctx context.Context, p MatchParams) (MatchResult, error)
+	// DeleteMatching deletes, in one transaction, the next batch of the
+	// finished jobs p selects (as CancelMatching picks its batch).
+	DeleteMatching(ctx context.Context, p MatchParams) (MatchResult, error)
+
 	// AddSchedule inserts a recurring schedule, or job.ErrDuplicate if the
 	// name is taken (unless p.Replace).
 	AddSchedule(ctx context.Context, p AddScheduleParams) error

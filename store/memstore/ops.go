@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -112,22 +113,35 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 		}
 	}
 	n := 0
-	var v job.Job
 	for _, e := range dead {
-		if k := e.uniqueKey(); k != "" {
-			if s.unique[k] != nil {
-				continue // another unfinished job holds the key
-			}
-			s.unique[k] = e
-		}
-		e.view(&v)
-		if err := store.ApplyRetryDead(&v, p.Now); err != nil {
+		ok, err := s.retryDead(e, p.Now)
+		if err != nil {
 			return n, err
 		}
-		s.update(e, &v)
-		n++
+		if ok {
+			n++
+		}
 	}
 	return n, nil
+}
+
+// retryDead applies store.ApplyRetryDead to the dead entry e, unless
+// another unfinished job holds its unique key: then it reports false and
+// changes nothing.
+func (s *Store) retryDead(e *entry, now time.Time) (bool, error) {
+	if k := e.uniqueKey(); k != "" {
+		if s.unique[k] != nil {
+			return false, nil // another unfinished job holds the key
+		}
+		s.unique[k] = e
+	}
+	var v job.Job
+	e.view(&v)
+	if err := store.ApplyRetryDead(&v, now); err != nil {
+		return false, err
+	}
+	s.update(e, &v)
+	return true, nil
 }
 
 // Purge implements store.Store.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -174,25 +175,56 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 	ids := slices.Sorted(slices.Values(p.IDs))
 	ids = slices.Compact(ids)
 	taken := make(map[string]bool) // keys given to jobs retried by this call
-	total, tries := 0, 0
+	total := 0
 	var after int64
 	for {
-		var loaded, moved int
-		var last int64
+		var chunk []int64
+		if !p.All {
+			chunk = make([]int64, min(len(ids), retryBatch))
+			for i, id := range ids[:len(chunk)] {
+				chunk[i] = int64(id)
+			}
+		}
+		loaded, retried, err := s.retryOnce(ctx, now, taken, func(tx pgx.Tx) (pgx.Rows, error) {
+			if p.All {
+				return tx.Query(ctx, s.q(sqlDeadAll), after)
+			}
+			return tx.Query(ctx, s.q(sqlDeadIDs), chunk)
+		})
+		if err != nil {
+			return total, err
+		}
+		if len(loaded) > 0 {
+			after = int64(loaded[len(loaded)-1].ID)
+		}
+		total += len(retried)
+		if p.All {
+			if len(loaded) < retryBatch {
+				return total, nil
+			}
+			continue
+		}
+		ids = ids[len(chunk):]
+		if len(ids) == 0 {
+			return total, nil
+		}
+	}
+}
+
+// retryOnce applies store.ApplyRetryDead, in one transaction, to the dead
+// jobs load selects (jobCols, locked FOR UPDATE in ID order), except those
+// whose unique key another unfinished job holds or taken lists (keys given
+// by earlier batches of the same call); it adds the keys it gives to
+// taken. It returns the jobs loaded and those retried, as it left them.
+// A batch that meets a key conflict (see RetryDead) is rolled back and run
+// again, up to maxHolderRetries times.
+func (s *Store) retryOnce(ctx context.Context, now time.Time, taken map[string]bool,
+	load func(tx pgx.Tx) (pgx.Rows, error)) (loaded, retried []*job.Job, err error) {
+	for tries := 0; ; tries++ {
 		give := make(map[string]bool) // keys this batch gives out
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var rows pgx.Rows
-			var err error
-			if p.All {
-				rows, err = tx.Query(ctx, s.q(sqlDeadAll), after)
-			} else {
-				chunk := ids[:min(len(ids), retryBatch)]
-				arg := make([]int64, len(chunk))
-				for i, id := range chunk {
-					arg[i] = int64(id)
-				}
-				rows, err = tx.Query(ctx, s.q(sqlDeadIDs), arg)
-			}
+			loaded, retried = nil, nil
+			rows, err := load(tx)
 			if err != nil {
 				return err
 			}
@@ -200,10 +232,7 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			if err != nil {
 				return err
 			}
-			loaded = len(dead)
-			if loaded > 0 {
-				last = int64(dead[loaded-1].ID)
-			}
+			loaded = dead
 			var keys []string
 			for _, j := range dead {
 				if j.UniqueKey != "" {
@@ -232,7 +261,6 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 					return err
 				}
 			}
-			var retried []*job.Job
 			for _, j := range dead {
 				if k := j.UniqueKey; k != "" {
 					if held[k] || taken[k] || give[k] {
@@ -245,7 +273,6 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 				}
 				retried = append(retried, j)
 			}
-			moved = len(retried)
 			prev := make([]int, len(retried))
 			for i, j := range retried {
 				prev[i] = len(j.Attempts)
@@ -253,31 +280,16 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 			return s.save(ctx, tx, retried, prev)
 		})
 		if err != nil && keyConflict(err) && tries < maxHolderRetries {
-			tries++
 			continue // rolled back: again, finding the key held
 		}
 		if err != nil {
-			return total, s.translate(err)
-		}
-		tries = 0
-		if loaded > 0 {
-			after = last
+			return nil, nil, s.translate(err)
 		}
 		maps.Copy(taken, give)
-		if moved > 0 {
+		if len(retried) > 0 {
 			s.notify()
 		}
-		total += moved
-		if p.All {
-			if loaded < retryBatch {
-				return total, nil
-			}
-			continue
-		}
-		ids = ids[min(len(ids), retryBatch):]
-		if len(ids) == 0 {
-			return total, nil
-		}
+		return loaded, retried, nil
 	}
 }
 

@@ -101,6 +101,21 @@ func (c *countChecked) Purge(ctx context.Context, p store.PurgeParams) (int, err
 	return c.Store.Purge(ctx, p)
 }
 
+func (c *countChecked) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	defer c.check("CancelMatching")
+	return c.Store.CancelMatching(ctx, p)
+}
+
+func (c *countChecked) RetryMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	defer c.check("RetryMatching")
+	return c.Store.RetryMatching(ctx, p)
+}
+
+func (c *countChecked) DeleteMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	defer c.check("DeleteMatching")
+	return c.Store.DeleteMatching(ctx, p)
+}
+
 func (c *countChecked) FireSchedule(ctx context.Context, p store.FireScheduleParams) (store.FireResult, error) {
 	defer c.check("FireSchedule")
 	return c.Store.FireSchedule(ctx, p)

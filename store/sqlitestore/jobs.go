@@ -385,7 +385,6 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 	now := p.Now.UTC()
 	var n int
 	err := s.write(ctx, func(w *writer) error {
-		n = 0
 		var dead []*job.Job
 		var err error
 		if p.All {
@@ -396,30 +395,41 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 		if err != nil {
 			return err
 		}
-		for _, j := range dead {
-			if j.UniqueKey != "" {
-				_, _, held, err := holder(w, j.UniqueKey)
-				if err != nil {
-					return err
-				}
-				if held {
-					continue // another unfinished job holds the key: stays dead
-				}
-			}
-			if err := store.ApplyRetryDead(j, now); err != nil {
-				return err
-			}
-			if err := w.save(j, job.StateDead); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+		retried, err := w.retryDead(dead, now)
+		n = len(retried)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// retryDead applies store.ApplyRetryDead to the dead jobs, in order, and
+// saves them, except those whose unique key another unfinished job holds
+// (an earlier one of dead, retried, included); it returns the jobs it
+// retried, as it left them.
+func (w *writer) retryDead(dead []*job.Job, now time.Time) ([]*job.Job, error) {
+	var retried []*job.Job
+	for _, j := range dead {
+		if j.UniqueKey != "" {
+			_, _, held, err := holder(w, j.UniqueKey)
+			if err != nil {
+				return nil, err
+			}
+			if held {
+				continue // another unfinished job holds the key: stays dead
+			}
+		}
+		if err := store.ApplyRetryDead(j, now); err != nil {
+			return nil, err
+		}
+		if err := w.save(j, job.StateDead); err != nil {
+			return nil, err
+		}
+		retried = append(retried, j)
+	}
+	return retried, nil
 }
 
 // purgeSQL returns the DELETE of the jobs of one state that p selects,

@@ -44,7 +44,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	seen := make(map[string]bool)
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(),
-		cancelCases(), leaseCases(), dlqCases(), scheduleCases(),
+		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
 		listCases(), concurrencyCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(),
 	} {
 		for _, c := range group {
