@@ -14,6 +14,7 @@ import (
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
+	"github.com/hopperq/hopper/store/storetest"
 )
 
 // Benchmarks of the store operations on the hot paths. They need
@@ -262,4 +263,19 @@ func bigSchema(b *testing.B, rows int) string {
 		b.Fatal(err)
 	}
 	return schema
+}
+
+// BenchmarkBulk runs the bulk actions on 300,000 matching jobs (see
+// storetest.BenchBulk; docs/performance.md records the figures):
+//
+//	go test -run '^$' -bench Bulk -benchtime 1x ./store/pgstore/
+func BenchmarkBulk(b *testing.B) {
+	storetest.BenchBulk(b, bulkN(), func(b *testing.B) store.Store { return openStore(b, pgstore.Options{}) })
+}
+
+func bulkN() int {
+	if n, err := strconv.Atoi(os.Getenv("HOPPER_BENCH_BULK")); err == nil {
+		return n
+	}
+	return 300_000
 }

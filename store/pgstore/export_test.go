@@ -3,6 +3,9 @@ package pgstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
 )
 
 // Hooks for the tests of package pgstore_test.
@@ -37,7 +40,14 @@ func OnNotify(s *Store, f func()) { s.onNotify.Store(&f) }
 // Statements returns the SQL of the hot-path statements, for the plan
 // tests: name → SQL (for this Store's schema).
 func Statements(s *Store) map[string]string {
+	// The bulk actions' batches, filtered by a queue and a state a partial
+	// index covers: $1 after, $2 last, $3 limit, $4 the queue (then $5
+	// now, for the cancel).
+	avail, _ := matchCTE(store.MatchParams{Queue: "q", UpTo: 1}, []job.State{job.StateAvailable})
+	done, _ := matchCTE(store.MatchParams{Queue: "q", UpTo: 1}, []job.State{job.StateCompleted})
 	return map[string]string{
+		"cancelmatching": s.q(`WITH ` + avail + cancelSQL("$5")),
+		"deletematching": s.q(`WITH ` + done + sqlDeleteMatching),
 		"promote":       s.q(sqlPromote[1]),
 		"promote/all":   s.q(sqlPromote[0]),
 		"claim":         s.q(sqlClaim[1][0][1]),

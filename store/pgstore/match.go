@@ -12,21 +12,28 @@ import (
 // Bulk actions (store.MatchParams). A batch first reads its candidates —
 // the CTE c, by primary key over the ID range (AfterID, Last] (TestPlans
 // checks that the planner does not read a partial index of every
-// matching job and sort it instead) — then locks those still in a state
-// the action applies to, in ID order, and changes them; a row another
-// transaction changed meanwhile is looked at again as it is then. Each
-// call is one transaction.
+// matching job and sort it instead) — then changes those still in a state
+// the action applies to, by primary key: in ID order, the order every
+// statement locking several jobs takes them in. A row another
+// transaction changed meanwhile is checked again as that transaction left
+// it (READ COMMITTED's re-check of an UPDATE's or DELETE's conditions).
+// Each call is one transaction.
 
 // matchCTE returns the CTE c selecting a batch's candidates among states,
 // with its arguments: $1 after, $2 last, $3 the limit, then the queue and
 // kind if given. States are literals, names of a fixed set.
+
 func matchCTE(p store.MatchParams, states []job.State) (string, sqlArgs) {
 	a := sqlArgs{int64(p.AfterID), int64(p.Last()), int64(p.Size())}
 	names := make([]string, len(states))
 	for i, st := range states {
 		names[i] = stateLiteral(st)
 	}
-	cond := `state IN (` + strings.Join(names, ", ") + `)`
+	// state as text: a condition the partial indexes' cannot imply, so
+	// that the planner reads the ID range by primary key rather than a
+	// partial index (jobs_claim, jobs_finished) of every matching job of
+	// the queue, and sorts them, in every batch.
+	cond := `state::text IN (` + strings.Join(names, ", ") + `)`
 	if p.Queue != "" {
 		cond += ` AND queue = ` + a.add(p.Queue)
 	}
@@ -60,18 +67,18 @@ func next(p store.MatchParams, n int, last *int64) job.ID {
 	return p.Next(n, job.ID(*last))
 }
 
-// cancelSQL is store.ApplyCancel in SQL on the rows of l, after c
-// (matchCTE); now is the placeholder of the time. It returns the
-// candidates' count and highest ID, the IDs of the jobs changed and of
-// those still running.
+// cancelSQL is store.ApplyCancel in SQL on the rows of c (matchCTE) still
+// waiting or running; now is the placeholder of the time. The UPDATE
+// reads the rows by primary key in ID order, so it locks them in that
+// order, and a row another transaction changed meanwhile is checked and
+// changed as that transaction left it. It returns the candidates' count
+// and highest ID, the IDs of the jobs changed and of those still running.
 func cancelSQL(now string) string {
 	return `,
-	l AS MATERIALIZED (SELECT id FROM {schema}.jobs WHERE id = ANY(ARRAY(SELECT id FROM c))
-		AND ` + sqlUnfinished + ` ORDER BY id FOR UPDATE),
 	u AS (UPDATE {schema}.jobs j SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
 		finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE ` + now + ` END,
 		cancel_requested = j.cancel_requested OR j.state = 'running'
-		WHERE j.id = ANY(ARRAY(SELECT id FROM l)) RETURNING j.id, j.state)
+		WHERE j.id = ANY(ARRAY(SELECT id FROM c)) AND j.` + sqlUnfinished + ` RETURNING j.id, j.state)
 	SELECT (SELECT count(*) FROM c), (SELECT max(id) FROM c), ARRAY(SELECT id FROM u ORDER BY id),
 		ARRAY(SELECT id FROM u WHERE state = 'running' ORDER BY id)`
 }

@@ -66,10 +66,23 @@ func TestPlans(t *testing.T) {
 		{"heartbeat", []any{ids, atts, "w", ts(t0)}},
 		{"rescue", []any{ts(t0.Add(time.Minute))}},
 		{"queuecounts", nil},
+		// A bulk batch reads its candidates by primary key over its ID
+		// range, never a partial index of every matching job of the queue
+		// and a sort. Over most of this small table ("wide"), a
+		// sequential scan is fair; a partial index is not.
+		{"cancelmatching", []any{int64(4000), int64(5000), int64(1000), "q0", ts(t0)}},
+		{"deletematching", []any{int64(4000), int64(5000), int64(1000), "q0"}},
+		{"cancelmatching/wide", []any{int64(0), int64(16000), int64(1000), "q0", ts(t0)}},
+		{"deletematching/wide", []any{int64(0), int64(16000), int64(1000), "q0"}},
 	} {
-		plan := explain(t, c, st[tc.name], tc.args)
-		if strings.Contains(plan, "Seq Scan on jobs") {
+		name, wide := strings.CutSuffix(tc.name, "/wide")
+		plan := explain(t, c, st[name], tc.args)
+		if strings.Contains(plan, "Seq Scan on jobs") && !wide {
 			t.Errorf("%s: a sequential scan of jobs:\n%s", tc.name, plan)
+		}
+		if strings.HasSuffix(name, "matching") && (strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "jobs_finished") ||
+			strings.Contains(plan, "Bitmap") || !wide && !strings.Contains(plan, "Index Scan using jobs_pkey on jobs (")) {
+			t.Errorf("%s: the candidates are not read by primary key:\n%s", tc.name, plan)
 		}
 		// Stats.OldestAvailable: a seek of jobs_claim per (queue, priority).
 		if tc.name == "queuecounts" && !strings.Contains(plan, "Index Cond: (ROW(queue, priority) > ROW(") {

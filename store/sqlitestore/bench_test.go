@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/hopperq/hopper/internal/cputime"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/storetest"
 )
 
 var bt0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -96,6 +98,18 @@ func perSec(b *testing.B, perOp float64, unit string) {
 // shared machine it varies much less than the wall time.
 func cpuPerOp(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkBulk runs the bulk actions on 300,000 matching jobs (see
+// storetest.BenchBulk; docs/performance.md records the figures):
+//
+//	go test -run '^$' -bench Bulk -benchtime 1x ./store/sqlitestore/
+func BenchmarkBulk(b *testing.B) {
+	storetest.BenchBulk(b, bulkN(), func(b *testing.B) store.Store {
+		s := bOpen(b, filepath.Join(b.TempDir(), "b.db"), Options{})
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
 }
 
 // BenchmarkEnqueueBatch: one Enqueue of 1,000 jobs (one transaction).
@@ -454,4 +468,11 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(scaleFiles.dir)
 	}
 	os.Exit(code)
+}
+
+func bulkN() int {
+	if n, err := strconv.Atoi(os.Getenv("HOPPER_BENCH_BULK")); err == nil {
+		return n
+	}
+	return 300_000
 }

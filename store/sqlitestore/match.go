@@ -43,6 +43,21 @@ func matchWhere(p store.MatchParams, states []job.State) (string, []any) {
 	return b.String(), args
 }
 
+// matchQuery reads the candidates of a batch of condition where (its
+// arguments, then the limit).
+func matchQuery(where string) string {
+	return `SELECT id, state, queue, kind FROM jobs WHERE ` + where + ` ORDER BY id LIMIT ?`
+}
+
+// cancelSQL is store.ApplyCancel in SQL on the jobs of condition where
+// (its arguments follow the first, now).
+func cancelSQL(where string) string {
+	return `UPDATE jobs SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
+		finished_at = CASE WHEN state = 'running' THEN finished_at ELSE ? END,
+		cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END
+		WHERE ` + where
+}
+
 // matched is a job of a batch as the batch reads it.
 type matched struct {
 	id          job.ID
@@ -77,7 +92,7 @@ func (s *Store) match(ctx context.Context, p store.MatchParams, applies []job.St
 		return store.MatchResult{}, nil // nothing in the selection: done
 	}
 	where, args := matchWhere(p, states)
-	q := `SELECT id, state, queue, kind FROM jobs WHERE ` + where + ` ORDER BY id LIMIT ?`
+	q := matchQuery(where)
 	var res store.MatchResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.MatchResult{}
@@ -122,10 +137,7 @@ func (s *Store) match(ctx context.Context, p store.MatchParams, applies []job.St
 func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
 	now := store.UnixNanos(p.Now)
 	return s.match(ctx, p, store.CancelStates, func(w *writer, b *batch, res *store.MatchResult) error {
-		q := `UPDATE jobs SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
-			finished_at = CASE WHEN state = 'running' THEN finished_at ELSE ? END,
-			cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END
-			WHERE ` + b.where
+		q := cancelSQL(b.where)
 		args := append([]any{now}, b.span()...)
 		if p.ReturnJobs {
 			jobs, err := w.queryJobs(q+` RETURNING `+jobCols, args...)

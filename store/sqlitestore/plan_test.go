@@ -55,6 +55,10 @@ func checkPlans(t *testing.T, s *Store) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	purge := func(p store.PurgeParams) string { q, _ := purgeSQL(p); return q }
 	queues, kinds := `["a","c"]`, `["k"]`
+	// Bulk batches: by primary key over their ID range, never through a
+	// partial index of every matching job and a sort.
+	avail, _ := matchWhere(store.MatchParams{Queue: "a", Kind: "k"}, []job.State{job.StateAvailable})
+	done, _ := matchWhere(store.MatchParams{Queue: "a"}, store.DeleteStates)
 	for _, q := range []struct {
 		name, sql string
 		args      []any
@@ -90,6 +94,10 @@ func checkPlans(t *testing.T, s *Store) {
 		{"purge before", purge(store.PurgeParams{Before: now}), []any{"dead", 1}, "INDEX jobs_finished "},
 		{"purge keep newest", purge(store.PurgeParams{KeepNewest: 5}), []any{"dead", "dead", 5}, "INDEX jobs_finished "},
 		{"purge by ID", purge(store.PurgeParams{IDs: []job.ID{1, 2}, Before: now}), []any{"dead", "[1,2]", 1}, "INTEGER PRIMARY KEY"},
+		{"bulk candidates", matchQuery(avail), []any{"a", "k", 10, 20, 5}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"bulk finished candidates", matchQuery(done), []any{"a", 10, 20, 5}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"bulk cancel", cancelSQL(avail), []any{1, "a", "k", 10, 20}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"bulk delete", `DELETE FROM jobs WHERE ` + done, []any{"a", 10, 20}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 		{"leader", sqlLeader, []any{"maintenance"}, "PRIMARY KEY (name=?)"},
 		{"resign", sqlResign, []any{"maintenance", "w", 1}, "PRIMARY KEY (name=?)"},
 	} {
@@ -112,7 +120,7 @@ func checkPlans(t *testing.T, s *Store) {
 		if strings.Contains(all, "SCAN jobs") {
 			t.Errorf("%s: full scan of jobs: %s", q.name, all)
 		}
-		if q.sql == sqlReadyLanes && strings.Contains(all, "TEMP B-TREE") {
+		if (q.sql == sqlReadyLanes || strings.HasPrefix(q.name, "bulk")) && strings.Contains(all, "TEMP B-TREE") {
 			t.Errorf("%s: sorts (the primary key gives the order): %s", q.name, all)
 		}
 		if !strings.Contains(all+" ", q.uses) {
