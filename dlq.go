@@ -28,9 +28,11 @@ func (c *Client) RetryDead(ctx context.Context, ids ...ID) (int, error) {
 }
 
 // RetryAllDead moves every dead job back to waiting, as RetryDead does, and
-// returns how many moved.
+// returns how many moved. It is RetryMatching of the dead jobs, in batches
+// of BulkBatch: a job that dies after it started may stay dead.
 func (c *Client) RetryAllDead(ctx context.Context) (int, error) {
-	return c.retryDead(ctx, store.RetryDeadParams{All: true})
+	res, err := c.RetryMatching(ctx, BulkOptions{States: []State{StateDead}})
+	return res.Done, err
 }
 
 func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
@@ -38,22 +40,6 @@ func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, e
 		return 0, ErrClosed
 	}
 	ids := p.IDs
-	if c.reported() && p.All {
-		// Learn which jobs "all" is, to report each one.
-		for after := ID(0); ; {
-			page, err := c.store.List(ctx, store.ListParams{States: []State{StateDead}, AfterID: after, Limit: 1000})
-			if err != nil {
-				return 0, fmt.Errorf("retry dead jobs: %w", err)
-			}
-			for _, j := range page {
-				ids = append(ids, j.ID)
-			}
-			if len(page) < 1000 {
-				break
-			}
-			after = page[len(page)-1].ID
-		}
-	}
 	p.Now = c.now()
 	n, err := c.store.RetryDead(ctx, p)
 	if err != nil {

@@ -242,3 +242,38 @@ func TestEventClassification(t *testing.T) {
 		t.Error("hopper_workers exported with NoPool")
 	}
 }
+
+// TestBulkActionsCounted: a bulk cancel reports every job it cancels, so
+// the finished counter and the store operations' latency include it.
+func TestBulkActionsCounted(t *testing.T) {
+	t.Parallel()
+	m := New(Options{NoPool: true})
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), ExternalKinds: []string{"k"},
+		OnEvent: m.OnEvent, OnStoreCall: m.OnStoreCall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	m.Attach(c)
+	ctx := context.Background()
+	const n = hopper.BulkBatch + 10
+	reqs := make([]hopper.EnqueueRequest, n)
+	for i := range reqs {
+		reqs[i] = hopper.EnqueueRequest{Kind: "k", Options: &hopper.EnqueueOptions{Queue: "q", Delay: time.Hour}}
+	}
+	if _, err := c.EnqueueMany(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.CancelMatching(ctx, hopper.BulkOptions{Queue: "q"}); err != nil || res.Done != n {
+		t.Fatalf("CancelMatching: %+v, %v; want %d cancelled", res, err, n)
+	}
+	got := scrape(t, m)
+	for series, want := range map[string]float64{
+		`hopper_jobs_finished_total{kind="k",queue="q",state="cancelled"}`:    n,
+		`hopper_store_operation_duration_seconds_count{op="cancel_matching"}`: 2,
+	} {
+		if v := got[series]; v != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+}
