@@ -46,10 +46,10 @@ type BulkOptions struct {
 
 // BulkResult is what a bulk action did, so far or in all.
 type BulkResult struct {
-	// Total is how many jobs the action applied to when it started,
-	// counted then without the UpTo bound: a denominator for progress,
-	// not a promise (jobs enqueued since the bound was taken are in it,
-	// jobs that finished meanwhile are not acted on).
+	// Total is how many jobs of the selection the action applied to when
+	// it started (an estimate if more than 1,000 such jobs were enqueued
+	// after UpTo): a denominator for progress, not a promise, since jobs
+	// that finish while the action runs are not acted on.
 	Total int
 	// Done counts the jobs changed: cancelled (or, running, asked to
 	// stop), retried or deleted.
@@ -164,7 +164,7 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 		return res, wrap(name, err)
 	}
 	p.AfterID = oldest[0].ID - 1
-	if res.Total, err = c.store.Count(ctx, lp); err != nil {
+	if res.Total, err = c.total(ctx, lp, p.UpTo); err != nil {
 		return res, wrap(name, err)
 	}
 	for {
@@ -189,6 +189,26 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 		}
 		p.AfterID = r.Next
 	}
+}
+
+// totalPeek bounds the jobs newer than a selection's UpTo that total
+// reads to take them out of the count.
+const totalPeek = 1000
+
+// total counts the jobs of lp with an ID up to upto: all of lp (a count
+// the stores keep cheap), less those above upto, read up to totalPeek of
+// them (beyond, the total is an estimate).
+func (c *Client) total(ctx context.Context, lp store.ListParams, upto ID) (int, error) {
+	n, err := c.store.Count(ctx, lp)
+	if err != nil {
+		return 0, err
+	}
+	lp.AfterID, lp.Desc, lp.Limit = upto, false, totalPeek
+	newer, err := c.store.List(ctx, lp)
+	if err != nil {
+		return 0, err
+	}
+	return max(n-len(newer), 0), nil
 }
 
 // wrap adds the action's name to err (nil stays nil); a *FieldError is

@@ -91,6 +91,7 @@ func TestBrowser(t *testing.T) {
 		"PauseSchedule":   browsePauseSchedule,
 		"CrossOriginCSRF": browseCrossOrigin,
 		"SignIn":          browseSignIn,
+		"BulkProgress":    browseBulkProgress,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -114,6 +114,9 @@ type handler struct {
 	hub   *hub
 	pages map[string]*template.Template
 	start time.Time
+
+	bulks      *bulkRunner
+	bulkInline time.Duration // how long a bulk action's request waits for it (bulkInline)
 }
 
 // New returns the dashboard of client c. It panics if o is invalid (a
@@ -122,8 +125,11 @@ type handler struct {
 // http.ServeMux panics on a bad pattern.
 //
 // The handler watches c's events for the live pages and the throughput
-// chart; that ends when c stops. The handler also implements io.Closer:
-// Close ends it sooner, and ends the live streams of open pages.
+// chart; that ends when c stops. It runs confirmed bulk actions in the
+// background, one at a time, whatever becomes of the request that started
+// them. The handler also implements io.Closer: Close stops a bulk action
+// that runs (its batches done stay done), ends the watching sooner, and
+// ends the live streams of open pages.
 func New(c *hopper.Client, o Options) http.Handler {
 	if c == nil {
 		panic("dashboard.New: nil client")
@@ -142,6 +148,7 @@ func New(c *hopper.Client, o Options) http.Handler {
 	}
 	h.pages = h.parseTemplates()
 	h.hub = newHub(c, h.o, h.log)
+	h.bulks, h.bulkInline = newBulkRunner(), bulkInline
 	h.routes()
 	return h
 }
@@ -184,10 +191,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Close ends the handler's watching of the client's events and the live
-// streams of open pages. Pages still render after Close, without live
-// updates. Calling Close again does nothing.
+// Close stops the bulk action that runs, if any, and waits for it (the
+// batches it committed stay done), then ends the handler's watching of the
+// client's events and the live streams of open pages. Pages still render
+// after Close, without live updates; bulk actions are refused. Calling
+// Close again does nothing.
 func (h *handler) Close() error {
+	h.bulks.close()
 	h.hub.close()
 	return nil
 }
@@ -209,6 +219,7 @@ func (h *handler) routes() {
 	page("/jobs/{id}", h.jobPage)
 	page("/dlq", h.dlq)
 	page("/schedules", h.schedules)
+	page("/bulk", h.bulkPage)
 	page("/events", h.events)
 
 	action("/jobs/{id}/cancel", httpauth.Write, h.cancelJob)

@@ -45,13 +45,16 @@ func (h *handler) funcs() template.FuncMap {
 		"add":        func(a, b int) int { return a + b },
 		"sub":        func(a, b int) int { return a - b },
 		"statusText": http.StatusText,
-		"plural": func(n int, one, many string) string {
-			if n == 1 {
-				return one
-			}
-			return many
-		},
+		"plural":     plural,
 	}
+}
+
+// plural returns one if n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // ago says how far t is from now, in words: "3m ago", "in 2h", "just

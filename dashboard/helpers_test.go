@@ -83,6 +83,9 @@ func newEnvOn(t *testing.T, c *hopper.Client, o Options) *env {
 		o.Location = time.UTC
 	}
 	h := New(c, o).(*handler)
+	// A confirmed bulk action's request waits for it to end, whatever the
+	// machine's load: the tests of its progress page set 0.
+	h.bulkInline = time.Minute
 	t.Cleanup(func() {
 		h.Close()
 		c.StopNow()

@@ -30,15 +30,17 @@ type page struct {
 	CanAdmin bool // delete
 	SignedIn bool // tokens are configured: offer to sign out
 	Flash    *flash
-	Version  uint64 // the live version the page shows (see hub)
-	Dead     int    // jobs in the dead-letter queue, for the navigation
-	Back     string // this page's path and query, for actions to return to
-	Live     bool   // the page updates itself
+	Version  uint64    // the live version the page shows (see hub)
+	Dead     int       // jobs in the dead-letter queue, for the navigation
+	Back     string    // this page's path and query, for actions to return to
+	Live     bool      // the page updates itself
+	Refresh  int       // reload the page every Refresh seconds (0: never)
+	Bulk     *bulkView // a bulk action running, for the banner
 	Data     any
 }
 
 // layoutPages are the templates rendered inside the layout.
-var layoutPages = []string{"overview", "jobs", "job", "schedules", "confirm", "error"}
+var layoutPages = []string{"overview", "jobs", "job", "schedules", "confirm", "bulk", "error"}
 
 // parseTemplates parses each page with the layout and the shared
 // partials, with the functions bound to h.
@@ -94,6 +96,10 @@ func (h *handler) fillPage(w http.ResponseWriter, r *http.Request, p *page) {
 	}
 	if !isLive(r) {
 		p.Flash = h.takeFlash(w, r)
+	}
+	if t := h.bulks.last(); t != nil && !t.ended() && r.URL.Path != h.url("/bulk") {
+		v := t.snapshot()
+		p.Bulk = &v
 	}
 	if p.Scope > httpauth.None {
 		if c, err := h.hub.counts(r.Context()); err == nil {

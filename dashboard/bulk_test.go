@@ -1,0 +1,273 @@
+package dashboard
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
+)
+
+// gatedStore is a memory store whose CancelMatching call number at (from
+// 1) waits, once, until release is closed or its context ends, as a
+// durable store's batch may take a while; entered is closed when it
+// starts waiting. A call whose context has ended fails, as a durable
+// store's does.
+type gatedStore struct {
+	store.Store
+	at      int32
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGatedStore(at int) *gatedStore {
+	return &gatedStore{Store: memstore.New(), at: int32(at), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedStore) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	if g.calls.Add(1) == g.at {
+		close(g.entered)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return store.MatchResult{}, err
+	}
+	return g.Store.CancelMatching(ctx, p)
+}
+
+// bulkJobs is the number of jobs the bulk tests act on: three batches.
+const bulkJobs = 2*hopper.BulkBatch + 500
+
+// gatedEnv is a dashboard on a client of g holding bulkJobs jobs
+// scheduled in queue "bulk", and one in queue "other", whose ID it
+// returns.
+func gatedEnv(t *testing.T, g *gatedStore) (*env, hopper.ID) {
+	t.Helper()
+	c, err := hopper.NewClient(hopper.Config{Store: g, Workers: kinds(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	e := newEnvOn(t, c, Options{})
+	reqs := make([]hopper.EnqueueRequest, bulkJobs)
+	for i := range reqs {
+		reqs[i] = hopper.EnqueueRequest{Kind: "ok", Options: &hopper.EnqueueOptions{Queue: "bulk", Delay: time.Hour}}
+	}
+	if _, err := c.EnqueueMany(context.Background(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	return e, e.enqueue("ok", &hopper.EnqueueOptions{Queue: "other", Delay: time.Hour})
+}
+
+// confirmedCancel returns the form of "cancel every job of queue bulk",
+// confirmed on its confirmation page.
+func confirmedCancel(t *testing.T, e *env) url.Values {
+	t.Helper()
+	form := url.Values{"action": {"cancel"}, "all": {"1"}, "queue": {"bulk"}, "back": {"/jobs?queue=bulk"}}
+	confirm := e.post("/bulk", "", form).want(t, http.StatusOK).body
+	form.Set("upto", regexpValue(confirm, "upto"))
+	form.Set("confirm", "1")
+	return form
+}
+
+// postCtx posts form as a same-origin browser would, with the request's
+// context ctx.
+func (e *env) postCtx(ctx context.Context, target string, form url.Values) response {
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	res := w.Result()
+	b, _ := io.ReadAll(res.Body)
+	return response{Response: res, body: string(b)}
+}
+
+// within waits for ch, failing the test after a generous bound.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("waited a minute for %s", what)
+		panic("unreachable")
+	}
+}
+
+// count returns how many jobs of queue are in state st.
+func (e *env) count(queue string, st hopper.State) int {
+	e.t.Helper()
+	n, err := e.c.Count(context.Background(), hopper.ListOptions{Queue: queue, States: []hopper.State{st}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestBulkOutlivesRequest: a bulk action whose request is cancelled
+// (the browser went away) right after the action started still cancels
+// every job it selected.
+func TestBulkOutlivesRequest(t *testing.T) {
+	t.Parallel()
+	g := newGatedStore(1)
+	e, _ := gatedEnv(t, g)
+	sub := e.c.Subscribe(job.EventCancelled)
+	defer sub.Unsubscribe()
+	form := confirmedCancel(t, e)
+	ctx, cancel := context.WithCancel(context.Background())
+	answered := make(chan response, 1)
+	go func() { answered <- e.postCtx(ctx, "/bulk", form) }()
+	within(t, g.entered, "the action to start")
+	cancel() // the client goes away while the first batch runs
+	close(g.release)
+	within(t, answered, "the request to end")
+	task := e.h.bulks.last()
+	within(t, task.done, "the action to end")
+	cancelled := 0
+	for cancelled < bulkJobs {
+		select {
+		case <-sub.C:
+			cancelled++
+		default:
+			t.Fatalf("%d jobs cancelled, want %d: %s", cancelled, bulkJobs, task.snapshot().Message)
+		}
+	}
+	if n := e.count("bulk", hopper.StateCancelled); n != bulkJobs {
+		t.Errorf("%d jobs of the queue cancelled, want %d", n, bulkJobs)
+	}
+	if n := e.count("other", hopper.StateScheduled); n != 1 {
+		t.Errorf("the job of another queue: %d scheduled, want 1", n)
+	}
+}
+
+// TestBulkProgressPage: a long bulk action sends the browser to its
+// progress page, which shows how far it got while it runs (and reloads
+// itself), a banner on the other pages, and what it did once it ends; a
+// second action is refused meanwhile.
+func TestBulkProgressPage(t *testing.T) {
+	t.Parallel()
+	g := newGatedStore(2) // the second batch waits
+	e, other := gatedEnv(t, g)
+	e.h.bulkInline = 0
+	form := confirmedCancel(t, e)
+	if r := e.post("/bulk", "", form).want(t, http.StatusSeeOther); r.Header.Get("Location") != "/bulk" {
+		t.Fatalf("a long action: to %q, want its progress page", r.Header.Get("Location"))
+	}
+	within(t, g.entered, "the second batch")
+	page := e.get("/bulk", "").want(t, http.StatusOK).body
+	for _, want := range []string{`data-state="running"`, `Cancel all jobs in queue &#34;bulk&#34;`,
+		`<progress id="bulk-progress" max="2500" value="1000">`, "1,000 of 2,500 jobs done (40%)",
+		`<meta http-equiv="refresh" content="2">`, "does not stop it", "the jobs done so far stay done"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("progress page while running: no %q in\n%s", want, clip(page))
+		}
+	}
+	if list := e.get("/jobs", "").body; !strings.Contains(list, `id="bulk-banner"`) || !strings.Contains(list, "1,000 of 2,500 done") {
+		t.Errorf("jobs page while the action runs: no banner")
+	}
+	second := url.Values{"action": {"cancel"}, "ids": {strconv.FormatInt(int64(other), 10)}, "confirm": {"1"}}
+	if r := e.post("/bulk", "", second).want(t, http.StatusSeeOther); r.Header.Get("Location") != "/bulk" ||
+		!strings.Contains(cookies(r), "Another+bulk+action+is+running") {
+		t.Errorf("a second action while one runs: to %q, %q", r.Header.Get("Location"), cookies(r))
+	}
+	if st := e.job(other).State; st != hopper.StateScheduled {
+		t.Errorf("the refused action ran: job %d is %s", other, st)
+	}
+
+	close(g.release)
+	within(t, e.h.bulks.last().done, "the action to end")
+	page = e.get("/bulk", "").want(t, http.StatusOK).body
+	for _, want := range []string{`data-state="done"`, "Cancelled 2,500 of 2,500 jobs.", "2,500 of 2,500 jobs done (100%)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("progress page once done: no %q in\n%s", want, clip(page))
+		}
+	}
+	if strings.Contains(page, `http-equiv="refresh"`) {
+		t.Errorf("progress page once done: still reloads itself")
+	}
+	if strings.Contains(e.get("/jobs", "").body, `id="bulk-banner"`) {
+		t.Errorf("jobs page once done: still a banner")
+	}
+	if n := e.count("bulk", hopper.StateCancelled); n != bulkJobs {
+		t.Errorf("%d jobs cancelled, want %d", n, bulkJobs)
+	}
+}
+
+// TestBulkCloseStops: Close stops a running bulk action between its
+// batches: the batches done stay done, the other jobs are untouched, and
+// the page says so. Actions are refused after Close.
+func TestBulkCloseStops(t *testing.T) {
+	t.Parallel()
+	g := newGatedStore(2)
+	e, other := gatedEnv(t, g)
+	e.h.bulkInline = 0
+	e.post("/bulk", "", confirmedCancel(t, e)).want(t, http.StatusSeeOther)
+	within(t, g.entered, "the second batch")
+	e.h.Close()
+	task := e.h.bulks.last()
+	within(t, task.done, "the action to end") // Close waited for it
+	if n := e.count("bulk", hopper.StateCancelled); n != hopper.BulkBatch {
+		t.Errorf("%d jobs cancelled, want the first batch, %d", n, hopper.BulkBatch)
+	}
+	if n := e.count("bulk", hopper.StateScheduled); n != bulkJobs-hopper.BulkBatch {
+		t.Errorf("%d jobs still scheduled, want %d", n, bulkJobs-hopper.BulkBatch)
+	}
+	page := e.get("/bulk", "").want(t, http.StatusOK).body
+	for _, want := range []string{`data-state="stopped"`, "Cancel stopped after 1,000 of 2,500 jobs: the server is stopping."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("progress page after Close: no %q in\n%s", want, clip(page))
+		}
+	}
+	r := e.post("/bulk", "", url.Values{"action": {"cancel"}, "ids": {strconv.FormatInt(int64(other), 10)}, "confirm": {"1"}}).want(t, http.StatusSeeOther)
+	if !strings.Contains(cookies(r), "server+is+stopping") || e.job(other).State != hopper.StateScheduled {
+		t.Errorf("an action after Close: %q, job %d %s", cookies(r), other, e.job(other).State)
+	}
+}
+
+// browseBulkProgress: a bulk action confirmed in the browser that takes
+// longer than a moment lands on its progress page, which shows the
+// batches done and, reloading itself, the end.
+func browseBulkProgress(t *testing.T, ctx context.Context) {
+	g := newGatedStore(2)
+	e, _ := gatedEnv(t, g)
+	url := serve(t, e)
+	run(t, ctx, "open the queue", chromedp.Navigate(url+"/jobs?queue=bulk"), chromedp.WaitVisible(chromedp.ID("select-all")),
+		chromedp.Click(chromedp.ID("select-all")))
+	if status := submit(t, ctx, "#bulk-cancel"); status != 200 {
+		t.Fatalf("cancel: status %d", status)
+	}
+	if got := text(t, ctx, "h1"); !strings.Contains(got, `Cancel all jobs in queue "bulk"`) {
+		t.Errorf("confirmation: %q", got)
+	}
+	if status := submit(t, ctx, "#confirm"); status != 200 {
+		t.Fatalf("confirm: status %d", status)
+	}
+	within(t, g.entered, "the second batch")
+	run(t, ctx, "the progress page", chromedp.WaitVisible(chromedp.CSS(`#bulk[data-state="running"]`)))
+	if got := text(t, ctx, "#bulk-count"); got != "1,000 of 2,500 jobs done (40%)." {
+		t.Errorf("progress: %q", got)
+	}
+	screenshot(t, ctx, "bulk-running")
+	close(g.release)
+	run(t, ctx, "the end, after a reload", chromedp.WaitVisible(chromedp.CSS(`#bulk[data-state="done"]`)))
+	if got := text(t, ctx, "#bulk-message"); !strings.HasPrefix(got, "Cancelled 2,500 of 2,500 jobs.") {
+		t.Errorf("message: %q", got)
+	}
+	screenshot(t, ctx, "bulk-done")
+}
