@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -175,5 +177,68 @@ func TestBulkOptionsRefused(t *testing.T) {
 	}
 	if st, _ := c.Status(ctx, id); st != hopper.StateAvailable {
 		t.Errorf("job %d: %s, want available", id, st)
+	}
+}
+
+// BenchmarkCancelMatching: a bulk cancel of 300,000 waiting jobs on the
+// memory store, with nobody listening and with a subscriber and the
+// metrics' OnEvent hook (every job reported); it measures the client's
+// part of a bulk action, the events included (docs/performance.md).
+func BenchmarkCancelMatching(b *testing.B) {
+	const n = 300_000
+	for _, listen := range []bool{false, true} {
+		b.Run(fmt.Sprintf("events=%v", listen), func(b *testing.B) {
+			var seen atomic.Int64
+			cfg := hopper.Config{Logger: quiet, ExternalKinds: []string{"k"}}
+			if listen {
+				cfg.OnEvent = func(hopper.Event) { seen.Add(1) }
+			}
+			var took time.Duration
+			for range b.N {
+				b.StopTimer()
+				c, err := hopper.NewClient(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				reqs := make([]hopper.EnqueueRequest, 1000)
+				for i := range reqs {
+					reqs[i] = hopper.EnqueueRequest{Kind: "k", Options: &hopper.EnqueueOptions{Queue: "q", Delay: time.Hour}}
+				}
+				for range n / len(reqs) {
+					if _, err := c.EnqueueMany(context.Background(), reqs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var sub *hopper.Subscription
+				drained := make(chan int)
+				if listen {
+					sub = c.Subscribe()
+					go func() {
+						k := 0
+						for range sub.C {
+							k++
+						}
+						drained <- k
+					}()
+				}
+				seen.Store(0) // the enqueues' events
+				b.StartTimer()
+				start := time.Now()
+				res, err := c.CancelMatching(context.Background(), hopper.BulkOptions{Queue: "q"})
+				took += time.Since(start)
+				b.StopTimer()
+				if err != nil || res.Done != n {
+					b.Fatalf("CancelMatching: %+v, %v", res, err)
+				}
+				c.StopNow()
+				if listen {
+					b.ReportMetric(float64(n-<-drained), "dropped/op")
+					if got := seen.Swap(0); got != n {
+						b.Fatalf("OnEvent saw %d events, want %d", got, n)
+					}
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/took.Seconds(), "jobs/s")
+		})
 	}
 }

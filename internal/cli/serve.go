@@ -263,12 +263,12 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	failed := make(chan error, 1)
 	if o.ln != nil {
 		m.Attach(s.Client)
-		h, err := httpHandler(s.Client, m, o.auth, o.allowedHosts, log)
+		h, dash, err := httpHandler(s.Client, m, o.auth, o.allowedHosts, log)
 		if err != nil {
 			s.closeQuick()
 			return err
 		}
-		web = startWeb(o.ln, h, log, failed)
+		web = startWeb(o.ln, h, dash, log, failed)
 	}
 	a.logServing(log, s, o)
 	if o.ln != nil && o.workers > 0 && o.kinds.ExecAsRoot() {

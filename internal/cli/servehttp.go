@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"log/slog"
 	"net"
@@ -153,15 +154,16 @@ func loopback(a net.Addr) bool {
 // the metrics, the health checks, and the dashboard at /, all behind the
 // Host check (but for /healthz and /readyz, which orchestrators probe by
 // names of their own and which tell nothing). Failures of auth and of the
-// Host check go to log and to the metrics.
-func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allowedHosts []string, log *slog.Logger) (http.Handler, error) {
+// Host check go to log and to the metrics. It also returns the dashboard,
+// for shutdown to close.
+func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allowedHosts []string, log *slog.Logger) (http.Handler, io.Closer, error) {
 	auth.Logger, auth.OnFailure = log, m.AuthFailure
 	hosts, err := httpauth.NewHostCheck(httpauth.HostOptions{
 		Allowed: allowedHosts, Exempt: []string{"/healthz", "/readyz"},
 		Deny: httpapi.HostDenied, Logger: log, OnFailure: m.AuthFailure,
 	})
 	if err != nil {
-		return nil, usagef("bad --allowed-hosts: %v", err)
+		return nil, nil, usagef("bad --allowed-hosts: %v", err)
 	}
 	mux := http.NewServeMux()
 	api := httpapi.New(c, httpapi.Options{Auth: auth, Logger: log})
@@ -170,8 +172,9 @@ func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allo
 	mux.Handle("/metrics", httpapi.GetOnly(httpapi.Protect(auth, httpauth.Read, m.Handler())))
 	mux.Handle("/healthz", httpapi.GetOnly(httpapi.Health()))
 	mux.Handle("/readyz", httpapi.GetOnly(httpapi.Ready(c, httpapi.HealthOptions{Logger: log})))
-	mux.Handle("/", dashboard.New(c, dashboard.Options{Auth: auth, Logger: log}))
-	return hosts.Handler(mux), nil
+	dash := dashboard.New(c, dashboard.Options{Auth: auth, Logger: log})
+	mux.Handle("/", dash)
+	return hosts.Handler(mux), dash.(io.Closer), nil
 }
 
 // webServer is serve's HTTP server.
@@ -180,7 +183,10 @@ type webServer struct {
 	// cancelRequests cancels the context of every request, so that the
 	// long-lived ones (the dashboard's live updates) end at shutdown.
 	cancelRequests context.CancelFunc
-	done           chan struct{}
+	// dash is the dashboard: shutdown closes it first, stopping a bulk
+	// action between its batches and ending the live updates.
+	dash io.Closer
+	done chan struct{}
 }
 
 // The timeouts of serve's HTTP server: no client holds a connection, a
@@ -220,11 +226,12 @@ func newHTTPServer(h http.Handler, log *slog.Logger, base context.Context) *http
 // startWeb serves h on ln until shutdown; if serving fails, the error is
 // sent on failed. Timeouts keep slow or idle clients from holding
 // connections forever.
-func startWeb(ln net.Listener, h http.Handler, log *slog.Logger, failed chan<- error) *webServer {
+func startWeb(ln net.Listener, h http.Handler, dash io.Closer, log *slog.Logger, failed chan<- error) *webServer {
 	base, cancel := context.WithCancel(context.Background())
 	w := &webServer{
 		srv:            newHTTPServer(h, log, base),
 		cancelRequests: cancel,
+		dash:           dash,
 		done:           make(chan struct{}),
 	}
 	go func() {
@@ -241,13 +248,15 @@ func startWeb(ln net.Listener, h http.Handler, log *slog.Logger, failed chan<- e
 // updates never finish by themselves).
 const httpGrace = time.Second
 
-// shutdown stops accepting requests, lets those in flight finish for
-// httpGrace, then cancels the requests' contexts and waits for them until
-// ctx is done (5s at most); connections still open then are closed. It
-// returns once the server's goroutine has ended.
+// shutdown closes the dashboard (a bulk action stops between batches),
+// stops accepting requests, lets those in flight finish for httpGrace,
+// then cancels the requests' contexts and waits for them until ctx is done
+// (5s at most); connections still open then are closed. It returns once
+// the server's goroutine has ended.
 func (w *webServer) shutdown(ctx context.Context) {
 	defer func() { <-w.done }()
 	defer w.cancelRequests()
+	w.dash.Close()
 	grace, cancel := context.WithTimeout(ctx, httpGrace)
 	defer cancel()
 	if w.srv.Shutdown(grace) == nil {
