@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -217,7 +218,7 @@ func wrap(action string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(*FieldError); ok {
+	if fe := (*FieldError)(nil); errors.As(err, &fe) {
 		return err
 	}
 	return fmt.Errorf("%s jobs: %w", action, err)

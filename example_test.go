@@ -252,3 +252,35 @@ func ExampleRegister_validate() {
 	// refused, field args: args do not fit hopper_test.email: unknown field "subjct"
 	// enqueued job 1
 }
+
+// Cancel every waiting job of a queue, however many, in batches of
+// BulkBatch jobs (each one transaction), with the progress after each
+// batch. Jobs enqueued after the call started are left alone.
+func ExampleClient_CancelMatching() {
+	ctx := context.Background()
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), ExternalKinds: []string{"send_email"}})
+	if err != nil {
+		panic(err)
+	}
+	defer c.StopNow()
+	reqs := make([]hopper.EnqueueRequest, 2500)
+	for i := range reqs {
+		reqs[i] = hopper.EnqueueRequest{Kind: "send_email", Options: &hopper.EnqueueOptions{Queue: "newsletter", Delay: time.Hour}}
+	}
+	if _, err := c.EnqueueMany(ctx, reqs); err != nil {
+		panic(err)
+	}
+	res, err := c.CancelMatching(ctx, hopper.BulkOptions{
+		Queue:    "newsletter",
+		Progress: func(r hopper.BulkResult) { fmt.Printf("%d of %d\n", r.Done, r.Total) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("cancelled:", res.Done)
+	// Output:
+	// 1000 of 2500
+	// 2000 of 2500
+	// 2500 of 2500
+	// cancelled: 2500
+}
