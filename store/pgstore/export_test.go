@@ -41,12 +41,13 @@ func OnNotify(s *Store, f func()) { s.onNotify.Store(&f) }
 // tests: name → SQL (for this Store's schema).
 func Statements(s *Store) map[string]string {
 	// The bulk actions' batches, filtered by a queue and a state a partial
-	// index covers: $1 after, $2 last, $3 limit, $4 the queue (then $5
-	// now, for the cancel).
+	// index covers: $1 after, $2 last, $3 limit, $4 the queue; and the
+	// cancel of the candidates found ($1 IDs, $2 now).
 	avail, _ := matchCTE(store.MatchParams{Queue: "q", UpTo: 1}, []job.State{job.StateAvailable})
 	done, _ := matchCTE(store.MatchParams{Queue: "q", UpTo: 1}, []job.State{job.StateCompleted})
 	return map[string]string{
-		"cancelmatching": s.q(`WITH ` + avail + cancelSQL("$5")),
+		"candidates":     s.q(candidatesSQL(avail)),
+		"cancelids":      s.q(sqlCancelIDs + jobColsOf("j")),
 		"deletematching": s.q(`WITH ` + done + sqlDeleteMatching),
 		"promote":        s.q(sqlPromote[1]),
 		"promote/all":    s.q(sqlPromote[0]),

@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/hopperq/hopper/job"
@@ -17,7 +19,7 @@ import (
 // statement locking several jobs takes them in. A row another
 // transaction changed meanwhile is checked again as that transaction left
 // it (READ COMMITTED's re-check of an UPDATE's or DELETE's conditions).
-// Each call is one transaction.
+// The change of a batch is one transaction.
 
 // matchCTE returns the CTE c selecting a batch's candidates among states,
 // with its arguments: $1 after, $2 last, $3 the limit, then the queue and
@@ -67,62 +69,83 @@ func next(p store.MatchParams, n int, last *int64) job.ID {
 	return p.Next(n, job.ID(*last))
 }
 
-// cancelSQL is store.ApplyCancel in SQL on the rows of c (matchCTE) still
-// waiting or running; now is the placeholder of the time. The UPDATE
-// reads the rows by primary key in ID order, so it locks them in that
-// order, and a row another transaction changed meanwhile is checked and
-// changed as that transaction left it. It returns the candidates' count
-// and highest ID, the IDs of the jobs changed and of those still running.
-func cancelSQL(now string) string {
-	return `,
-	u AS (UPDATE {schema}.jobs j SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
-		finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE ` + now + ` END,
-		cancel_requested = j.cancel_requested OR j.state = 'running'
-		WHERE j.id = ANY(ARRAY(SELECT id FROM c)) AND j.` + sqlUnfinished + ` RETURNING j.id, j.state)
-	SELECT (SELECT count(*) FROM c), (SELECT max(id) FROM c), ARRAY(SELECT id FROM u ORDER BY id),
-		ARRAY(SELECT id FROM u WHERE state = 'running' ORDER BY id)`
+// candidates returns the IDs of a batch's candidates (matchCTE), in
+// order, read without locks.
+func (s *Store) candidates(ctx context.Context, p store.MatchParams, states []job.State) ([]int64, error) {
+	cte, a := matchCTE(p, states)
+	var ids []int64
+	if err := s.pool.QueryRow(ctx, s.q(candidatesSQL(cte)), a...).Scan(&ids); err != nil {
+		return nil, s.translate(err)
+	}
+	return ids, nil
 }
 
-// sqlChanged reads the jobs a batch changed, for MatchParams.ReturnJobs.
-const sqlChanged = `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`
+// candidatesSQL selects the IDs of the CTE c as an array.
+func candidatesSQL(cte string) string { return `WITH ` + cte + ` SELECT ARRAY(SELECT id FROM c)` }
 
-// CancelMatching implements store.Store: store.ApplyCancel in SQL.
+// sqlCancelIDs is store.ApplyCancel in SQL on the jobs $1 still waiting or
+// running, $2 being now; the returned columns follow. It reads the rows by
+// primary key in ID order, so it locks them in that order, and a row
+// another transaction changed since the candidates were read is checked
+// and changed as that transaction left it.
+const sqlCancelIDs = `UPDATE {schema}.jobs j SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
+		finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE $2 END,
+		cancel_requested = j.cancel_requested OR j.state = 'running'
+	WHERE j.id = ANY($1::bigint[]) AND j.` + sqlUnfinished + ` RETURNING `
+
+// CancelMatching implements store.Store: store.ApplyCancel in SQL. The
+// candidates are read, then changed, in two statements (two implicit
+// transactions: the change re-checks each job's state); with ReturnJobs
+// the change returns the rows it wrote.
 func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
 	states, ok, err := s.matchCheck(p, store.CancelStates)
 	if !ok {
 		return store.MatchResult{}, err
 	}
-	cte, a := matchCTE(p, states)
-	q := s.q(`WITH ` + cte + cancelSQL(a.add(ts(micro(p.Now)))))
-	var res store.MatchResult
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = store.MatchResult{}
-		var (
-			n                int
-			last             *int64
-			changed, running []int64
-		)
-		if err := tx.QueryRow(ctx, q, a...).Scan(&n, &last, &changed, &running); err != nil {
-			return err
-		}
-		res.Changed, res.Skipped, res.Next = len(changed), n-len(changed), next(p, n, last)
-		for _, id := range running {
-			res.Running = append(res.Running, job.ID(id))
-		}
-		if p.ReturnJobs && len(changed) > 0 {
-			rows, err := tx.Query(ctx, s.q(sqlChanged), changed)
-			if err != nil {
-				return err
-			}
-			if res.Jobs, err = scanJobs(rows); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	ids, err := s.candidates(ctx, p, states)
 	if err != nil {
-		return store.MatchResult{}, s.translate(err)
+		return store.MatchResult{}, err
 	}
+	if len(ids) == 0 {
+		return store.MatchResult{Next: p.Next(0, 0)}, nil
+	}
+	res := store.MatchResult{Next: p.Next(len(ids), job.ID(ids[len(ids)-1]))}
+	now := ts(p.Now)
+	if p.ReturnJobs {
+		rows, err := s.pool.Query(ctx, s.q(sqlCancelIDs+jobColsOf("j")), ids, now)
+		if err != nil {
+			return store.MatchResult{}, s.translate(err)
+		}
+		if res.Jobs, err = scanJobs(rows); err != nil {
+			return store.MatchResult{}, s.translate(err)
+		}
+		slices.SortFunc(res.Jobs, func(a, b *job.Job) int { return cmp.Compare(a.ID, b.ID) })
+		for _, j := range res.Jobs {
+			if j.State == job.StateRunning {
+				res.Running = append(res.Running, j.ID)
+			}
+		}
+		res.Changed = len(res.Jobs)
+	} else {
+		rows, err := s.pool.Query(ctx, s.q(sqlCancelIDs+`j.id, j.state = 'running'`), ids, now)
+		if err != nil {
+			return store.MatchResult{}, s.translate(err)
+		}
+		var id int64
+		var running bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &running}, func() error {
+			res.Changed++
+			if running {
+				res.Running = append(res.Running, job.ID(id))
+			}
+			return nil
+		})
+		if err != nil {
+			return store.MatchResult{}, s.translate(err)
+		}
+		slices.Sort(res.Running)
+	}
+	res.Skipped = len(ids) - res.Changed
 	return res, nil
 }
 
@@ -133,26 +156,22 @@ func (s *Store) RetryMatching(ctx context.Context, p store.MatchParams) (store.M
 	if !ok {
 		return store.MatchResult{}, err
 	}
-	cte, a := matchCTE(p, states)
-	var ids []int64
-	if err := s.pool.QueryRow(ctx, s.q(`WITH `+cte+` SELECT ARRAY(SELECT id FROM c)`), a...).Scan(&ids); err != nil {
-		return store.MatchResult{}, s.translate(err)
+	ids, err := s.candidates(ctx, p, states)
+	if err != nil {
+		return store.MatchResult{}, err
 	}
-	var res store.MatchResult
-	if len(ids) > 0 {
-		_, retried, err := s.retryOnce(ctx, micro(p.Now), map[string]bool{}, func(tx pgx.Tx) (pgx.Rows, error) {
-			return tx.Query(ctx, s.q(sqlDeadIDs), ids)
-		})
-		if err != nil {
-			return store.MatchResult{}, err
-		}
-		res.Changed, res.Skipped = len(retried), len(ids)-len(retried)
-		if p.ReturnJobs {
-			res.Jobs = retried
-		}
-		res.Next = p.Next(len(ids), job.ID(ids[len(ids)-1]))
-	} else {
-		res.Next = p.Next(0, 0)
+	if len(ids) == 0 {
+		return store.MatchResult{Next: p.Next(0, 0)}, nil
+	}
+	_, retried, err := s.retryOnce(ctx, micro(p.Now), map[string]bool{}, func(tx pgx.Tx) (pgx.Rows, error) {
+		return tx.Query(ctx, s.q(sqlDeadIDs), ids)
+	})
+	if err != nil {
+		return store.MatchResult{}, err
+	}
+	res := store.MatchResult{Changed: len(retried), Skipped: len(ids) - len(retried), Next: p.Next(len(ids), job.ID(ids[len(ids)-1]))}
+	if p.ReturnJobs {
+		res.Jobs = retried
 	}
 	return res, nil
 }
