@@ -69,15 +69,23 @@ func next(p store.MatchParams, n int, last *int64) job.ID {
 	return p.Next(n, job.ID(*last))
 }
 
-// candidates returns the IDs of a batch's candidates (matchCTE), in
-// order, read without locks.
-func (s *Store) candidates(ctx context.Context, p store.MatchParams, states []job.State) ([]int64, error) {
+// batchIDs checks p and returns the IDs of its batch's candidates in the
+// states of applies (matchCTE), in order, read without locks, and a
+// result holding the batch's Next; no IDs when there is nothing to do.
+func (s *Store) batchIDs(ctx context.Context, p store.MatchParams, applies []job.State) ([]int64, store.MatchResult, error) {
+	states, ok, err := s.matchCheck(p, applies)
+	if !ok {
+		return nil, store.MatchResult{}, err
+	}
 	cte, a := matchCTE(p, states)
 	var ids []int64
 	if err := s.pool.QueryRow(ctx, s.q(candidatesSQL(cte)), a...).Scan(&ids); err != nil {
-		return nil, s.translate(err)
+		return nil, store.MatchResult{}, s.translate(err)
 	}
-	return ids, nil
+	if len(ids) == 0 {
+		return nil, store.MatchResult{Next: p.Next(0, 0)}, nil
+	}
+	return ids, store.MatchResult{Next: p.Next(len(ids), job.ID(ids[len(ids)-1]))}, nil
 }
 
 // candidatesSQL selects the IDs of the CTE c as an array.
@@ -98,18 +106,10 @@ const sqlCancelIDs = `UPDATE {schema}.jobs j SET state = CASE WHEN j.state = 'ru
 // transactions: the change re-checks each job's state); with ReturnJobs
 // the change returns the rows it wrote.
 func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
-	states, ok, err := s.matchCheck(p, store.CancelStates)
-	if !ok {
-		return store.MatchResult{}, err
+	ids, res, err := s.batchIDs(ctx, p, store.CancelStates)
+	if err != nil || len(ids) == 0 {
+		return res, err
 	}
-	ids, err := s.candidates(ctx, p, states)
-	if err != nil {
-		return store.MatchResult{}, err
-	}
-	if len(ids) == 0 {
-		return store.MatchResult{Next: p.Next(0, 0)}, nil
-	}
-	res := store.MatchResult{Next: p.Next(len(ids), job.ID(ids[len(ids)-1]))}
 	now := ts(p.Now)
 	if p.ReturnJobs {
 		rows, err := s.pool.Query(ctx, s.q(sqlCancelIDs+jobColsOf("j")), ids, now)
@@ -152,16 +152,9 @@ func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.
 // RetryMatching implements store.Store: the batch's dead jobs go through
 // retryOnce, as RetryDead's do.
 func (s *Store) RetryMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
-	states, ok, err := s.matchCheck(p, store.RetryStates)
-	if !ok {
-		return store.MatchResult{}, err
-	}
-	ids, err := s.candidates(ctx, p, states)
-	if err != nil {
-		return store.MatchResult{}, err
-	}
-	if len(ids) == 0 {
-		return store.MatchResult{Next: p.Next(0, 0)}, nil
+	ids, res, err := s.batchIDs(ctx, p, store.RetryStates)
+	if err != nil || len(ids) == 0 {
+		return res, err
 	}
 	_, retried, err := s.retryOnce(ctx, micro(p.Now), map[string]bool{}, func(tx pgx.Tx) (pgx.Rows, error) {
 		return tx.Query(ctx, s.q(sqlDeadIDs), ids)
@@ -169,7 +162,7 @@ func (s *Store) RetryMatching(ctx context.Context, p store.MatchParams) (store.M
 	if err != nil {
 		return store.MatchResult{}, err
 	}
-	res := store.MatchResult{Changed: len(retried), Skipped: len(ids) - len(retried), Next: p.Next(len(ids), job.ID(ids[len(ids)-1]))}
+	res.Changed, res.Skipped = len(retried), len(ids)-len(retried)
 	if p.ReturnJobs {
 		res.Jobs = retried
 	}
