@@ -31,7 +31,7 @@ func TestWriteDeadline(t *testing.T) {
 		defer c.StopNow()
 		m := metrics.New(metrics.Options{NoPool: true})
 		m.Attach(c)
-		h, _, err := httpHandler(c, m, &httpauth.Auth{}, nil, log)
+		h, _, err := httpHandler(c, m, &httpauth.Auth{}, nil, nil, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -44,7 +45,7 @@ func (a *app) serveCmd() *cobra.Command {
 		of              offerFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http-allow CIDR|HOST]... [--http-proxy-from-env] [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--session-lifetime D]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http-allow CIDR|HOST]... [--http-proxy-from-env] [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--public-url URL] [--session-lifetime D]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
@@ -87,8 +88,10 @@ admin; exec enqueues commands); without tokens every request may do
 everything, so serve refuses to listen beyond loopback unless told
 --insecure-listen. --read-only refuses every change. Requests whose Host
 is not localhost, a loopback address, the address reached or one of
---allowed-hosts get 421 (DNS rebinding). Changes are logged at info with
-the token's name (msg=audit).
+--allowed-hosts get 421 (DNS rebinding). Behind a reverse proxy that ends
+TLS, --public-url https://NAME says where browsers reach the server: NAME
+is allowed, its origin may post to the dashboard, and the session cookie
+is Secure. Changes are logged at info with the token's name (msg=audit).
 --workers 0 runs no jobs at all — no schedules, no rescues, no cleanup:
 a process serving only the API and the dashboard beside other servers.
 
@@ -157,7 +160,7 @@ before it takes any job. Several servers may share one database.`,
 				if o.ln, err = listenHTTP(addr, o.auth, hf.insecure); err != nil {
 					return err
 				}
-				o.insecure, o.allowedHosts = hf.insecure, hf.allowedHosts
+				o.insecure, o.allowedHosts, o.public = hf.insecure, hf.allowedHosts, hf.public
 			}
 			return a.serve(cmd.Context(), sigs, log, o)
 		},
@@ -188,6 +191,7 @@ type serveOpts struct {
 	auth         *httpauth.Auth
 	insecure     bool
 	allowedHosts []string
+	public       *url.URL // --public-url
 }
 
 // parseExternalKinds reads --external-kinds.
@@ -263,7 +267,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	failed := make(chan error, 1)
 	if o.ln != nil {
 		m.Attach(s.Client)
-		h, dash, err := httpHandler(s.Client, m, o.auth, o.allowedHosts, log)
+		h, dash, err := httpHandler(s.Client, m, o.auth, o.allowedHosts, o.public, log)
 		if err != nil {
 			s.closeQuick()
 			return err

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ type serverFlags struct {
 	insecure        bool
 	allowedHosts    []string
 	sessionLifetime time.Duration
+	publicURL       string
+	// public is --public-url parsed by resolve (nil without it).
+	public *url.URL
 }
 
 // maxSessionLifetime bounds --session-lifetime.
@@ -54,6 +58,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.insecure, "insecure-listen", false, "allow --http on an address beyond loopback without tokens (something in front must authenticate)")
 	fs.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names (and *.example.com, IP addresses) the HTTP server answers to besides localhost, loopback addresses and the address it was reached at; other Host headers get 421 (DNS rebinding)")
 	fs.DurationVar(&f.sessionLifetime, "session-lifetime", httpauth.DefaultSessionLifetime, "how long a dashboard sign-in lasts")
+	fs.StringVar(&f.publicURL, "public-url", "", "the URL browsers reach the server at through a reverse proxy, such as https://hopper.example.com: its host is allowed (as --allowed-hosts), its origin may post to the dashboard, and with https the session cookie is Secure")
 }
 
 // resolve checks the HTTP flags given with serve's positional args, which
@@ -69,7 +74,7 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet, args []string) (string, error) 
 		f.addr = args[0]
 	}
 	if !given {
-		for _, name := range []string{"token", "tokens-file", "read-only", "insecure-listen", "allowed-hosts", "session-lifetime"} {
+		for _, name := range []string{"token", "tokens-file", "read-only", "insecure-listen", "allowed-hosts", "session-lifetime", "public-url"} {
 			if fs.Changed(name) {
 				return "", usagef("--%s applies to the HTTP server: give --http too", name)
 			}
@@ -79,10 +84,35 @@ func (f *serverFlags) resolve(fs *pflag.FlagSet, args []string) (string, error) 
 	if f.sessionLifetime < time.Minute || f.sessionLifetime > maxSessionLifetime {
 		return "", usagef("bad --session-lifetime %s: want 1m to %s", f.sessionLifetime, maxSessionLifetime)
 	}
+	if f.publicURL != "" {
+		u, err := parsePublicURL(f.publicURL)
+		if err != nil {
+			return "", usagef("bad --public-url %q: %v", f.publicURL, err)
+		}
+		f.public = u
+		f.allowedHosts = append(f.allowedHosts, u.Hostname())
+	}
 	if _, err := httpauth.NewHostCheck(httpauth.HostOptions{Allowed: f.allowedHosts}); err != nil {
 		return "", usagef("bad --allowed-hosts: %v", err)
 	}
 	return httpAddr(f.addr)
+}
+
+// parsePublicURL reads --public-url: an http or https URL of a host, with
+// no path (the dashboard is served at the root), query or user.
+func parsePublicURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return nil, errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("want an http or https URL, such as https://hopper.example.com")
+	case u.Hostname() == "":
+		return nil, errors.New("no host")
+	case u.User != nil, u.RawQuery != "", u.Fragment != "", u.Path != "" && u.Path != "/":
+		return nil, errors.New("want the scheme and host (and port) alone: the server is served at the root")
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 }
 
 // httpAddr reads an --http address: HOST:PORT, :PORT or PORT (the last two
@@ -156,7 +186,12 @@ func loopback(a net.Addr) bool {
 // names of their own and which tell nothing). Failures of auth and of the
 // Host check go to log and to the metrics. It also returns the dashboard,
 // for shutdown to close.
-func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allowedHosts []string, log *slog.Logger) (http.Handler, io.Closer, error) {
+//
+// public, if not nil, is the URL browsers reach the server at (--public-url):
+// its origin may post to the dashboard (a proxy may send another Host), and
+// over https the session cookie is Secure (the proxy ends TLS, so the
+// requests that reach the server do not show it).
+func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allowedHosts []string, public *url.URL, log *slog.Logger) (http.Handler, io.Closer, error) {
 	auth.Logger, auth.OnFailure = log, m.AuthFailure
 	hosts, err := httpauth.NewHostCheck(httpauth.HostOptions{
 		Allowed: allowedHosts, Exempt: []string{"/healthz", "/readyz"},
@@ -172,7 +207,11 @@ func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allo
 	mux.Handle("/metrics", httpapi.GetOnly(httpapi.Protect(auth, httpauth.Read, m.Handler())))
 	mux.Handle("/healthz", httpapi.GetOnly(httpapi.Health()))
 	mux.Handle("/readyz", httpapi.GetOnly(httpapi.Ready(c, httpapi.HealthOptions{Logger: log})))
-	dash := dashboard.New(c, dashboard.Options{Auth: auth, Logger: log})
+	do := dashboard.Options{Auth: auth, Logger: log}
+	if public != nil {
+		do.TrustedOrigins, do.SecureCookie = []string{public.String()}, public.Scheme == "https"
+	}
+	dash := dashboard.New(c, do)
 	mux.Handle("/", dash)
 	return hosts.Handler(mux), dash.(io.Closer), nil
 }
