@@ -74,3 +74,55 @@ func TestRegisterChecked(t *testing.T) {
 		}
 	})
 }
+
+// TestArgsDecodeExactly: a kind registered with Register refuses args
+// holding a string that decoding would change — a \u escape of a lone
+// UTF-16 surrogate, which encoding/json decodes to U+FFFD, or bytes that
+// are not UTF-8 — naming the string, at Enqueue and CheckArgs; a job
+// holding one that another client enqueued dies without running the
+// handler. A RegisterRaw kind gets the args as they are.
+func TestArgsDecodeExactly(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memstore.New()
+		ws := hopper.NewWorkers()
+		type note struct{ Lines []string }
+		ran := 0
+		hopper.Register(ws, "note", func(ctx context.Context, a note) (any, error) { ran++; return a, nil }, nil)
+		hopper.RegisterRaw(ws, "raw", func(ctx context.Context, a json.RawMessage) (any, error) { return a, nil }, nil)
+		c := newClient(t, hopper.Config{Store: st, Workers: ws})
+
+		lone := json.RawMessage(`{"Lines":["ok","\ud800"]}`)
+		var fe *hopper.FieldError
+		if _, err := c.Enqueue(ctx, "note", lone, nil); !errors.As(err, &fe) || fe.Field != "args" || !strings.Contains(fe.Reason, `Lines[1] holds \ud800`) {
+			t.Errorf("Enqueue(note, %s): %v, want a FieldError on args naming Lines[1]", lone, err)
+		}
+		if err := ws.CheckArgs("note", lone); !errors.As(err, &fe) || !strings.Contains(fe.Reason, `Lines[1] holds \ud800`) {
+			t.Errorf("CheckArgs(note, %s): %v, want a FieldError on args naming Lines[1]", lone, err)
+		}
+		if err := ws.CheckArgs("note", json.RawMessage("{\"Lines\":[\"caf\xe9\"]}")); !errors.As(err, &fe) || !strings.Contains(fe.Reason, "Lines[0] is not valid UTF-8") {
+			t.Errorf("CheckArgs(note, bytes that are not UTF-8): %v, want a FieldError on args naming Lines[0]", err)
+		}
+		if n, _ := c.Count(ctx, hopper.ListOptions{}); n != 0 {
+			t.Fatalf("%d jobs stored after refused enqueues", n)
+		}
+		pair := enqueue(t, c, "note", json.RawMessage(`{"Lines":["\ud83d\ude00","\\ud800"]}`), nil)
+		raw := enqueue(t, c, "raw", lone, nil)
+		producer, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet}) // no workers: any args
+		bad, err := producer.Enqueue(ctx, "note", lone, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := wait(t, c, pair); j.State != hopper.StateCompleted || string(j.Result) != `{"Lines":["😀","\\ud800"]}` {
+			t.Errorf("a surrogate pair and an escaped backslash: %s, result %s", j.State, j.Result)
+		}
+		if j := wait(t, c, raw); j.State != hopper.StateCompleted || string(j.Result) != string(lone) {
+			t.Errorf("a raw kind: %s, result %s, want its args exactly", j.State, j.Result)
+		}
+		j := wait(t, c, bad.ID)
+		if j.State != hopper.StateDead || j.Attempt != 1 || !strings.Contains(j.LastError, `Lines[1] holds \ud800`) || ran != 1 {
+			t.Fatalf("job holding a lone surrogate: %s after %d attempts: %q (handler ran %d times)", j.State, j.Attempt, j.LastError, ran)
+		}
+	})
+}

@@ -42,7 +42,11 @@ func NewWorkers() *Workers { return &Workers{kinds: make(map[string]*kind)} }
 // Args must fit T exactly: Enqueue and AddSchedule refuse args that do not
 // decode into a T — a wrong type, or a field T does not have — with a
 // *FieldError on "args", and a job whose args do not fit (enqueued by
-// another process) fails permanently without running fn. A job enqueued
+// another process) fails permanently without running fn. So do args
+// holding a string that decoding would change rather than give back
+// exactly: bytes that are not UTF-8, or a \u escape of a lone UTF-16
+// surrogate ("\ud800"), which encoding/json decodes to U+FFFD; the
+// reason names the string's path in the args. A job enqueued
 // without args gets T's zero value. If *T has a method Validate() error
 // (declared on T or on *T; not when T is itself a pointer type), it is
 // called on the decoded args too, and args it rejects are refused and fail
@@ -73,6 +77,9 @@ func RegisterChecked[T any](w *Workers, kind string, fn func(ctx context.Context
 	decode := func(raw json.RawMessage) (T, error) {
 		var args T
 		if len(raw) > 0 && string(raw) != "null" {
+			if why := jsonerr.Inexact(raw); why != "" {
+				return args, &jsonerr.ArgsError{Type: typ, Reason: why}
+			}
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&args); err != nil {

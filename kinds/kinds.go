@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/jsonerr"
@@ -95,8 +94,9 @@ func ValidateArgs(kind string, raw json.RawMessage) error {
 // (hopper.Workers.CheckArgs: they must decode strictly into ExecArgs or
 // HTTPArgs, pass its Validate, and fit o's policy), so that a producer
 // without the workers sees a mistake at enqueue time rather than as a dead
-// job. Args that are not valid UTF-8 are refused first, naming the field:
-// decoding would silently replace the bad bytes. A built-in kind o does not
+// job. Args holding a string that decoding would not give back exactly —
+// bytes that are not UTF-8, a \u escape of a lone UTF-16 surrogate — are
+// refused, naming the field (Register's rule). A built-in kind o does not
 // offer is refused; args of other kinds are not checked. Of o's policy,
 // only what applies at enqueue is used (Kinds, Exec.Allow, HTTP.Allow: a
 // URL whose host is a refused address), and reported
@@ -111,12 +111,6 @@ func (o Options) ValidateArgs(kind string, raw json.RawMessage) error {
 	}
 	if !slices.Contains(offered, kind) {
 		return fmt.Errorf("%s: not offered here (offered: %s)", kind, strings.Join(offered, ", "))
-	}
-	if !utf8.Valid(raw) {
-		if field := invalidUTF8Path(raw); field != "" {
-			return fmt.Errorf("%s: bad args: %s is not valid UTF-8: job args are JSON text, which cannot carry these bytes exactly", kind, field)
-		}
-		return fmt.Errorf("%s: bad args: not valid UTF-8", kind)
 	}
 	err = builtins().CheckArgs(kind, raw)
 	if err == nil && kind == KindExec && len(o.Exec.Allow) > 0 {

@@ -1,10 +1,7 @@
 package kinds
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -12,8 +9,11 @@ import (
 // Job args are JSON text, and JSON strings hold Unicode text only:
 // encoding/json replaces bytes that are not UTF-8 with U+FFFD, on encoding
 // and on decoding alike, so a command line or a request body holding such
-// bytes would silently run as something else. Input is therefore checked
-// and refused (checkText, invalidUTF8Path). Output is different: a
+// bytes would silently run as something else; so would a \u escape of a
+// lone UTF-16 surrogate ("\ud800"), which decodes to U+FFFD too. Input is
+// therefore checked and refused: decoded strings by checkText, raw JSON
+// args, before decoding, by jsonerr.Inexact (every kind registered with
+// hopper.Register refuses such args). Output is different: a
 // command's output and a response body are kept as text for people to
 // read, so bytes that are not UTF-8 there are replaced (outputText).
 
@@ -93,86 +93,4 @@ func firstLine(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// invalidUTF8Path returns where in the JSON document raw the first string
-// holding bytes that are not UTF-8 is, as a path such as "args[2]",
-// "env[0]" or "headers.X-Token", or "" if there is none or raw is not JSON.
-func invalidUTF8Path(raw []byte) string {
-	type frame struct {
-		array   bool
-		index   int    // array: index of the next value
-		key     string // object: key of the value being read
-		wantKey bool   // object: the next string is a key
-	}
-	var stack []frame
-	// path names the value being read; key, if set, replaces the
-	// innermost object's key (a bad key is reported as its own path).
-	path := func(key string) string {
-		var b strings.Builder
-		for i, f := range stack {
-			if f.array {
-				b.WriteString("[" + strconv.Itoa(f.index) + "]")
-				continue
-			}
-			k := f.key
-			if i == len(stack)-1 && key != "" {
-				k = key
-			}
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(k)
-		}
-		return b.String()
-	}
-	// valueDone moves the innermost container past the value just read.
-	valueDone := func() {
-		if n := len(stack); n > 0 {
-			if stack[n-1].array {
-				stack[n-1].index++
-			} else {
-				stack[n-1].wantKey = true
-			}
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	for {
-		before := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		after := dec.InputOffset()
-		bad := !utf8.Valid(raw[before:after])
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, frame{wantKey: true})
-			case '[':
-				stack = append(stack, frame{array: true})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		case string:
-			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKey {
-				if bad {
-					return path(t) + " (a key)"
-				}
-				stack[n-1].key, stack[n-1].wantKey = t, false
-				continue
-			}
-			if bad {
-				return path("")
-			}
-			valueDone()
-		default:
-			valueDone()
-		}
-		if len(stack) == 0 {
-			return ""
-		}
-	}
 }
