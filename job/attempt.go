@@ -7,10 +7,14 @@ import (
 
 // Attempt records one attempt of a job.
 type Attempt struct {
-	Attempt   int           `json:"attempt"` // 1-based
-	StartedAt time.Time     `json:"started_at"`
-	Duration  time.Duration `json:"duration"` // from StartedAt to the attempt's end
-	Worker    string        `json:"worker,omitempty"`
+	Attempt   int       `json:"attempt"` // 1-based
+	StartedAt time.Time `json:"started_at"`
+	// Duration runs from StartedAt to the attempt's end; for an
+	// interrupted attempt, to its worker's last heart-beat (the last
+	// renewal of its lease, the last time it was known to run: 0 if it
+	// never renewed it), not to the rescue.
+	Duration time.Duration `json:"duration"`
+	Worker   string        `json:"worker,omitempty"`
 	// Outcome is the state the attempt led to, or "interrupted" when the
 	// worker died, or "released" when shutdown gave the job back.
 	Outcome string `json:"outcome"`

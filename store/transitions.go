@@ -17,8 +17,9 @@ import (
 
 // ErrorWorkerLost is the error recorded for an attempt whose worker stopped
 // renewing its lease: its process died (a store that can tell, such as
-// SQLite's lock files, ends the lease at once) or it hung.
-const ErrorWorkerLost = "worker lost: its process died or stopped renewing the lease"
+// SQLite's lock files, ends the lease at once) or it hung. The attempt's
+// record ends at the worker's last heart-beat, as the error says.
+const ErrorWorkerLost = "worker lost: its process died or stopped renewing the lease (the attempt's duration runs to its last heart-beat)"
 
 // ApplyClaim makes the available job j a running attempt of worker, leased
 // until leaseUntil: Attempt+1, StartedAt=now, CancelRequested cleared.
@@ -97,7 +98,14 @@ func ApplyFinish(j *job.Job, o Outcome, now time.Time) (bool, error) {
 //     pill, FinishedAt=now;
 //   - else if Attempt >= MaxAttempts: dead, attempts exhausted, FinishedAt=now;
 //   - else available, RunAt=now.
-func ApplyRescue(j *job.Job, now time.Time, maxCrashes int) error {
+//
+// lastBeat is when the worker last renewed j's lease (Store.Heartbeat's
+// Now), the last time it was known to run the attempt: the interrupted
+// attempt's duration ends there, not at now, which may be a lease and a
+// rescue interval after the worker died. A lastBeat before the attempt's
+// start (zero, or a renewal of an earlier attempt) means its worker never
+// renewed it: the duration is 0, all that is known.
+func ApplyRescue(j *job.Job, now, lastBeat time.Time, maxCrashes int) error {
 	if j.State != job.StateRunning {
 		return fmt.Errorf("rescue job %d: it is %s, not running: %w", j.ID, j.State, job.ErrConflict)
 	}
@@ -112,11 +120,18 @@ func ApplyRescue(j *job.Job, now time.Time, maxCrashes int) error {
 	if err := job.CheckTransition(j.ID, j.State, to); err != nil {
 		return err
 	}
+	var ran time.Duration // from the start to the last heart-beat
+	if lastBeat.After(j.StartedAt) {
+		ran = lastBeat.Sub(j.StartedAt)
+		if lastBeat.After(now) {
+			ran = now.Sub(j.StartedAt)
+		}
+	}
 	j.Crashes++
 	j.Attempts = append(j.Attempts, job.Attempt{
 		Attempt:   j.Attempt,
 		StartedAt: j.StartedAt,
-		Duration:  now.Sub(j.StartedAt),
+		Duration:  ran,
 		Worker:    j.Worker,
 		Outcome:   job.OutcomeInterrupted,
 		Error:     ErrorWorkerLost,

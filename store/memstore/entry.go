@@ -47,7 +47,7 @@ type cold struct {
 	worker      string
 	crashes     int32
 	lastImplied bool   // the last attempt is {attempt, startedAt, lastDur, lastWorker, completed}
-	lastDur     int64  // its duration
+	lastDur     int64  // its duration; while running, the last heart-beat (beat)
 	lastWorker  string // its worker
 	prev, next  *entry // links in Store.running or Store.finished
 }
@@ -176,6 +176,15 @@ func (e *entry) view(j *job.Job) {
 		}
 	}
 }
+
+// beat returns when the worker last renewed the lease of the running job
+// (Unix nanoseconds, 0 if never), for store.ApplyRescue, and setBeat sets
+// it. It is kept in lastDur, which only a completed job uses: a running
+// job's last attempt is never implied, and a beat of an earlier attempt
+// is older than the attempt's start, which ApplyRescue takes for none.
+func (c *cold) beat() int64 { return c.lastDur }
+
+func (c *cold) setBeat(ns int64) { c.lastDur = ns }
 
 // keepAttempts stores the history of j, which a transition has just
 // applied to a view of the entry, implying its last attempt if it is a

@@ -17,7 +17,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	}
 	defer s.mu.Unlock()
 	var res store.HeartbeatResult
-	lease := store.UnixNanos(p.LeaseUntil)
+	lease, now := store.UnixNanos(p.LeaseUntil), store.UnixNanos(p.Now)
 	for _, l := range p.Jobs {
 		e := s.jobs.get(l.ID)
 		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker || int(e.attempt) != l.Attempt {
@@ -25,6 +25,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 			continue
 		}
 		e.c.leaseUntil = lease
+		e.c.setBeat(now)
 		if e.cancel {
 			res.Cancel = append(res.Cancel, l.ID)
 		}
@@ -50,7 +51,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	var v job.Job
 	for _, e := range expired {
 		e.view(&v)
-		if err := store.ApplyRescue(&v, p.Now, p.MaxCrashes); err != nil {
+		if err := store.ApplyRescue(&v, p.Now, store.FromUnixNanos(e.c.beat()), p.MaxCrashes); err != nil {
 			return out, err
 		}
 		s.update(e, &v)

@@ -480,14 +480,15 @@ func dedupe(list []string) []string {
 
 // sqlHeartbeat renews the leases of a Heartbeat call in one statement: $1
 // the IDs (sorted) and $2 the attempts of the leases; only jobs running
-// that attempt under worker $3 are renewed until $4. The rows are locked
+// that attempt under worker $3 are renewed until $4, at $5 (heartbeat_at:
+// where Rescue ends an interrupted attempt). The rows are locked
 // in ID order first, each by its primary key (as sqlFinish), as every
 // multi-row write does, so that it cannot deadlock with a Finish or a bulk
 // action over the same jobs.
 const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint[], $2::int[]) AS l(id, att)
 		CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs j
 			WHERE j.id = l.id AND j.state = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
-	UPDATE {schema}.jobs j SET lease_until = $4
+	UPDATE {schema}.jobs j SET lease_until = $4, heartbeat_at = $5
 	FROM k WHERE j.id = k.id
 	RETURNING j.id, j.attempt, j.cancel_requested`
 
@@ -514,7 +515,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlNestedLoops)
-	b.Queue(s.q(sqlHeartbeat), ids, atts, p.Worker, ts(p.LeaseUntil))
+	b.Queue(s.q(sqlHeartbeat), ids, atts, p.Worker, ts(p.LeaseUntil), ts(p.Now))
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -210,9 +211,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 const rescueBatch = 1000
 
 // sqlRescue selects, and locks in ID order, running jobs whose lease
-// expired, skipping those another transaction holds (a worker finishing
-// it right now).
-var sqlRescue = `SELECT ` + jobCols + ` FROM {schema}.jobs
+// expired, with their last heart-beat after jobCols, skipping those
+// another transaction holds (a worker finishing it right now).
+var sqlRescue = `SELECT ` + jobCols + `, heartbeat_at FROM {schema}.jobs
 	WHERE state = 'running' AND lease_until < $1
 	ORDER BY id LIMIT ` + fmt.Sprint(rescueBatch) + ` FOR UPDATE SKIP LOCKED`
 
@@ -233,14 +234,25 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 			if err != nil {
 				return err
 			}
-			jobs, err := scanJobs(rows)
-			if err != nil {
+			var jobs []*job.Job
+			var beats []time.Time
+			for rows.Next() {
+				var beat pgtype.Timestamptz
+				j, err := scanJob(withBeat{rows, &beat})
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				jobs, beats = append(jobs, j), append(beats, fromTS(beat))
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
 			}
 			prev := make([]int, len(jobs))
 			for i, j := range jobs {
 				prev[i] = len(j.Attempts)
-				if err := store.ApplyRescue(j, now, p.MaxCrashes); err != nil {
+				if err := store.ApplyRescue(j, now, beats[i], p.MaxCrashes); err != nil {
 					return err
 				}
 			}
@@ -262,3 +274,11 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 		}
 	}
 }
+
+// withBeat scans a row of jobCols and then heartbeat_at, into beat.
+type withBeat struct {
+	pgx.Row
+	beat *pgtype.Timestamptz
+}
+
+func (r withBeat) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.beat)...) }

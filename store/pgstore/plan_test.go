@@ -63,7 +63,7 @@ func TestPlans(t *testing.T) {
 		{"nextrun", []any{kinds, queues}},
 		{"nextrun/all", []any{[]string(nil)}},
 		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0)}},
-		{"heartbeat", []any{ids, atts, "w", ts(t0)}},
+		{"heartbeat", []any{ids, atts, "w", ts(t0), ts(t0)}},
 		{"rescue", []any{ts(t0.Add(time.Minute))}},
 		{"queuecounts", nil},
 		// A bulk batch reads its candidates by primary key over its ID

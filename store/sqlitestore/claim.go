@@ -420,10 +420,11 @@ func nextRunAt(w *writer, all bool, filter []any) (int64, error) {
 	return next.Int64, err
 }
 
-// sqlHeartbeat renews, in one statement, the leases of a Heartbeat call:
-// ?2 is a JSON array of [id, attempt] pairs; only jobs running that attempt
-// under worker ?3 are renewed.
-const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1
+// sqlHeartbeat renews, in one statement, the leases of a Heartbeat call
+// until ?1, at ?4 (heartbeat_at: where Rescue ends an interrupted
+// attempt): ?2 is a JSON array of [id, attempt] pairs; only jobs running
+// that attempt under worker ?3 are renewed.
+const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1, heartbeat_at = ?4
 	FROM json_each(?2) AS l
 	WHERE jobs.id = l.value ->> 0 AND jobs.attempt = l.value ->> 1
 		AND jobs.state = 'running' AND jobs.worker = ?3
@@ -454,7 +455,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	list := leaseList(p.Jobs)
 	var res store.HeartbeatResult
 	err := s.write(ctx, func(w *writer) error {
-		rows, err := w.query(sqlHeartbeat, lease, list, p.Worker)
+		rows, err := w.query(sqlHeartbeat, lease, list, p.Worker, store.UnixNanos(p.Now))
 		if err != nil {
 			return err
 		}

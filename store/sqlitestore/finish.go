@@ -228,24 +228,55 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	return out, nil
 }
 
-// sqlRescue selects the running jobs whose lease expired.
-const sqlRescue = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'running' AND lease_until < ?`
+// sqlRescue selects the running jobs whose lease expired, with their last
+// heart-beat after jobCols.
+const sqlRescue = `SELECT ` + jobCols + `, heartbeat_at FROM jobs WHERE state = 'running' AND lease_until < ?`
+
+// rescued is a job Rescue selected and when its worker last renewed its
+// lease.
+type rescued struct {
+	j    *job.Job
+	beat int64
+}
 
 // rescue applies store.ApplyRescue to the running jobs whose lease expired.
 func rescue(w *writer, p store.RescueParams) ([]*job.Job, error) {
-	jobs, err := w.queryJobs(sqlRescue, store.UnixNanos(p.Now))
+	rows, err := w.query(sqlRescue, store.UnixNanos(p.Now))
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(jobs, func(a, b *job.Job) int { return cmp.Compare(a.ID, b.ID) })
+	var found []rescued
+	for rows.Next() {
+		var r rescued
+		if r.j, err = scanJob(withBeat{rows, &r.beat}); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(found, func(a, b rescued) int { return cmp.Compare(a.j.ID, b.j.ID) })
 	now := p.Now.UTC()
-	for _, j := range jobs {
-		if err := store.ApplyRescue(j, now, p.MaxCrashes); err != nil {
+	jobs := make([]*job.Job, len(found))
+	for i, r := range found {
+		if err := store.ApplyRescue(r.j, now, store.FromUnixNanos(r.beat), p.MaxCrashes); err != nil {
 			return nil, err
 		}
-		if err := w.save(j, job.StateRunning); err != nil {
+		if err := w.save(r.j, job.StateRunning); err != nil {
 			return nil, err
 		}
+		jobs[i] = r.j
 	}
 	return jobs, nil
 }
+
+// withBeat scans a row of jobCols and then heartbeat_at, into beat.
+type withBeat struct {
+	scanner
+	beat *int64
+}
+
+func (s withBeat) Scan(dest ...any) error { return s.scanner.Scan(append(dest, s.beat)...) }

@@ -84,7 +84,7 @@ func checkPlans(t *testing.T, s *Store) {
 		{"finish", sqlFinish, []any{"completed", "{}", "", nil, 1, 0, 1, 1}, "INTEGER PRIMARY KEY"},
 		{"finish set", finishSQL[2], []any{1, 1, "completed", 0, "", nil, "{}", 2, 1, "completed", 0, "", nil, "{}", 1}, "INTEGER PRIMARY KEY"},
 		{"finish set completed", finishDoneSQL[2], []any{1, 1, nil, "{}", 2, 1, nil, "{}", 1}, "INTEGER PRIMARY KEY"},
-		{"heartbeat", sqlHeartbeat, []any{1, "[[1,1],[2,1]]", "w"}, "INTEGER PRIMARY KEY"},
+		{"heartbeat", sqlHeartbeat, []any{1, "[[1,1],[2,1]]", "w", 1}, "INTEGER PRIMARY KEY"},
 		{"unique holder", sqlHolder, []any{"ua"}, "INDEX jobs_unique "},
 		{"fired", sqlFired, []any{"s", 1}, "INDEX jobs_fire "},
 		{"retry all dead", sqlDeadAll, nil, "INDEX jobs_finished "},

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -171,6 +172,41 @@ func leaseCases() []testCase {
 			e.unchanged("job with a live lease", bBefore)
 			if c := e.claimExpect(at(10002), job.DefaultQueue, a); c.Attempt != 2 {
 				t.Errorf("claim after rescue: got attempt %d, want 2", c.Attempt)
+			}
+		}},
+		{"RescueEndsAttemptAtLastHeartbeat", func(t *testing.T, e *env) {
+			// The interrupted attempt's duration runs from its start to the
+			// last renewal of its lease, the last time its worker was known
+			// to run it, not to the rescue: a worker that died 5 s into an
+			// attempt is not said to have run it for the lease and the
+			// rescuer's interval too.
+			beat := e.add(t0, &job.Job{Kind: "k", Queue: "beat"})
+			never := e.add(t0, &job.Job{Kind: "k", Queue: "never"})
+			again := e.add(t0, &job.Job{Kind: "k", Queue: "again"})
+			for _, q := range []string{"beat", "never", "again"} {
+				e.claim(store.ClaimParams{Now: at(1000), Limit: 1, Queues: []string{q}, LeaseUntil: at(31000)})
+			}
+			for _, ms := range []int{11000, 21000} {
+				e.heartbeat(store.HeartbeatParams{Now: at(ms), Worker: worker1, Jobs: leases(e.get(beat), e.get(again)), LeaseUntil: at(ms + 30000)})
+			}
+			// A renewal another worker sent, or for another attempt, is not
+			// the worker's: it renews nothing and does not count.
+			e.heartbeat(store.HeartbeatParams{Now: at(40000), Worker: worker2, Jobs: leases(e.get(beat)), LeaseUntil: at(70000)})
+			e.heartbeat(store.HeartbeatParams{Now: at(40000), Worker: worker1, Jobs: []store.Lease{{ID: beat, Attempt: 2}}, LeaseUntil: at(70000)})
+			wantIDList(t, "Rescue", idsOf(e.rescue(store.RescueParams{Now: at(57500)})), []job.ID{beat, never, again})
+			for id, want := range map[job.ID]time.Duration{beat: 20 * time.Second, never: 0, again: 20 * time.Second} {
+				g := e.get(id)
+				wantInterrupted(t, g, 1)
+				if len(g.Attempts) == 1 && g.Attempts[0].Duration != want {
+					t.Errorf("job %d: interrupted attempt of %s, want %s (started at 1s, last heart-beat at %s)", id, g.Attempts[0].Duration, want, 1*time.Second+want)
+				}
+			}
+			// The next attempt of a job never renewed: its duration is 0,
+			// not the time since the last renewal of the first.
+			e.claim(store.ClaimParams{Now: at(60000), Limit: 1, Queues: []string{"again"}, LeaseUntil: at(90000)})
+			wantIDList(t, "Rescue of the second attempt", idsOf(e.rescue(store.RescueParams{Now: at(95000)})), []job.ID{again})
+			if g := e.get(again); len(g.Attempts) != 2 || g.Attempts[1].Duration != 0 {
+				t.Errorf("second attempt, never renewed: %s, want a duration of 0", fmtAttempts(g.Attempts))
 			}
 		}},
 		{"FinishAfterRescueIsSkipped", func(t *testing.T, e *env) {

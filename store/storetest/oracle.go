@@ -177,10 +177,16 @@ func oracleCases() []testCase {
 			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(2500), ID: cancelled}); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
+			// Two of them renewed their leases (the last renewal counts).
+			beats := map[job.ID]time.Time{plain: at(2700), last: at(2900)}
+			for _, ms := range []int{2200, 2700} {
+				e.heartbeat(store.HeartbeatParams{Now: at(ms), Worker: worker1, Jobs: leases(e.get(plain)), LeaseUntil: at(3000)})
+			}
+			e.heartbeat(store.HeartbeatParams{Now: at(2900), Worker: worker1, Jobs: leases(e.get(last)), LeaseUntil: at(3000)})
 			now := at(3001)
 			want := map[job.ID]*job.Job{}
 			for _, id := range []job.ID{plain, cancelled, last, pill} {
-				want[id] = e.expect(id, func(j *job.Job) error { return store.ApplyRescue(j, now, maxCrashes) })
+				want[id] = e.expect(id, func(j *job.Job) error { return store.ApplyRescue(j, now, beats[id], maxCrashes) })
 			}
 			moved := e.rescue(store.RescueParams{Now: now, MaxCrashes: maxCrashes})
 			wantIDList(t, "Rescue", idsOf(moved), []job.ID{plain, cancelled, last, pill})
