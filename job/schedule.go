@@ -79,7 +79,8 @@ type Schedule struct {
 	LastFireAt time.Time `json:"last_fire_at,omitzero"`
 	LastJobID  ID        `json:"last_job_id,omitempty"`
 	// SkippedTicks counts the ticks skipped since the schedule last fired
-	// (the previous job was still running), LastSkipAt the latest of them.
+	// (the previous job was still waiting for a worker or running),
+	// LastSkipAt the latest of them.
 	SkippedTicks int       `json:"skipped_ticks,omitempty"`
 	LastSkipAt   time.Time `json:"last_skip_at,omitzero"`
 	CreatedAt    time.Time `json:"created_at"`

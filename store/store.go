@@ -509,6 +509,10 @@ type FireResult struct {
 	ID    job.ID // the job enqueued, when Fired
 	// Skipped is set when SkipIfBusy skipped the tick.
 	Skipped bool
+	// Busy is, when Skipped, the state of the previous job that made
+	// SkipIfBusy skip the tick: available (waiting for a worker) or
+	// running.
+	Busy job.State
 	// Superseded is the retrying job SkipIfBusy sent to dead, if any.
 	Superseded job.ID
 }

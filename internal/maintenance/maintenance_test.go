@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hopperq/hopper/internal/logtest"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
@@ -238,6 +240,33 @@ func TestSkipSupersedesRetryingJob(t *testing.T) {
 	s.FireDue(ctx, tick.Add(2*time.Minute))
 	if sc, _ := st.GetSchedule(ctx, "x"); sc.SkippedTicks != 1 {
 		t.Errorf("skipped ticks %d, want 1", sc.SkippedTicks)
+	}
+}
+
+// TestSkipLogSaysWhatThePreviousJobDoes: a tick skipped because the
+// previous job has not finished logs whether that job waits for a worker
+// or runs, never that a job still queued is running.
+func TestSkipLogSaysWhatThePreviousJobDoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := memstore.New()
+	var log logtest.Buffer
+	cfg := testConfig(st)
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	s := New(cfg)
+	addSchedule(t, st, &job.Schedule{Name: "x", Spec: "@every 1m", Kind: "k"})
+	tick := t0.Add(time.Minute)
+	s.FireDue(ctx, tick)
+	sc, _ := st.GetSchedule(ctx, "x")
+	first := sc.LastJobID
+	s.FireDue(ctx, tick.Add(time.Minute)) // the first job waits for a worker
+	st.Claim(ctx, store.ClaimParams{Now: tick, Limit: 1, Worker: "w", LeaseUntil: tick.Add(time.Hour)})
+	s.FireDue(ctx, tick.Add(2*time.Minute)) // now it runs
+	prev := fmt.Sprintf("previous_job=%d", first)
+	waiting := log.Lines(`msg="schedule tick skipped: the previous job is still waiting for a worker"`, prev, "previous_state=available", "skipped_ticks=1")
+	running := log.Lines(`msg="schedule tick skipped: the previous job is still running"`, prev, "previous_state=running", "skipped_ticks=2")
+	if len(waiting) != 1 || len(running) != 1 || len(log.Lines("schedule tick skipped")) != 2 {
+		t.Errorf("log:\n%s\nwant one skip while the job waits for a worker, saying so, and one while it runs", log.String())
 	}
 }
 

@@ -116,9 +116,16 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 		return time.Time{}, err
 	}
 	if res.Skipped {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "schedule tick skipped: the previous job is still running",
-			slog.String("schedule", sc.Name), slog.Time("tick", fireAt), slog.Int64("running_job", int64(sc.LastJobID)),
-			slog.Int("skipped_ticks", sc.SkippedTicks+1))
+		msg := "schedule tick skipped: the previous job has not finished" // a store that does not say
+		switch res.Busy {
+		case job.StateRunning:
+			msg = "schedule tick skipped: the previous job is still running"
+		case job.StateAvailable:
+			msg = "schedule tick skipped: the previous job is still waiting for a worker"
+		}
+		s.log.LogAttrs(ctx, slog.LevelWarn, msg,
+			slog.String("schedule", sc.Name), slog.Time("tick", fireAt), slog.Int64("previous_job", int64(sc.LastJobID)),
+			slog.String("previous_state", res.Busy.String()), slog.Int("skipped_ticks", sc.SkippedTicks+1))
 	}
 	if res.Superseded != 0 {
 		s.superseded(ctx, sc, res.Superseded, now)

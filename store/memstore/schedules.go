@@ -118,7 +118,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		case job.StateAvailable, job.StateRunning:
 			sc.SkippedTicks++
 			sc.LastSkipAt = p.FireTime
-			return store.FireResult{Skipped: true}, nil
+			return store.FireResult{Skipped: true, Busy: last.state}, nil
 		case job.StateRetrying:
 			var v job.Job
 			last.view(&v)

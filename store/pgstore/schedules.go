@@ -267,14 +267,14 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			return advance()
 		}
 		if p.SkipIfBusy && sc.LastJobID != 0 {
-			skip, superseded, err := s.skipIfBusy(ctx, tx, sc, now, fire)
+			busy, superseded, err := s.skipIfBusy(ctx, tx, sc, now, fire)
 			if err != nil {
 				return err
 			}
-			if skip {
+			if busy != 0 {
 				_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, skipped_ticks = skipped_ticks + 1,
 					last_skip_at = $2 WHERE name = $3`), ts(next), ts(fire), p.Name)
-				res.Skipped = err == nil
+				res.Skipped, res.Busy = err == nil, busy
 				return err
 			}
 			res.Superseded = superseded
@@ -301,26 +301,26 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 }
 
 // skipIfBusy applies the skip overlap policy to the last job of sc at a
-// tick: it reports whether the tick is to be skipped (that job is
-// available or running), or supersedes that job if it is retrying
-// (store.ApplySupersede) and returns its ID.
-func (s *Store) skipIfBusy(ctx context.Context, tx pgx.Tx, sc *job.Schedule, now, tick time.Time) (skip bool, superseded job.ID, err error) {
+// tick: if the tick is to be skipped it returns that job's state
+// (available or running; 0 otherwise), and if that job is retrying it
+// supersedes it (store.ApplySupersede) and returns its ID.
+func (s *Store) skipIfBusy(ctx context.Context, tx pgx.Tx, sc *job.Schedule, now, tick time.Time) (busy job.State, superseded job.ID, err error) {
 	last, err := s.load(ctx, tx, sc.LastJobID)
 	if errors.Is(err, job.ErrNotFound) {
-		return false, 0, nil // purged: nothing to wait for
+		return 0, 0, nil // purged: nothing to wait for
 	}
 	if err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
 	switch last.State {
 	case job.StateAvailable, job.StateRunning:
-		return true, 0, nil
+		return last.State, 0, nil
 	case job.StateRetrying:
 		prev := len(last.Attempts)
 		if err := store.ApplySupersede(last, now, tick); err != nil {
-			return false, 0, err
+			return 0, 0, err
 		}
-		return false, last.ID, s.save(ctx, tx, []*job.Job{last}, []int{prev})
+		return 0, last.ID, s.save(ctx, tx, []*job.Job{last}, []int{prev})
 	}
-	return false, 0, nil
+	return 0, 0, nil
 }

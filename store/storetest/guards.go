@@ -81,13 +81,13 @@ func guardCases() []testCase {
 			}
 			// Available: about to run, so the next tick is skipped.
 			res := e.fireP(store.FireScheduleParams{Now: at(60000), Name: "s", FireTime: at(60000), Next: at(120000), SkipIfBusy: true})
-			if res.Fired || !res.Skipped {
-				t.Errorf("tick while the job is available: got %+v, want skipped", res)
+			if res.Fired || !res.Skipped || res.Busy != job.StateAvailable {
+				t.Errorf("tick while the job is available: got %+v, want skipped, busy available", res)
 			}
 			c := e.claimExpect(at(60000), "cron", first.ID)
 			res = e.fireP(store.FireScheduleParams{Now: at(120000), Name: "s", FireTime: at(120000), Next: at(180000), SkipIfBusy: true})
-			if res.Fired || !res.Skipped {
-				t.Errorf("tick while the job runs: got %+v, want skipped", res)
+			if res.Fired || !res.Skipped || res.Busy != job.StateRunning {
+				t.Errorf("tick while the job runs: got %+v, want skipped, busy running", res)
 			}
 			sc := e.getSchedule("s")
 			if sc.SkippedTicks != 2 || sc.LastJobID != first.ID {
