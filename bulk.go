@@ -76,7 +76,7 @@ type BulkResult struct {
 // made again with the same UpTo for the rest. Invalid options are a
 // *FieldError, changing nothing.
 func (c *Client) CancelMatching(ctx context.Context, o BulkOptions) (BulkResult, error) {
-	return c.bulk(ctx, "cancel", o, store.CancelStates, c.store.CancelMatching, func(r store.MatchResult, at time.Time) {
+	return c.bulk(ctx, "cancel", o, store.CancelStates, &c.stops, c.store.CancelMatching, func(r store.MatchResult, at time.Time) {
 		for _, id := range r.Running {
 			c.engine.CancelRunning(id)
 		}
@@ -95,7 +95,7 @@ func (c *Client) CancelMatching(ctx context.Context, o BulkOptions) (BulkResult,
 // except a dead job whose unique key another unfinished job holds: it
 // stays dead and is counted as Skipped. Errors are as CancelMatching's.
 func (c *Client) RetryMatching(ctx context.Context, o BulkOptions) (BulkResult, error) {
-	return c.bulk(ctx, "retry", o, store.RetryStates, c.store.RetryMatching, func(r store.MatchResult, at time.Time) {
+	return c.bulk(ctx, "retry", o, store.RetryStates, &c.starts, c.store.RetryMatching, func(r store.MatchResult, at time.Time) {
 		if r.Changed > 0 {
 			c.engine.Notify()
 		}
@@ -109,7 +109,7 @@ func (c *Client) RetryMatching(ctx context.Context, o BulkOptions) (BulkResult, 
 // cancelled, dead) that o selects, as Delete does. Errors are as
 // CancelMatching's.
 func (c *Client) DeleteMatching(ctx context.Context, o BulkOptions) (BulkResult, error) {
-	return c.bulk(ctx, "delete", o, store.DeleteStates, c.store.DeleteMatching, func(store.MatchResult, time.Time) {})
+	return c.bulk(ctx, "delete", o, store.DeleteStates, nil, c.store.DeleteMatching, func(store.MatchResult, time.Time) {})
 }
 
 // validate returns a *FieldError unless o is a selection.
@@ -133,8 +133,9 @@ func (o BulkOptions) validate() error {
 
 // bulk runs a bulk action: run, the store's operation for it, batch after
 // batch over the jobs of o in the states of applies, and report, the
-// client's side of each batch (events, wake-ups).
-func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies []State,
+// client's side of each batch (events, wake-ups), holding a ticket of f
+// (if not nil) while a batch whose events it reports runs (fence).
+func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies []State, f *fence,
 	run func(context.Context, store.MatchParams) (store.MatchResult, error), report func(store.MatchResult, time.Time)) (BulkResult, error) {
 	if c.closed() {
 		return BulkResult{}, ErrClosed
@@ -176,12 +177,11 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 			return res, wrap(name, ErrClosed)
 		}
 		p.Now, p.ReturnJobs = c.now(), c.reported()
-		r, err := run(ctx, p)
+		r, err := batch(ctx, f, p, run, report)
 		if err != nil {
 			return res, wrap(name, err)
 		}
 		res.Done, res.Skipped, res.Requested = res.Done+r.Changed, res.Skipped+r.Skipped, res.Requested+len(r.Running)
-		report(r, p.Now)
 		if o.Progress != nil {
 			o.Progress(res)
 		}
@@ -190,6 +190,21 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 		}
 		p.AfterID = r.Next
 	}
+}
+
+// batch runs one batch of a bulk action and reports it, holding a ticket
+// of f from before the store call until its events are reported when
+// there are events to report.
+func batch(ctx context.Context, f *fence, p store.MatchParams,
+	run func(context.Context, store.MatchParams) (store.MatchResult, error), report func(store.MatchResult, time.Time)) (store.MatchResult, error) {
+	if f != nil && p.ReturnJobs {
+		defer f.leave(f.enter())
+	}
+	r, err := run(ctx, p)
+	if err == nil {
+		report(r, p.Now)
+	}
+	return r, err
 }
 
 // totalPeek bounds the jobs newer than a selection's UpTo that total

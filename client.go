@@ -28,7 +28,8 @@ type Client struct {
 	engine *engine.Engine
 	maint  *maintenance.Services
 	events *broker
-	fence  enqueueFence // EventEnqueued before EventStarted
+	starts fence // the reports of calls making jobs due before a start's (events.go)
+	stops  fence // the reports of cancels before an attempt's end's
 
 	clock func() time.Time // the store's (store.Clock), else nil: time.Now
 	txer  store.TxEnqueuer // the store's, if it has one
@@ -204,12 +205,25 @@ func (c *Client) closed() bool {
 	return c.state == clientStopped
 }
 
-// observe receives every transition: it feeds the OnEvent and OnDead hooks,
-// subscribers and waiters.
+// observe receives the transitions the engine and the maintenance services
+// make. Each first waits for the client's reports that must come before
+// it (fence): a start for those of calls making jobs due (enqueues,
+// reschedules, DLQ retries) in flight, an attempt's end and a rescue for
+// those of cancels. Then it delivers the event.
 func (c *Client) observe(ev job.Event) {
-	if ev.Type == job.EventStarted {
-		c.fence.wait()
+	switch ev.Type {
+	case job.EventStarted:
+		c.starts.wait()
+	case job.EventEnqueued: // a schedule's tick: a new job
+	default:
+		c.stops.wait()
 	}
+	c.deliver(ev)
+}
+
+// deliver feeds a transition to the OnEvent and OnDead hooks, subscribers
+// and waiters.
+func (c *Client) deliver(ev job.Event) {
 	if c.cfg.OnEvent != nil {
 		c.cfg.OnEvent(ev)
 	}
@@ -236,7 +250,7 @@ func (c *Client) transition(ev job.Event) {
 			slog.Int64("job", int64(j.ID)), slog.String("kind", j.Kind), slog.String("queue", j.Queue),
 			slog.Int("attempt", j.Attempt), slog.String("state", j.State.String()), slog.Time("run_at", j.RunAt))
 	}
-	c.observe(ev)
+	c.deliver(ev)
 }
 
 // now is the client's clock: the store's when it has one (store.Clock: the

@@ -41,19 +41,26 @@ func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, e
 	}
 	ids := p.IDs
 	p.Now = c.now()
+	reported := c.reported()
+	if reported { // EventRetried before the start of a job made due
+		defer c.starts.leave(c.starts.enter())
+	}
 	n, err := c.store.RetryDead(ctx, p)
 	if err != nil {
 		return n, err
 	}
 	if n > 0 {
-		c.engine.Notify()
-		if c.reported() {
+		if reported {
+			// A job a worker claimed between the store call and its Get
+			// (woken by another job) is not reported: the store does not
+			// return the jobs it moved.
 			for _, id := range ids {
 				if j, err := c.store.Get(ctx, id); err == nil && j.State.Waiting() {
 					c.transition(Event{Type: job.EventRetried, Job: j, At: p.Now})
 				}
 			}
 		}
+		c.engine.Notify()
 	}
 	return n, nil
 }

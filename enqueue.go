@@ -134,7 +134,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	var res []store.EnqueueResult
 	var err error
 	if listening { // the jobs' EventEnqueued before their EventStarted
-		defer c.fence.leave(c.fence.enter())
+		defer c.starts.leave(c.starts.enter())
 	}
 	if inTx != nil {
 		res, err = inTx(p)

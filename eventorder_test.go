@@ -3,12 +3,19 @@ package hopper_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
 )
 
 // TestEventsInOrderPerJob: observers see each job's EventEnqueued before
@@ -146,5 +153,170 @@ func TestEventsKeepTheirJob(t *testing.T) {
 	}
 	if len(seen[job.EventStarted]) != n {
 		t.Errorf("%d jobs started, want %d", len(seen[job.EventStarted]), n)
+	}
+}
+
+// gapStore is a store whose calls of the client's own transitions run gap,
+// if set, after the wrapped store made the transition and before the
+// client reports it: the window in which the engine may make and report
+// the job's next transition.
+type gapStore struct {
+	store.Store
+	gap func()
+}
+
+func (s *gapStore) after() {
+	if s.gap != nil {
+		s.gap()
+	}
+}
+
+func (s *gapStore) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
+	defer s.after()
+	return s.Store.Cancel(ctx, p)
+}
+
+func (s *gapStore) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	defer s.after()
+	return s.Store.CancelMatching(ctx, p)
+}
+
+func (s *gapStore) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.Job, error) {
+	defer s.after()
+	return s.Store.Reschedule(ctx, p)
+}
+
+func (s *gapStore) RetryMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	defer s.after()
+	return s.Store.RetryMatching(ctx, p)
+}
+
+// eventLog records the event types of each job, in the order OnEvent
+// received them.
+type eventLog struct {
+	mu    sync.Mutex
+	types map[job.ID][]string
+}
+
+func (l *eventLog) onEvent(ev hopper.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.types == nil {
+		l.types = map[job.ID][]string{}
+	}
+	l.types[ev.Job.ID] = append(l.types[ev.Job.ID], string(ev.Type))
+}
+
+func (l *eventLog) of(id job.ID) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.types[id], " ")
+}
+
+// TestCancelEventsInOrder: a running job's EventCancelRequested comes
+// before the EventCancelled of the attempt it stopped, although the
+// attempt may end, and the completer report it, before Cancel (or
+// CancelMatching) has reported the request. The store's gap ends the
+// attempt right after the cancel is stored and lets every goroutine run
+// until it blocks (synctest.Wait), before Cancel reports.
+func TestCancelEventsInOrder(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"Cancel", "CancelMatching"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				running, release := make(chan struct{}), make(chan struct{})
+				ws := hopper.NewWorkers()
+				hopper.RegisterRaw(ws, "block", func(ctx context.Context, _ json.RawMessage) (any, error) {
+					close(running)
+					<-release // not its context: the attempt ends before Cancel cancels it
+					return nil, errors.New("stopped")
+				}, nil)
+				st := &gapStore{Store: memstore.New()}
+				var log eventLog
+				c := newClient(t, hopper.Config{Store: st, Workers: ws, Concurrency: 1, OnEvent: log.onEvent})
+				id := enqueue(t, c, "block", nil, nil)
+				<-running
+				st.gap = func() {
+					close(release)
+					synctest.Wait()
+				}
+				var err error
+				if op == "Cancel" {
+					_, err = c.Cancel(ctx, id)
+				} else {
+					_, err = c.CancelMatching(ctx, hopper.BulkOptions{Kind: "block"})
+				}
+				st.gap = nil
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j := wait(t, c, id); j.State != hopper.StateCancelled {
+					t.Fatalf("job %s, want cancelled", j.State)
+				}
+				synctest.Wait() // its last event delivered
+				if got, want := log.of(id), "enqueued started cancel_requested cancelled"; got != want {
+					t.Errorf("events %q, want %q", got, want)
+				}
+			})
+		})
+	}
+}
+
+// TestMadeDueEventsInOrder: a job that Reschedule or RetryMatching makes
+// due may be claimed at once, before the call has reported it; its
+// EventRescheduled or EventRetried still comes before its EventStarted.
+// The store's gap enqueues another job, which wakes the dispatcher, and
+// lets every goroutine run until it blocks, before the call reports.
+func TestMadeDueEventsInOrder(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"Reschedule", "RetryMatching"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				ws := hopper.NewWorkers()
+				var failed atomic.Bool
+				hopper.RegisterRaw(ws, "once", func(context.Context, json.RawMessage) (any, error) {
+					if failed.CompareAndSwap(false, true) {
+						return nil, hopper.Permanent(errors.New("first attempt"))
+					}
+					return nil, nil
+				}, nil)
+				hopper.RegisterRaw(ws, "noop", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
+				st := &gapStore{Store: memstore.New()}
+				var log eventLog
+				c := newClient(t, hopper.Config{Store: st, Workers: ws, Concurrency: 2, OnEvent: log.onEvent})
+				var id hopper.ID
+				want := "enqueued rescheduled started dead"
+				if op == "Reschedule" {
+					id = enqueue(t, c, "once", nil, &hopper.EnqueueOptions{Delay: time.Hour})
+				} else {
+					id = enqueue(t, c, "once", nil, nil)
+					wait(t, c, id)
+					want = "enqueued started dead retried started completed"
+				}
+				st.gap = func() {
+					st.gap = nil
+					enqueue(t, c, "noop", nil, nil)
+					synctest.Wait()
+				}
+				var err error
+				if op == "Reschedule" {
+					_, err = c.Reschedule(ctx, id, time.Now(), nil)
+				} else {
+					_, err = c.RetryMatching(ctx, hopper.BulkOptions{Kind: "once", States: []hopper.State{hopper.StateDead}})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				wait(t, c, id)
+				synctest.Wait() // its last event delivered
+				if got := log.of(id); got != want {
+					t.Errorf("events %q, want %q", got, want)
+				}
+			})
+		})
 	}
 }

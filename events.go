@@ -35,7 +35,8 @@ func (s *Subscription) Unsubscribe() { s.b.remove(s) }
 // queue. Transitions made by other processes sharing a durable store are not
 // seen. A job's events arrive in the order of its transitions (its
 // EventEnqueued before its EventStarted, even when a worker claims it the
-// moment it is stored).
+// moment it is stored; a running job's EventCancelRequested before the
+// EventCancelled of the attempt it stopped).
 func (c *Client) Subscribe(types ...EventType) *Subscription {
 	return c.events.add(types)
 }
@@ -149,21 +150,35 @@ func (b *broker) close() {
 	b.n.Store(0)
 }
 
-// enqueueFence keeps each job's events in order: a job is in the store as
-// soon as the store's Enqueue commits, and the dispatcher may claim it and
-// report EventStarted before the enqueuing call has reported its
-// EventEnqueued. Enqueue calls that report events hold a ticket from before
-// the store call until they have reported; the report of a start first
-// waits for the tickets taken before it. Tickets are per call, never held
-// while waiting, so an OnEvent hook that enqueues cannot deadlock.
-type enqueueFence struct {
+// fence keeps each job's events in the order of its transitions when the
+// client reports one transition and a goroutine of the engine the next:
+// the store commits a transition before its caller reports it, and
+// another goroutine may make the job's next transition and report it in
+// between. So the client's own calls that report events hold a ticket
+// from before their store call until they have reported, and the engine's
+// reports first wait for the tickets taken before them. Two fences, so
+// that each report waits only for the calls it may follow:
+//
+//   - Client.starts: Enqueue, Reschedule, RetryDead and RetryMatching (a
+//     job made due may be claimed at once), before the report of a start
+//     (EventStarted);
+//   - Client.stops: Cancel and CancelMatching (a running job asked to stop
+//     may stop at once, or fail, or its worker die), before the reports of
+//     an attempt's end and of a rescue (EventCancelRequested before the
+//     EventCancelled or EventCompleted that follows it).
+//
+// Tickets are per call, never held while waiting, so an OnEvent hook that
+// enqueues or cancels cannot deadlock. Waiting costs an atomic load while
+// no ticket is held.
+type fence struct {
+	held     atomic.Int64 // tickets not yet released: wait's fast path
 	mu       sync.Mutex
 	cond     sync.Cond
 	next     uint64              // the next ticket
 	inflight map[uint64]struct{} // tickets not yet released
 }
 
-func (f *enqueueFence) enter() uint64 {
+func (f *fence) enter() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.inflight == nil {
@@ -173,18 +188,23 @@ func (f *enqueueFence) enter() uint64 {
 	t := f.next
 	f.next++
 	f.inflight[t] = struct{}{}
+	f.held.Add(1)
 	return t
 }
 
-func (f *enqueueFence) leave(t uint64) {
+func (f *fence) leave(t uint64) {
 	f.mu.Lock()
 	delete(f.inflight, t)
+	f.held.Add(-1)
 	f.mu.Unlock()
 	f.cond.Broadcast()
 }
 
 // wait returns once every ticket taken before the call is released.
-func (f *enqueueFence) wait() {
+func (f *fence) wait() {
+	if f.held.Load() == 0 {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	before := f.next
@@ -193,7 +213,7 @@ func (f *enqueueFence) wait() {
 	}
 }
 
-func (f *enqueueFence) older(than uint64) bool {
+func (f *fence) older(than uint64) bool {
 	for t := range f.inflight {
 		if t < than {
 			return true

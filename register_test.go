@@ -107,13 +107,15 @@ func TestArgsDecodeExactly(t *testing.T) {
 		if n, _ := c.Count(ctx, hopper.ListOptions{}); n != 0 {
 			t.Fatalf("%d jobs stored after refused enqueues", n)
 		}
-		pair := enqueue(t, c, "note", json.RawMessage(`{"Lines":["\ud83d\ude00","\\ud800"]}`), nil)
-		raw := enqueue(t, c, "raw", lone, nil)
+		// First, so that the enqueues of c that follow wake its dispatcher
+		// after this job is stored.
 		producer, _ := hopper.NewClient(hopper.Config{Store: st, Logger: quiet}) // no workers: any args
 		bad, err := producer.Enqueue(ctx, "note", lone, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pair := enqueue(t, c, "note", json.RawMessage(`{"Lines":["\ud83d\ude00","\\ud800"]}`), nil)
+		raw := enqueue(t, c, "raw", lone, nil)
 		if j := wait(t, c, pair); j.State != hopper.StateCompleted || string(j.Result) != `{"Lines":["😀","\\ud800"]}` {
 			t.Errorf("a surrogate pair and an escaped backslash: %s, result %s", j.State, j.Result)
 		}
