@@ -37,14 +37,20 @@ when the demo ends.`,
 			if duration <= 0 {
 				return usagef("bad --duration %s: must be positive", duration)
 			}
-			return a.demo(cmd.Context(), duration)
+			again := a.self // the hints' commands, as this one was run
+			if cmd.Flags().Changed("db") {
+				again += " --db " + shellQuote([]string{a.db})
+			}
+			return a.demo(cmd.Context(), duration, again)
 		},
 	}
 	c.Flags().DurationVar(&duration, "duration", 30*time.Second, "the longest the demo runs the jobs")
 	return c
 }
 
-func (a *app) demo(ctx context.Context, duration time.Duration) error {
+// demo runs the demo for at most duration; again is the command that runs
+// hopper on the same database, for the hints at the end.
+func (a *app) demo(ctx context.Context, duration time.Duration, again string) error {
 	sigs, stop := a.signals()
 	defer stop()
 
@@ -153,11 +159,11 @@ loop:
 	if failing.State == job.StateDead {
 		fmt.Fprintf(out, "Job %d failed %d times, 1s apart, and is now in the dead-letter queue with its attempt history.\n", ids[4], len(failing.Attempts))
 	} else {
-		fmt.Fprintf(out, "Job %d has failed %d of its %d attempts so far and is %s: hopper serve (or a longer --duration) takes it to the dead-letter queue.\n",
-			ids[4], len(failing.Attempts), failing.MaxAttempts, failing.State)
+		fmt.Fprintf(out, "Job %d has failed %d of its %d attempts so far and is %s: %s serve (or a longer --duration) takes it to the dead-letter queue.\n",
+			ids[4], len(failing.Attempts), failing.MaxAttempts, failing.State, again)
 	}
-	fmt.Fprintf(out, "Everything is in %s; the schedule %s is paused (hopper schedule resume %s lets hopper serve fire it).\n\n", a.db, demoSchedule, demoSchedule)
-	fmt.Fprintf(out, "now try: hopper jobs list / hopper dlq list\n    and: hopper jobs get %d / hopper dlq retry %d / hopper stats / hopper serve\n", ids[4], ids[4])
+	fmt.Fprintf(out, "Everything is in %s; the schedule %s is paused (%s schedule resume %s lets %s serve fire it).\n\n", a.db, demoSchedule, again, demoSchedule, again)
+	fmt.Fprintf(out, "now try: %[1]s jobs list / %[1]s dlq list\n    and: %[1]s jobs get %[2]d / %[1]s dlq retry %[2]d / %[1]s stats / %[1]s serve\n", again, ids[4])
 	return nil
 }
 

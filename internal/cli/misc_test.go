@@ -188,7 +188,10 @@ func TestDemoTwice(t *testing.T) {
 		r := hop(t, db, "demo").ok(t) // ends when all is shown; 30s bounds a failure
 		r.has(t, "all shown:")
 		r.has(t, "started (attempt 1 of 3)", "retrying at", "dead after 3 attempts", "enqueued by schedule demo-tick",
-			"completed", `"tick"`, "ran in priority order", "Summary:", "now try: hopper jobs list / hopper dlq list")
+			"completed", `"tick"`, "ran in priority order", "Summary:")
+		// The hints' commands work as they are: on the same database.
+		again := "hopper --db " + shellQuote([]string{db})
+		r.has(t, "now try: "+again+" jobs list / "+again+" dlq list", "("+again+" schedule resume demo-tick lets "+again+" serve fire it)")
 		if t.Failed() {
 			t.Fatalf("run %d:\n%s", run, r.out)
 		}

@@ -44,6 +44,9 @@ type app struct {
 	IO
 	db   string
 	json bool
+	// self is how the user runs this program again, in the commands hints
+	// suggest: "hopper" for Run, selfCommand() for Main.
+	self string
 	// signals returns the channel on which SIGINT and SIGTERM arrive and a
 	// function that stops delivering them. Tests replace it.
 	signals func() (<-chan os.Signal, func())
@@ -67,14 +70,16 @@ func (e reportedError) Error() string { return e.msg }
 // Main runs the hopper command on the process's arguments and streams and
 // returns its exit code.
 func Main() int {
-	return Run(context.Background(), os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	a := &app{IO: IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, signals: notifySignals, self: selfCommand()}
+	return a.run(context.Background(), os.Args[1:])
 }
 
 // Run runs the hopper command with args (without the program name) and
 // returns its exit code. Errors go to io.Err as "hopper: ...". Long-running
-// commands (serve, demo) also stop when ctx is done.
+// commands (serve, demo) also stop when ctx is done. Hints name the
+// program "hopper".
 func Run(ctx context.Context, args []string, stdio IO) int {
-	return (&app{IO: stdio, signals: notifySignals}).run(ctx, args)
+	return (&app{IO: stdio, signals: notifySignals, self: "hopper"}).run(ctx, args)
 }
 
 // notifySignals delivers SIGINT and SIGTERM on a channel instead of letting
