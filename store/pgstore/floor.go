@@ -18,7 +18,8 @@ import (
 // cannot, nor can index scans mark them dead. A claim that starts at the
 // front of the queue then checks every one of them against the heap: with
 // a transaction held open for 10 minutes at 1,000 jobs/s, 532k entries and
-// 455 ms for a claim of 100 (postgres.md, "Soak").
+// 455 ms for a claim of 100 (docs/measurements/postgres-log.md, the soak
+// runs before the claim floors).
 //
 // So each Store remembers, per queue, where its last claim found the first
 // job it took — the floor — and the next claim starts its index scan there
