@@ -45,7 +45,8 @@ import (
 // StatsWindow is the "finished lately" window of the counts a scrape
 // reads: none. The metrics do not use those counts, and they are the
 // expensive part of a count of the store (on SQLite with 1M jobs, 0.28 s
-// with a one-hour window against 18 ms without: docs/performance.md).
+// with a one-hour window against 18 ms without:
+// docs/measurements/performance-log.md).
 const StatsWindow time.Duration = 0
 
 // Defaults of Options.

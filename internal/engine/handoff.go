@@ -22,8 +22,8 @@ import (
 // store, no-op jobs) moves a job in 110–122 ns against 931–934 ns through
 // channels with 16 workers, 221–234 against 591–652 with 4; with a single
 // worker, which parks after every job either way, it is 10% slower
-// (651–687 against 587–612 ns). docs/performance.md, "Hand-offs in
-// batches", has the end-to-end figures.
+// (651–687 against 587–612 ns). docs/measurements/performance-log.md,
+// "hand-offs in batches", has the end-to-end figures.
 //
 // Jobs are taken in the order they were pushed, the claim's order. No job
 // waits behind a running one. A worker's slot is free only once the

@@ -33,8 +33,9 @@ import (
 // each provoked against the test server — a long transaction holding back
 // the xmin horizon, a crowd of single-row inserters (with and without
 // LISTEN/NOTIFY), maintenance racing workers and bulk actions for row
-// locks, and a fleet of idle workers polling an empty queue. Figures and
-// the command are in docs/postgres.md ("Pitfalls"):
+// locks, and a fleet of idle workers polling an empty queue. The command is
+// in docs/postgres.md ("Pitfalls"), the figures of its runs in
+// docs/measurements/postgres-log.md:
 //
 //	HOPPER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable \
 //	  go test -race -count=1 -run TestPitfall -v ./store/pgstore
