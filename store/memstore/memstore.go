@@ -33,8 +33,9 @@ type Store struct {
 	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
-	leases    map[string]*lease // by led name
-	claimed   laneFilter        // the lanes of the latest claim's filter
+	leases    map[string]*lease       // by led name
+	servers   map[string]store.Server // by ID (servers.go)
+	claimed   laneFilter              // the lanes of the latest claim's filter
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
 	scratch [1]job.Attempt
