@@ -31,8 +31,9 @@ type Client struct {
 	starts fence // the reports of calls making jobs due before a start's (events.go)
 	stops  fence // the reports of cancels before an attempt's end's
 
-	clock func() time.Time // the store's (store.Clock), else nil: time.Now
-	txer  store.TxEnqueuer // the store's, if it has one
+	clock    func() time.Time // the store's (store.Clock), else nil: time.Now
+	txer     store.TxEnqueuer // the store's, if it has one
+	registry store.Registry   // the store's, if it has one (servers.go)
 
 	statsCache statsCache // for StatsCached
 
@@ -88,6 +89,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	leader, _ := cl.store.(store.Leader)
 	cl.txer, _ = cl.store.(store.TxEnqueuer)
+	cl.registry, _ = cl.store.(store.Registry)
 	if c.OnStoreCall != nil {
 		cl.store = timedStore{s: cl.store, on: c.OnStoreCall}
 	}
@@ -125,6 +127,9 @@ func NewClient(cfg Config) (*Client, error) {
 		Leader:             leader,
 		Holder:             cl.cfg.WorkerID,
 		LeaderTTL:          leaderTTL,
+		Registry:           cl.registry,
+		Server:             cl.serverRecord(),
+		ServerRetention:    serverRetention,
 	})
 	return cl, nil
 }
@@ -140,10 +145,11 @@ func defaultWorkerID() string {
 func (c *Client) WorkerID() string { return c.cfg.WorkerID }
 
 // Start starts the worker pool and the maintenance services (rescuer,
-// retention cleaner, recurring-schedule firer). It returns at once; the
-// client runs until Stop. The pool claims only jobs of the kinds registered
-// in Config.Workers (and closures). Calling Start again does nothing; Start
-// after Stop returns ErrClosed.
+// retention cleaner, recurring-schedule firer), and records this client in
+// the store as a server, renewed every few seconds (Servers). It returns
+// at once; the client runs until Stop. The pool claims only jobs of the
+// kinds registered in Config.Workers (and closures). Calling Start again
+// does nothing; Start after Stop returns ErrClosed.
 func (c *Client) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -163,17 +169,19 @@ func (c *Client) Start() error {
 // fail with ErrClosed from now on, schedules stop firing, no further job is
 // started, and running jobs may finish until ctx is done; those still
 // running then have their context cancelled and go back to waiting without
-// losing an attempt. Waiting jobs stay where they are. Stop returns when
-// every goroutine of the client has ended (store calls in flight are
-// cancelled at most a few seconds after ctx is done), then closes the store
-// if the client opened it. Calling Stop again waits for the first call.
+// losing an attempt. Waiting jobs stay where they are. Once the workers
+// have stopped, the client's record as a server is removed. Stop returns
+// when every goroutine of the client has ended (store calls in flight are
+// cancelled at most a few seconds after ctx is done), then closes the
+// store if the client opened it. Calling Stop again waits for the first
+// call.
 //
 // Pass Stop a context of its own, not one already cancelled by the signal
 // that asked the program to stop: that would be a forceful stop. For a
 // forceful stop, pass a context that is already done (or call StopNow).
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	first := c.state != clientStopped
+	first, started := c.state != clientStopped, c.state == clientStarted
 	c.state = clientStopped
 	c.mu.Unlock()
 	if !first {
@@ -182,6 +190,9 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	c.maint.Stop() // no tick fires once Stop has begun
 	c.engine.Stop(ctx)
+	if started {
+		c.maint.Withdraw() // its record stayed while the workers finished
+	}
 	c.events.close()
 	var err error
 	if c.owned {

@@ -35,7 +35,8 @@ func (s *Services) leading(now time.Time) bool {
 // Leading reports whether this process runs the maintenance services now.
 func (s *Services) Leading() bool { return s.leading(s.cfg.Now()) }
 
-// elector asks for (or renews) the lease every third of it.
+// elector asks for (or renews) the lease, and registers this server, every
+// third of the lease.
 func (s *Services) elector(ctx context.Context) {
 	t := time.NewTicker(s.cfg.LeaderTTL / 3)
 	defer t.Stop()
@@ -44,8 +45,16 @@ func (s *Services) elector(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.elect(ctx)
+			s.beat(ctx)
 		}
+	}
+}
+
+// beat registers this server, then runs a round of the election.
+func (s *Services) beat(ctx context.Context) {
+	s.announce(ctx)
+	if s.cfg.Leader != nil {
+		s.elect(ctx)
 	}
 }
 

@@ -60,6 +60,14 @@ type Config struct {
 	Leader    store.Leader
 	Holder    string
 	LeaderTTL time.Duration
+
+	// Registry, if set, keeps Server, this server's record (presence.go):
+	// registered at Start with StartedAt then, again every third of
+	// LeaderTTL, removed by Withdraw. The leader's cleaner prunes the
+	// records of servers silent for ServerRetention.
+	Registry        store.Registry
+	Server          store.Server
+	ServerRetention time.Duration
 }
 
 // Services runs the maintenance loops. Start and Stop are idempotent, and
@@ -73,6 +81,7 @@ type Services struct {
 	rescueNow, cleanNow chan struct{}
 	svc                 startstop.Service
 	lead                leadership
+	started             time.Time // when Start last ran (under lead.mu)
 }
 
 // New returns stopped services. It panics on a Config the client could not
@@ -80,7 +89,8 @@ type Services struct {
 func New(cfg Config) *Services {
 	if cfg.Store == nil || cfg.Logger == nil || cfg.Now == nil || cfg.MakeJob == nil ||
 		cfg.RescueInterval <= 0 || cfg.CleanInterval <= 0 || cfg.SchedulePoll <= 0 ||
-		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) {
+		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) ||
+		cfg.Registry != nil && (cfg.Server.ID == "" || cfg.LeaderTTL <= 0 || cfg.ServerRetention <= 0) {
 		panic("maintenance: incomplete Config")
 	}
 	return &Services{cfg: cfg, log: cfg.Logger,
@@ -91,8 +101,11 @@ func New(cfg Config) *Services {
 func (s *Services) Start() {
 	s.svc.Start(func(ctx context.Context) {
 		var wg sync.WaitGroup
-		if s.cfg.Leader != nil {
-			s.elect(ctx) // one round first, so a lone process leads at once
+		s.lead.mu.Lock()
+		s.started = s.cfg.Now()
+		s.lead.mu.Unlock()
+		if s.cfg.Leader != nil || s.cfg.Registry != nil {
+			s.beat(ctx) // one round first, so a lone process leads (and is listed) at once
 			wg.Go(func() { s.elector(ctx) })
 		}
 		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, s.Rescue) })
@@ -182,8 +195,9 @@ func (s *Services) Rescue(ctx context.Context, now time.Time) {
 	}
 }
 
-// Clean purges finished jobs past their retention and trims the
-// dead-letter queue to its maximum size.
+// Clean purges finished jobs past their retention, trims the dead-letter
+// queue to its maximum size, and prunes the records of servers long
+// silent.
 func (s *Services) Clean(ctx context.Context, now time.Time) {
 	purge := func(st job.State, keep time.Duration) {
 		if keep < 0 {
@@ -193,6 +207,7 @@ func (s *Services) Clean(ctx context.Context, now time.Time) {
 			s.log.LogAttrs(ctx, slog.LevelError, "purge jobs", slog.String("state", st.String()), slog.String("error", err.Error()))
 		}
 	}
+	s.prune(ctx)
 	purge(job.StateCompleted, s.cfg.CompletedRetention)
 	purge(job.StateCancelled, s.cfg.CancelledRetention)
 	purge(job.StateDead, s.cfg.DeadRetention)
