@@ -5,10 +5,10 @@
 //
 // Through it a program in any language enqueues jobs (one, or a batch in one
 // store operation), gets, lists, counts, cancels, reschedules and deletes
-// them, works the dead-letter queue, manages recurring schedules and reads
-// the counts by queue and state. Every route is listed in the OpenAPI 3
-// document served at /api/v1/openapi.json; docs/api.md describes them with
-// curl examples.
+// them, works the dead-letter queue, manages recurring schedules, reads
+// the counts by queue and state and lists the servers working the store.
+// Every route is listed in the OpenAPI 3 document served at
+// /api/v1/openapi.json; docs/api.md describes them with curl examples.
 //
 // Requests and responses are JSON in the public form of package job (what
 // `hopper --json` prints): durations as strings ("1m30s"), times in RFC
@@ -217,6 +217,7 @@ func (a *api) table() []route {
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
 		{"GET", Prefix + "/stats", r, nil, a.stats},
+		{"GET", Prefix + "/servers", r, nil, a.servers},
 	}
 }
 

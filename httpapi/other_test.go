@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -206,6 +207,39 @@ func TestStats(t *testing.T) {
 	e.do("GET", "/api/v1/stats?window=1h", "").fails(400, CodeInvalid, "window")
 }
 
+// TestServers: GET /servers lists the started client, on every store,
+// with its running job; a body or a query parameter is refused.
+func TestServers(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st, cfg: func(c *hopper.Config) { c.Concurrency = 3 }})
+			var got serversView
+			e.do("GET", "/api/v1/servers", "").ok(200, &got)
+			if got.Servers == nil || len(got.Servers) != 0 {
+				t.Errorf("before Start: %+v, want an empty list", got)
+			}
+			if err := e.c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			e.enqueue(`{"kind":"block"}`)
+			<-e.started
+			e.do("GET", "/api/v1/servers", "").ok(200, &got)
+			if len(got.Servers) != 1 {
+				t.Fatalf("servers: %+v, want the started client", got)
+			}
+			if s := got.Servers[0]; s.ID != e.c.WorkerID() || s.Workers != 3 || !s.Alive || !s.Leader || s.Running != 1 ||
+				s.PID != os.Getpid() || s.StartedAt.IsZero() || s.HeartbeatAt.IsZero() {
+				t.Errorf("server: %+v, want %s alive, leading, 3 workers, 1 running", s, e.c.WorkerID())
+			}
+			close(e.release)
+			e.do("GET", "/api/v1/servers?all=1", "").fails(400, CodeInvalid, "all")
+			e.do("GET", "/api/v1/servers", `{"x":1}`).fails(400, CodeInvalid, "x")
+		})
+	}
+}
+
 // tokens returns an Auth with a read, a write, an exec and an admin token
 // that never throttles (tests send many bad tokens from one address).
 func tokens(t *testing.T) *httpauth.Auth {
@@ -235,6 +269,7 @@ func TestAuth(t *testing.T) {
 		{"GET", "/api/v1/schedules", "", httpauth.Read, 200},
 		{"GET", "/api/v1/schedules/nope", "", httpauth.Read, 404},
 		{"GET", "/api/v1/stats", "", httpauth.Read, 200},
+		{"GET", "/api/v1/servers", "", httpauth.Read, 200},
 		{"POST", "/api/v1/jobs", `{"kind":"ok","delay":"1h"}`, httpauth.Write, 201},
 		{"POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"ok","delay":"1h"}]}`, httpauth.Write, 201},
 		{"POST", "/api/v1/jobs/1/cancel", "", httpauth.Write, 409},

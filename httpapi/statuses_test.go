@@ -206,6 +206,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"POST /api/v1/schedules/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/pause", "")},
 		{"POST /api/v1/schedules/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/resume", "")},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
+		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 	}
 	bodies := map[string]string{
 		"POST /api/v1/jobs":                 `{"kind":"ok"}`,
