@@ -189,10 +189,12 @@ func (c *Client) Stop(ctx context.Context) error {
 		return nil
 	}
 	c.maint.Stop() // no tick fires once Stop has begun
-	c.engine.Stop(ctx)
+	gone := func() {}
 	if started {
-		c.maint.Withdraw() // its record stayed while the workers finished
+		gone = c.maint.Leave() // listed, alive, while the workers finish
 	}
+	c.engine.Stop(ctx)
+	gone()
 	c.events.close()
 	var err error
 	if c.owned {

@@ -96,15 +96,23 @@ func TestServers(t *testing.T) {
 		time.Sleep(time.Hour + time.Minute) // the leader's cleaner runs every minute
 		wantServers(t, "an hour later", a, "a workers 2 alive true leader true running 1")
 
-		close(release)
-		stopGracefully(t, a)
+		// A stopping server stays listed, alive, while its workers finish.
+		c := silentClient(t, hopper.Config{Store: ms})
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			stopGracefully(t, a)
+		}()
+		time.Sleep(time.Minute)
 		if a.Leading() {
 			t.Error("a leads after Stop")
 		}
+		wantServers(t, "a stopping", c, "a workers 2 alive true leader false running 1")
+		close(release)
+		<-stopped
 		if _, err := a.Servers(ctx); !errors.Is(err, hopper.ErrClosed) {
 			t.Errorf("Servers after Stop: %v, want ErrClosed", err)
 		}
-		c := silentClient(t, hopper.Config{Store: ms})
 		wantServers(t, "every server stopped", c)
 	})
 }

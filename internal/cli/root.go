@@ -158,6 +158,7 @@ New here? Run "hopper demo".`,
 		a.dlqCmd(),
 		a.scheduleCmd(),
 		a.statsCmd(),
+		a.serversCmd(),
 		a.benchCmd(),
 		a.demoCmd(),
 	)

@@ -63,7 +63,7 @@ type Config struct {
 
 	// Registry, if set, keeps Server, this server's record (presence.go):
 	// registered at Start with StartedAt then, again every third of
-	// LeaderTTL, removed by Withdraw. The leader's cleaner prunes the
+	// LeaderTTL, removed by Leave. The leader's cleaner prunes the
 	// records of servers silent for ServerRetention.
 	Registry        store.Registry
 	Server          store.Server

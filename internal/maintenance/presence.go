@@ -3,6 +3,8 @@ package maintenance
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/hopperq/hopper/store"
 )
@@ -14,7 +16,8 @@ const LeaderName = leaderName
 
 // Presence: on a store.Registry, this server's record is registered when
 // the services start, registered again every third of the leader's lease
-// (the elector's tick: one timer for both), and removed by Withdraw; the
+// (the elector's tick: one timer for both), and removed once the client's
+// workers have stopped (Leave); the
 // leader's cleaner prunes the records of servers silent for
 // Config.ServerRetention.
 
@@ -32,13 +35,37 @@ func (s *Services) announce(ctx context.Context) {
 	}
 }
 
-// Withdraw removes this server's record, after Stop: the client calls it
-// once its workers have stopped, so that the record stays while they
-// finish their jobs.
-func (s *Services) Withdraw() {
+// Leave keeps this server's record beating, every third of LeaderTTL,
+// while the client's workers finish their jobs after Stop; the function it
+// returns stops the beat and removes the record. So a stopping server
+// stays listed, alive, until it is gone.
+func (s *Services) Leave() (gone func()) {
 	if s.cfg.Registry == nil {
-		return
+		return func() {}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(s.cfg.LeaderTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.announce(ctx)
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+		s.withdraw()
+	}
+}
+
+// withdraw removes this server's record.
+func (s *Services) withdraw() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaderTTL/3)
 	defer cancel()
 	if err := s.cfg.Registry.RemoveServer(ctx, s.cfg.Server.ID); err != nil {
