@@ -219,6 +219,7 @@ func (h *handler) routes() {
 	page("/jobs/{id}", h.jobPage)
 	page("/dlq", h.dlq)
 	page("/schedules", h.schedules)
+	page("/servers", h.servers)
 	page("/bulk", h.bulkPage)
 	page("/events", h.events)
 

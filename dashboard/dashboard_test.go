@@ -45,6 +45,7 @@ func TestPages(t *testing.T) {
 		{fmt.Sprintf("/jobs/%d", ok), 200, "sent"},
 		{fmt.Sprintf("/jobs/%d", dead), 200, "smtp: 550 mailbox unavailable"},
 		{"/schedules", 200, "Europe/Berlin"},
+		{"/servers", 200, "No servers"},
 		{"/jobs/999999", 404, "Not found"},
 		{"/jobs/abc", 404, "No such job"},
 		{"/jobs?state=bogus", 400, "state"},
@@ -224,7 +225,7 @@ func TestScopes(t *testing.T) {
 	}
 
 	// Read: pages without buttons, actions refused.
-	for _, path := range []string{"/", "/jobs", "/dlq", jobPath(waiting), jobPath(dead), "/schedules"} {
+	for _, path := range []string{"/", "/jobs", "/dlq", jobPath(waiting), jobPath(dead), "/schedules", "/servers"} {
 		body := e.get(path, readToken).want(t, 200).body
 		for _, button := range []string{`name="action"`, `id="cancel"`, `id="retry"`, `id="delete"`, `id="reschedule"`, `name="ids"`} {
 			if strings.Contains(body, button) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/logtest"
 )
 
 func TestDLQ(t *testing.T) {
@@ -216,7 +217,7 @@ func TestServers(t *testing.T) {
 			t.Parallel()
 			leading := make(chan struct{}, 1)
 			e := newEnv(t, envOpts{store: st, cfg: func(c *hopper.Config) {
-				c.Concurrency, c.Logger = 3, slog.New(onMessage{"leading maintenance", leading})
+				c.Concurrency, c.Logger = 3, logtest.Signal("leading maintenance", leading)
 			}})
 			var got serversView
 			e.do("GET", "/api/v1/servers", "").ok(200, &got)
@@ -242,26 +243,6 @@ func TestServers(t *testing.T) {
 			e.do("GET", "/api/v1/servers", `{"x":1}`).fails(400, CodeInvalid, "x")
 		})
 	}
-}
-
-// onMessage is a slog.Handler that drops every record and signals on ch
-// when one has the message msg.
-type onMessage struct {
-	msg string
-	ch  chan struct{}
-}
-
-func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
-func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h onMessage) WithGroup(string) slog.Handler            { return h }
-func (h onMessage) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		select {
-		case h.ch <- struct{}{}:
-		default:
-		}
-	}
-	return nil
 }
 
 // tokens returns an Auth with a read, a write, an exec and an admin token

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"strconv"
 	"testing"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/logtest"
 )
 
 // TestServersCommand: hopper servers lists a started client of the
@@ -29,7 +29,7 @@ func TestServersCommand(t *testing.T) {
 
 	ctx := context.Background()
 	leading := make(chan struct{}, 1)
-	c, err := hopper.Open(ctx, "sqlite:"+db, hopper.Config{Concurrency: 7, Logger: slog.New(onMessage{"leading maintenance", leading})})
+	c, err := hopper.Open(ctx, "sqlite:"+db, hopper.Config{Concurrency: 7, Logger: logtest.Signal("leading maintenance", leading)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,24 +51,4 @@ func TestServersCommand(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("after Stop: %+v, want none", got)
 	}
-}
-
-// onMessage is a slog.Handler that drops every record and signals on ch
-// when one has the message msg.
-type onMessage struct {
-	msg string
-	ch  chan struct{}
-}
-
-func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
-func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h onMessage) WithGroup(string) slog.Handler            { return h }
-func (h onMessage) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		select {
-		case h.ch <- struct{}{}:
-		default:
-		}
-	}
-	return nil
 }
