@@ -5,7 +5,7 @@
 // every store operation the client makes and never drop one (unlike
 // Subscribe, whose buffers drop for slow readers). Gauges — jobs by queue
 // and state, the age of each queue's oldest ready job, busy and total
-// workers — are read from the client when Prometheus scrapes, the counts
+// workers, whether this process leads — are read from the client when Prometheus scrapes, the counts
 // from the client's stats cache (Client.StatsCached): scrapes within
 // Options.StatsMaxAge of each other share one count of the store.
 //
@@ -105,7 +105,7 @@ type Metrics struct {
 	// authFailures counts the HTTP server's refusals (http.go).
 	authFailures *prometheus.CounterVec
 
-	jobs, oldest, busy, workers, up *prometheus.Desc
+	jobs, oldest, busy, workers, leader, up *prometheus.Desc
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
@@ -165,6 +165,8 @@ func New(o Options) *Metrics {
 			"Workers of this process running a job now.", nil, nil),
 		workers: prometheus.NewDesc("hopper_workers",
 			"Workers of this process (Config.Concurrency).", nil, nil),
+		leader: prometheus.NewDesc("hopper_leader",
+			"1 if this process leads the servers sharing the store (runs the rescuer, the retention cleaner and the schedules), else 0.", nil, nil),
 		up: prometheus.NewDesc("hopper_stats_up",
 			"1 if the store's counts could be read for this scrape, else 0 (the job gauges are then left out).", nil, nil),
 		authFailures: newAuthFailures(),
@@ -272,7 +274,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader} {
 		ch <- d
 	}
 }
@@ -296,6 +298,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		p := c.Pool()
 		ch <- prometheus.MustNewConstMetric(m.busy, prometheus.GaugeValue, float64(p.Busy))
 		ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(p.Workers))
+		leading := 0.0
+		if c.Leading() {
+			leading = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, leading)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.StatsTimeout)
 	defer cancel()

@@ -14,7 +14,9 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/internal/logtest"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store/memstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
@@ -157,6 +159,49 @@ func TestScrapeAfterWorkload(t *testing.T) {
 	}
 	if _, ok := got["go_goroutines"]; !ok {
 		t.Error("no Go runtime metrics")
+	}
+}
+
+// TestLeaderGauge: hopper_leader is 1 in the process that leads the
+// servers sharing the store, 0 in the others and before Start and after
+// Stop.
+func TestLeaderGauge(t *testing.T) {
+	t.Parallel()
+	ms := memstore.New()
+	client := func(m *Metrics, logger *slog.Logger) *hopper.Client {
+		c, err := hopper.NewClient(hopper.Config{Store: ms, Logger: logger, OnEvent: m.OnEvent, OnStoreCall: m.OnStoreCall})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.StopNow() })
+		m.Attach(c)
+		return c
+	}
+	leading := make(chan struct{}, 1)
+	m1, m2 := New(Options{}), New(Options{})
+	c1 := client(m1, logtest.Signal("leading maintenance", leading))
+	c2 := client(m2, slog.New(slog.DiscardHandler))
+	if v, ok := scrape(t, m1)["hopper_leader"]; !ok || v != 0 {
+		t.Errorf("before Start: hopper_leader = %v (present %v), want 0", v, ok)
+	}
+	if err := c1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-leading
+	if err := c2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if v := scrape(t, m1)["hopper_leader"]; v != 1 {
+		t.Errorf("the leader: hopper_leader = %v, want 1", v)
+	}
+	if v, ok := scrape(t, m2)["hopper_leader"]; !ok || v != 0 {
+		t.Errorf("the other server: hopper_leader = %v (present %v), want 0", v, ok)
+	}
+	if err := c1.StopNow(); err != nil {
+		t.Fatal(err)
+	}
+	if v := scrape(t, m1)["hopper_leader"]; v != 0 {
+		t.Errorf("after Stop: hopper_leader = %v, want 0", v)
 	}
 }
 
