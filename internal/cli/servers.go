@@ -11,12 +11,12 @@ func (a *app) serversCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "servers",
 		Short: "List the servers working the database: alive or gone, the leader, their running jobs",
-		Long: `List the servers working the database — every "hopper serve", and every
-program running a started Hopper client — earliest start first: ID (the
-worker name its jobs carry), host, PID, when it started, its last
-heart-beat, whether it leads (runs the rescuer, the retention cleaner and
-the schedules; at most one does), its workers, the jobs running under it,
-and its Hopper version.
+		Long: `List the servers working the database — every "hopper serve" (but one with
+--workers 0, which only serves HTTP) and every program running a started
+Hopper client — earliest start first: ID (the worker name its jobs
+carry), host, PID, when it started, its last heart-beat, whether it leads
+(runs the rescuer, the retention cleaner and the schedules; at most one
+does), its workers, the jobs running under it, and its Hopper version.
 
 A server renews its record every few seconds and removes it when it stops
 cleanly. One that died, or lost the database, stops beating: it is shown
