@@ -36,7 +36,7 @@ later.
 					return printJSON(a.Out, svs)
 				}
 				if len(svs) == 0 {
-					fmt.Fprintln(a.Err, "no servers: none is running, or none has started since the database was created")
+					fmt.Fprintln(a.Err, "no servers: none runs on this database")
 					return nil
 				}
 				t := newTable(a.Out, "ID", "HOST", "PID", "STARTED", "HEARTBEAT", "STATUS", "LEADER", "WORKERS", "RUNNING", "VERSION")
