@@ -32,7 +32,13 @@ func TestDBURL(t *testing.T) {
 	missing := filepath.Join(dir, "no", "such", "dir", "hopper.db")
 	hop(t, "sqlite:"+missing, "enqueue", "exec", "true").fails(t, 1, "directory "+filepath.Join(dir, "no", "such", "dir")+" does not exist")
 	hop(t, "sqlite:"+filepath.Join(dir, "nope.db"), "jobs", "list").fails(t, 1, "no database at "+filepath.Join(dir, "nope.db"))
-	hop(t, "mysql://localhost/hopper", "jobs", "list").fails(t, 1, `unknown scheme "mysql"`, "postgres", "sqlite")
+	// Every bad URL is a usage error (exit 2), whatever the store would
+	// have refused it for, and nothing is created.
+	hop(t, "mysql://localhost/hopper", "jobs", "list").fails(t, 2, "--db", `unknown scheme "mysql"`, "postgres", "sqlite")
+	hop(t, "postgress://localhost/hopper", "enqueue", "exec", "true").fails(t, 2, "--db", `unknown scheme "postgress"`)
+	hop(t, "postgres://localhost/db?hopper_schem=x", "jobs", "list").fails(t, 2, "--db", `unknown parameter "hopper_schem"`)
+	hop(t, "postgres://localhost/db?hopper_schema=1x", "migrate").fails(t, 2, "--db", "hopper_schema")
+	hop(t, "postgres://localhost/db?sslmode=bogus", "jobs", "list").fails(t, 2, "--db", "sslmode is invalid")
 	if r := hop(t, "mysql://app:s3cret@localhost/hopper", "jobs", "list"); strings.Contains(r.err, "s3cret") {
 		t.Errorf("the error shows the URL's password: %q", r.err)
 	}

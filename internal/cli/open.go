@@ -15,7 +15,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/hopperq/hopper/store"
-	_ "github.com/hopperq/hopper/store/pgstore"   // registers postgres:
+	"github.com/hopperq/hopper/store/pgstore"     // registers postgres:
 	"github.com/hopperq/hopper/store/sqlitestore" // registers sqlite:
 )
 
@@ -45,6 +45,9 @@ func (d database) name() string {
 // one that starts with another scheme and ":" is refused as a misspelt
 // scheme (sqlit:x.db), since taking it as a file name would quietly create
 // a new database ("./sqlit:x.db" names that file); anything else is a path.
+// Every URL that cannot work — an unknown scheme (mysql://, postgress://),
+// or parameters its store refuses (hopper_schem=, a bad sslmode) — is a
+// usage error, found here before anything connects.
 func parseDB(s string) (database, error) {
 	if strings.TrimSpace(s) == "" {
 		return database{}, usagef("--db must not be empty")
@@ -55,7 +58,16 @@ func parseDB(s string) (database, error) {
 			store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "), s)
 	}
 	if ok && isScheme(scheme) {
-		if !strings.EqualFold(scheme, sqlitestore.Scheme) {
+		switch lower := strings.ToLower(scheme); {
+		case !slices.Contains(store.Schemes(), lower):
+			return database{}, usagef("bad --db %q: unknown scheme %q (registered: %s)",
+				store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "))
+		case lower == pgstore.Scheme || lower == pgstore.SchemeAlt:
+			if _, _, err := pgstore.ParseURL(s); err != nil {
+				return database{}, usagef("bad --db: %v", err)
+			}
+			return database{url: s}, nil
+		case lower != sqlitestore.Scheme:
 			return database{url: s}, nil
 		}
 		path, _, err := sqlitestore.ParseURL(s)

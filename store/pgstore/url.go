@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The URL schemes of PostgreSQL stores, registered with store.Open when the
@@ -72,7 +73,9 @@ func OpenURL(ctx context.Context, rawURL string, o store.OpenOptions) (*Store, e
 
 // ParseURL splits a store URL into the connection string pgx gets (the URL
 // without Hopper's parameters) and the Options those parameters set (see
-// OpenURL). Errors never show the URL's password.
+// OpenURL), and checks that pgx can parse the connection string (its own
+// parameters, such as sslmode). It never connects. Errors never show the
+// URL's password.
 func ParseURL(rawURL string) (connString string, opts Options, err error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -130,7 +133,14 @@ func ParseURL(rawURL string) (connString string, opts Options, err error) {
 		q.Del(k)
 	}
 	u.RawQuery = q.Encode()
-	return u.String(), opts, nil
+	connString = u.String()
+	// pgx's own parameters (sslmode, connect_timeout, …): checked here,
+	// so that a bad one is the URL's error, found before connecting. The
+	// message shows the URL with its password redacted.
+	if _, err := pgxpool.ParseConfig(connString); err != nil {
+		return "", Options{}, fmt.Errorf("pgstore: store URL: %w", err)
+	}
+	return connString, opts, nil
 }
 
 // parseReason is url.Parse's complaint about rawURL without the URL itself,
