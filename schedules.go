@@ -64,7 +64,10 @@ type ScheduleOptions struct {
 // tick is never enqueued twice, even by several processes sharing a store.
 // A tick missed while no client was running fires once when one starts, not
 // once per missed tick. Schedules live in the store: on a durable store they
-// survive restarts. Invalid input is a *FieldError naming the field.
+// survive restarts. Invalid input is a *FieldError naming the field. The
+// schedule returned is the one stored: its times as the store keeps them
+// (PostgreSQL: microseconds), equal to GetSchedule's and to its jobs'
+// FireTime.
 func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions) (*Schedule, error) {
 	if c.closed() {
 		return nil, ErrClosed

@@ -106,7 +106,10 @@ type Store interface {
 	DeleteMatching(ctx context.Context, p MatchParams) (MatchResult, error)
 
 	// AddSchedule inserts a recurring schedule, or job.ErrDuplicate if the
-	// name is taken (unless p.Replace).
+	// name is taken (unless p.Replace). Once it succeeded, p.Schedule's
+	// times (NextRunAt, CreatedAt, …) are those stored, as GetSchedule
+	// returns them: a store keeping a coarser precision (PostgreSQL:
+	// microseconds) truncates them in p.Schedule too.
 	AddSchedule(ctx context.Context, p AddScheduleParams) error
 	// GetSchedule returns a schedule by name, or job.ErrNotFound.
 	GetSchedule(ctx context.Context, name string) (*job.Schedule, error)

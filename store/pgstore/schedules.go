@@ -114,6 +114,9 @@ func (s *Store) AddSchedule(ctx context.Context, p store.AddScheduleParams) erro
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("schedule %q: %w", p.Schedule.Name, job.ErrDuplicate)
 	}
+	// The times as stored: timestamptz keeps microseconds.
+	sc := p.Schedule
+	sc.NextRunAt, sc.LastFireAt, sc.LastSkipAt, sc.CreatedAt = micro(sc.NextRunAt), micro(sc.LastFireAt), micro(sc.LastSkipAt), micro(sc.CreatedAt)
 	return nil
 }
 

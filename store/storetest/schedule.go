@@ -102,6 +102,22 @@ func scheduleCases() []testCase {
 				t.Errorf("GetSchedule after changing a returned schedule: got spec %q paused %v, want it unchanged", g2.Spec, g2.Paused)
 			}
 		}},
+		{"ScheduleAddLeavesWhatIsStored", func(t *testing.T, e *env) {
+			// Times finer than any store keeps: after AddSchedule, the
+			// schedule given holds the stored times (the client returns it).
+			in := newSchedule("fine", at(60000).Add(123456789*time.Nanosecond))
+			in.CreatedAt = t0.Add(987654321 * time.Nanosecond)
+			e.addSchedule(in)
+			g := e.getSchedule("fine")
+			for _, c := range []struct {
+				name          string
+				given, stored time.Time
+			}{{"NextRunAt", in.NextRunAt, g.NextRunAt}, {"CreatedAt", in.CreatedAt, g.CreatedAt}} {
+				if !c.given.Equal(c.stored) {
+					t.Errorf("%s after AddSchedule: %v, but the store keeps %v", c.name, c.given, c.stored)
+				}
+			}
+		}},
 		{"ScheduleAddDuplicateNameAndReplace", func(t *testing.T, e *env) {
 			e.addSchedule(newSchedule("s", at(60000)))
 			other := newSchedule("s", at(5000))
