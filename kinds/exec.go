@@ -294,7 +294,7 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 	}
 	if startErr != nil && ctx.Err() == nil {
 		if errors.Is(startErr, errNoHandshake) {
-			return nil, fmt.Errorf("exec %s: supervisor failed before starting the command (%v)%s", a.Command, waitErr, errExcerpt(res.StderrTail))
+			return nil, supervisorEnded(a.Command, waitErr, res)
 		}
 		return nil, startErr
 	}
@@ -302,6 +302,19 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 		return res, err
 	}
 	return res, nil
+}
+
+// supervisorEnded is the error of a supervisor that ended (waitErr) without
+// reporting whether it started the command. It may have died before the
+// command started or after (killed between starting it and reporting), so
+// the error claims neither, unless the command's output res shows it ran.
+func supervisorEnded(command string, waitErr error, res *ExecResult) error {
+	ran := ""
+	if res.StdoutTail != "" || res.StderrTail != "" {
+		ran = "; the command had started: it wrote output"
+	}
+	return fmt.Errorf("exec %s: the supervisor ended (%v) before reporting whether it started the command%s%s",
+		command, waitErr, ran, errExcerpt(res.StderrTail))
 }
 
 // runError is the error of a command that ran, with result res and

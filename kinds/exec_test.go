@@ -430,3 +430,32 @@ func TestDurationJSON(t *testing.T) {
 		t.Fatalf("marshal: %s", b)
 	}
 }
+
+// TestSupervisorEndedWording: a supervisor that ended without a word may
+// have started the command (it was killed after starting it, before
+// reporting): the error never says the command did not start, and says it
+// did when the command's output shows it.
+func TestSupervisorEndedWording(t *testing.T) {
+	t.Parallel()
+	killed := &os.SyscallError{Syscall: "wait", Err: syscall.ESRCH} // any wait error
+	for _, tc := range []struct {
+		res     ExecResult
+		ran     bool
+		excerpt string
+	}{
+		{ExecResult{}, false, ""},
+		{ExecResult{StdoutTail: "started\n"}, true, ""},
+		{ExecResult{StderrTail: "oops\n"}, true, "oops"},
+	} {
+		msg := supervisorEnded("sh", killed, &tc.res).Error()
+		if strings.Contains(msg, "before starting") || !strings.Contains(msg, "before reporting whether it started the command") {
+			t.Errorf("output %+v: %q claims to know whether the command started", tc.res, msg)
+		}
+		if got := strings.Contains(msg, "the command had started"); got != tc.ran {
+			t.Errorf("output %+v: %q: says the command had started: %v, want %v", tc.res, msg, got, tc.ran)
+		}
+		if !strings.Contains(msg, tc.excerpt) {
+			t.Errorf("output %+v: %q lacks the stderr excerpt %q", tc.res, msg, tc.excerpt)
+		}
+	}
+}
