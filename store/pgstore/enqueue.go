@@ -224,7 +224,10 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 // this Store's database (from any connection or pool), so that the jobs
 // exist if and only if tx commits. The notification that wakes the workers
 // is sent in tx too, and PostgreSQL delivers it at commit. A tx of another
-// type is an error; errors leave tx to the caller (roll it back).
+// type is an error; a tx on another database (of this server or another)
+// is a *job.FieldError on "tx", found by one short query in tx before
+// anything is written (database.go). Errors leave tx to the caller (roll
+// it back).
 func (s *Store) EnqueueTx(ctx context.Context, tx any, p store.EnqueueParams) ([]store.EnqueueResult, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -239,6 +242,9 @@ func (s *Store) EnqueueTx(ctx context.Context, tx any, p store.EnqueueParams) ([
 	}
 	if len(rows.jobs) == 0 {
 		return []store.EnqueueResult{}, nil
+	}
+	if err := s.sameDatabase(ctx, t); err != nil {
+		return nil, err
 	}
 	res, err := s.insert(ctx, t, rows, notifyInTx)
 	if err != nil {

@@ -108,6 +108,7 @@ type Store struct {
 
 	clock *serverClock
 	w     *groupWriter
+	ident atomic.Pointer[dbIdentity] // the database's, for EnqueueTx (database.go)
 
 	insertStmts   atomic.Int64           // INSERT statements sent (tests count them)
 	notifications atomic.Int64           // notifications sent by the notifier
@@ -227,6 +228,13 @@ func (s *Store) open(ctx context.Context) error {
 		}
 	} else if _, err := migrate(ctx, conn.Conn(), s.schema); err != nil {
 		return err
+	}
+	if !s.readOnly {
+		id, err := readIdentity(ctx, conn.Conn())
+		if err != nil {
+			return s.translate(err)
+		}
+		s.ident.Store(&id)
 	}
 	s.clock = newServerClock(s.opts.LocalClock)
 	if err := s.clock.measure(ctx, conn.Conn(), 5); err != nil {

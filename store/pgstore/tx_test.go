@@ -1,13 +1,19 @@
 package pgstore_test
 
 import (
+	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestEnqueueTxCommit: jobs enqueued in the application's transaction exist
@@ -96,5 +102,79 @@ func TestEnqueueTxWrongType(t *testing.T) {
 	}
 	if n, _ := s.Count(t.Context(), store.ListParams{}); n != 0 {
 		t.Errorf("after refused EnqueueTx calls: %d jobs", n)
+	}
+}
+
+// TestEnqueueTxOtherDatabase: a transaction on another database of the same
+// server is refused, even when that database has a schema of the store's
+// name (the jobs would land there, out of the store's sight), and nothing
+// is written in it; a transaction on the store's database from a
+// connection of the application's own is taken.
+func TestEnqueueTxOtherDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := freshSchema(t)
+	s := openIn(t, schema, pgstore.Options{})
+
+	// A second database on the server, with the store's schema in it.
+	var b [6]byte
+	rand.Read(b[:])
+	name := "hopper_other_" + hex.EncodeToString(b[:])
+	admin := conn(t)
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), testURL(t))
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	otherStore, err := pgstore.Open(ctx, u.String(), pgstore.Options{Schema: schema, PoolSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherStore.Close() // it only created the schema in the other database
+	other, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.EnqueueTx(ctx, tx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "k")}})
+	var fe *job.FieldError
+	if !errors.As(err, &fe) || fe.Field != "tx" || !strings.Contains(err.Error(), name) {
+		t.Fatalf("EnqueueTx in a transaction on database %s: got %v, want a *job.FieldError on tx naming it", name, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := other.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "jobs"}.Sanitize()).Scan(&n); err != nil || n != 0 {
+		t.Errorf("jobs in the other database's schema: %d, %v; want none", n, err)
+	}
+
+	// The store's own database, through a connection of the application's.
+	own, err := conn(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Rollback(ctx)
+	if res, err := s.EnqueueTx(ctx, own, store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "k")}}); err != nil || len(res) != 1 {
+		t.Fatalf("EnqueueTx on the store's database: %v, %v", res, err)
 	}
 }
