@@ -17,6 +17,6 @@ var (
 	ErrSchemaTooOld = errors.New("database schema is older than this version of Hopper uses")
 	// ErrNoSchema: the database has no Hopper schema yet (a read-only
 	// store of it reads as empty; Ping reports it, and a read-write open
-	// creates it).
+	// creates it; an open with OpenOptions.MustExist fails with it).
 	ErrNoSchema = errors.New("database has no Hopper schema yet")
 )

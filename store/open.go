@@ -15,6 +15,14 @@ type OpenOptions struct {
 	// created, and every write fails. A read-only store of a database that
 	// does not exist yet, or has no schema yet, reads as empty.
 	ReadOnly bool
+	// MustExist opens only a store that exists: a database without
+	// Hopper's schema (for SQLite, no file or an empty one) fails with an
+	// error wrapping ErrNoSchema, instead of being created (read-write) or
+	// read as empty (ReadOnly). A read-write open still migrates an older
+	// schema. Commands that only read or change what exists (hopper jobs,
+	// dlq, …) open with it, so that a misspelt name is an error, not an
+	// empty store.
+	MustExist bool
 	// Worker names this process in leases (default: chosen by the store).
 	Worker string
 }

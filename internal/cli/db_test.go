@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hopperq/hopper/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestDBURL: --db takes a store URL or a bare path (a SQLite file).
@@ -115,4 +119,59 @@ func writeV1(t *testing.T, path string) {
 			t.Fatalf("%.40s: %v", q, err)
 		}
 	}
+}
+
+// TestPostgresSchemaMustExist: on PostgreSQL, a schema that does not exist
+// (a misspelt hopper_schema) is an error for the commands that read or
+// change what exists, as a missing SQLite file is — never an empty store —
+// and none of them creates it; the commands that add work create it.
+func TestPostgresSchemaMustExist(t *testing.T) {
+	t.Parallel()
+	db := pgtest.StoreURL(t, 2) // a fresh schema, dropped at the end
+	schema := mustQuery(t, db, "hopper_schema")
+	exists := func() bool {
+		t.Helper()
+		c, err := pgx.Connect(context.Background(), pgtest.ServerURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		var ok bool
+		if err := c.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	want := []string{`no Hopper schema "` + schema + `"`, "created by hopper migrate"}
+	for _, args := range [][]string{
+		{"jobs", "list"},
+		{"jobs", "count"},
+		{"jobs", "get", "1"},
+		{"stats"},
+		{"dlq", "list"},
+		{"schedule", "list"},
+		{"jobs", "cancel", "1"},
+		{"jobs", "reschedule", "1", "--delay", "1h"},
+		{"dlq", "purge", "--all"},
+		{"dlq", "retry", "--all"},
+		{"schedule", "pause", "s"},
+	} {
+		hop(t, db, args...).fails(t, 1, want...)
+	}
+	if exists() {
+		t.Fatalf("a command that does not add work created schema %s", schema)
+	}
+	hop(t, db, "enqueue", "--delay", "1h", "exec", "true").ok(t)
+	hop(t, db, "jobs", "count").ok(t).has(t, "1")
+	hop(t, db, "jobs", "cancel", "1").ok(t)
+}
+
+// mustQuery returns the query parameter name of URL u.
+func mustQuery(t *testing.T, u, name string) string {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Query().Get(name)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ type database struct {
 	url string
 	// path is the SQLite file as given, or "" for a store of another kind.
 	path string
+	// schema is the PostgreSQL schema the URL names (hopper_schema, by
+	// default "hopper"), or "" for a store of another kind.
+	schema string
 }
 
 // name is the database for messages: the SQLite file's absolute path, or
@@ -63,10 +67,11 @@ func parseDB(s string) (database, error) {
 			return database{}, usagef("bad --db %q: unknown scheme %q (registered: %s)",
 				store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "))
 		case lower == pgstore.Scheme || lower == pgstore.SchemeAlt:
-			if _, _, err := pgstore.ParseURL(s); err != nil {
+			_, opts, err := pgstore.ParseURL(s)
+			if err != nil {
 				return database{}, usagef("bad --db: %v", err)
 			}
-			return database{url: s}, nil
+			return database{url: s, schema: cmp.Or(opts.Schema, pgstore.DefaultSchema)}, nil
 		case lower != sqlitestore.Scheme:
 			return database{url: s}, nil
 		}
@@ -140,7 +145,9 @@ const (
 	// and -shm files or Hopper's lock directory).
 	readOnly access = iota
 	// readWrite commands change an existing database (migrating its
-	// schema if it is older).
+	// schema if it is older). Neither they nor readOnly commands create
+	// one: a database without Hopper's schema (no SQLite file, a
+	// misspelt hopper_schema) is an error, not an empty store.
 	readWrite
 	// create commands also create the database if it does not exist.
 	create
@@ -181,8 +188,12 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 			return nil, err
 		}
 	}
-	st, err := store.Open(ctx, db.url, store.OpenOptions{ReadOnly: o.access == readOnly})
+	st, err := store.Open(ctx, db.url, store.OpenOptions{ReadOnly: o.access == readOnly, MustExist: o.access != create})
 	if err != nil {
+		if errors.Is(err, store.ErrNoSchema) && db.schema != "" {
+			return nil, fmt.Errorf("no Hopper schema %q in %s (it is created by hopper migrate, enqueue, schedule add, serve or demo; "+
+				"check the URL's hopper_schema, or pass --db or set HOPPER_DB to use another)", db.schema, db.name())
+		}
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	cfg := hopper.Config{

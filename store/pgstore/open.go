@@ -46,6 +46,11 @@ type Options struct {
 	// without Hopper's schema reads as empty. A schema of another version
 	// fails with ErrSchemaTooOld or ErrSchemaTooNew.
 	ReadOnly bool
+	// MustExist opens only a schema that exists: Open fails with
+	// ErrNoSchema instead of creating it (read-write) or reading it as
+	// empty (ReadOnly), so that a misspelt schema is an error. A
+	// read-write Open still migrates an older schema.
+	MustExist bool
 	// NoMigrate skips the migration a read-write Open otherwise applies;
 	// Open then fails unless the schema is this build's version (run
 	// Migrate, e.g. `hopper migrate`, first).
@@ -209,7 +214,8 @@ func (s *Store) open(ctx context.Context) error {
 		return s.translate(err)
 	}
 	defer conn.Release()
-	if s.readOnly || s.opts.NoMigrate {
+	migrating := !s.readOnly && !s.opts.NoMigrate
+	if !migrating || s.opts.MustExist {
 		v, err := schemaVersionOf(ctx, conn.Conn(), s.schema)
 		if err != nil {
 			return s.translate(err)
@@ -217,17 +223,22 @@ func (s *Store) open(ctx context.Context) error {
 		switch {
 		case v > SchemaVersion():
 			return fmt.Errorf("pgstore: schema %q: %w (it has version %d, this Hopper knows up to %d)", s.schema, ErrSchemaTooNew, v, SchemaVersion())
+		case v == 0 && s.opts.MustExist:
+			return fmt.Errorf("pgstore: schema %q: %w: it does not exist in database %q, or has no Hopper tables", s.schema, ErrNoSchema, conn.Conn().Config().Database)
 		case v == 0 && s.readOnly:
 			s.empty = true
 		case v == 0:
 			return fmt.Errorf("pgstore: schema %q: %w; run `hopper migrate` (or open without hopper_migrate=false) to create it", s.schema, ErrNoSchema)
-		case v < SchemaVersion():
+		case v < SchemaVersion() && !migrating:
 			return fmt.Errorf("pgstore: schema %q: %w (it has version %d, this Hopper uses %d); %s never migrates: "+
 				"run `hopper migrate` (or `hopper serve`) once to upgrade it", s.schema, ErrSchemaTooOld, v, SchemaVersion(),
 				map[bool]string{true: "a read-only open", false: "an open with hopper_migrate=false"}[s.readOnly])
 		}
-	} else if _, err := migrate(ctx, conn.Conn(), s.schema); err != nil {
-		return err
+	}
+	if migrating {
+		if _, err := migrate(ctx, conn.Conn(), s.schema); err != nil {
+			return err
+		}
 	}
 	if !s.readOnly {
 		id, err := readIdentity(ctx, conn.Conn())

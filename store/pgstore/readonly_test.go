@@ -41,6 +41,30 @@ func TestReadOnlyWithoutSchema(t *testing.T) {
 	}
 }
 
+// TestMustExist: with MustExist, a schema that does not exist is
+// ErrNoSchema, read-only or not, and is not created; once it exists, both
+// open.
+func TestMustExist(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	ctx := t.Context()
+	for _, ro := range []bool{true, false} {
+		s, err := pgstore.Open(ctx, testURL(t), pgstore.Options{Schema: schema, PoolSize: 2, ReadOnly: ro, MustExist: true})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, store.ErrNoSchema) || !strings.Contains(err.Error(), schema) {
+			t.Errorf("Open (read-only %v) of a schema that does not exist: got %v, want ErrNoSchema naming it", ro, err)
+		}
+	}
+	if rels := relations(t, conn(t), schema); len(rels) != 0 {
+		t.Errorf("Open with MustExist created %v", rels)
+	}
+	openIn(t, schema, pgstore.Options{}) // creates it
+	openIn(t, schema, pgstore.Options{MustExist: true})
+	openIn(t, schema, pgstore.Options{MustExist: true, ReadOnly: true})
+}
+
 // TestReadOnlyRefusesWrites: every write of a read-only Store fails with
 // ErrReadOnly, saying why, and the server refuses writes on its
 // connections too; reads see the jobs.

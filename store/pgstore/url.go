@@ -67,7 +67,7 @@ func OpenURL(ctx context.Context, rawURL string, o store.OpenOptions) (*Store, e
 	if err != nil {
 		return nil, err
 	}
-	opts.ReadOnly, opts.Worker = o.ReadOnly, o.Worker
+	opts.ReadOnly, opts.MustExist, opts.Worker = o.ReadOnly, o.MustExist, o.Worker
 	return Open(ctx, conn, opts)
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,6 +69,11 @@ type Options struct {
 	// How the file is read (mode=ro or immutable=1) is described in
 	// docs/sqlite.md; Durability and WatchInterval are ignored.
 	ReadOnly bool
+	// MustExist opens only a file that exists: Open fails with an error
+	// wrapping store.ErrNoSchema if there is no file at the path, instead
+	// of creating it (read-write) or reading it as empty (ReadOnly). A
+	// read-write Open still migrates an older schema.
+	MustExist bool
 }
 
 // Store is the SQLite store.Store. It is safe for concurrent use by many
@@ -154,6 +160,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		watchDone:  make(chan struct{}),
 	}
 	s.qcond = sync.NewCond(&s.qmu)
+	if opts.MustExist {
+		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sqlitestore: %s: %w: no database file there", abs, store.ErrNoSchema)
+		}
+	}
 	if s.readOnly {
 		if err := s.openReadOnly(); err != nil {
 			s.release()

@@ -211,3 +211,26 @@ func TestCloseExpiresOwnLeases(t *testing.T) {
 		t.Fatalf("Rescue after the claiming Store closed: %v, %v", moved, err)
 	}
 }
+
+// TestMustExist: with MustExist, a file that does not exist is
+// store.ErrNoSchema, read-only or not, and is not created; once it exists,
+// both open.
+func TestMustExist(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hopper.db")
+	for _, ro := range []bool{true, false} {
+		s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{ReadOnly: ro, MustExist: true})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, store.ErrNoSchema) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Open (read-only %v) of a file that does not exist: got %v, want store.ErrNoSchema naming it", ro, err)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 0 {
+		t.Errorf("Open with MustExist created %v", entries)
+	}
+	open(t, path, sqlitestore.Options{}).Close()
+	open(t, path, sqlitestore.Options{MustExist: true})
+	open(t, path, sqlitestore.Options{MustExist: true, ReadOnly: true})
+}
