@@ -88,6 +88,10 @@ func NewClient(cfg Config) (*Client, error) {
 		cl.clock = clk.Now
 	}
 	leader, _ := cl.store.(store.Leader)
+	var deaths <-chan struct{}
+	if d, ok := cl.store.(store.DeathWatcher); ok {
+		deaths = d.Deaths()
+	}
 	cl.txer, _ = cl.store.(store.TxEnqueuer)
 	cl.registry, _ = cl.store.(store.Registry)
 	if c.OnStoreCall != nil {
@@ -124,6 +128,7 @@ func NewClient(cfg Config) (*Client, error) {
 		DeadRetention:      c.DeadRetention,
 		DeadMaxCount:       c.DeadMaxCount,
 		SchedulePoll:       schedulePoll,
+		Deaths:             deaths,
 		Leader:             leader,
 		Holder:             cl.cfg.WorkerID,
 		LeaderTTL:          leaderTTL,

@@ -143,6 +143,17 @@ type Waker interface {
 	Wake() <-chan struct{}
 }
 
+// DeathWatcher is implemented by stores that notice soon, by themselves,
+// that another process using the store died — the SQLite store sees a
+// dead process's lock file become lockable, within a second. Deaths
+// receives then (at most one signal pending); the jobs that process was
+// running are up for Rescue at once (their leases count as expired), and
+// the client rescues them and holds an election without waiting for its
+// rescue interval or its leader's lease to run out.
+type DeathWatcher interface {
+	Deaths() <-chan struct{}
+}
+
 // Identity is implemented by stores that name the process in leases
 // themselves (the SQLite store ties the name to its lock file). A client
 // on such a store uses WorkerID as its ClaimParams.Worker.

@@ -36,7 +36,7 @@ func (s *Services) leading(now time.Time) bool {
 func (s *Services) Leading() bool { return s.leading(s.cfg.Now()) }
 
 // elector asks for (or renews) the lease, and registers this server, every
-// third of the lease.
+// third of the lease, and holds an election when electNow receives.
 func (s *Services) elector(ctx context.Context) {
 	t := time.NewTicker(s.cfg.LeaderTTL / 3)
 	defer t.Stop()
@@ -46,6 +46,10 @@ func (s *Services) elector(ctx context.Context) {
 			return
 		case <-t.C:
 			s.beat(ctx)
+		case <-s.electNow:
+			if s.cfg.Leader != nil {
+				s.elect(ctx)
+			}
 		}
 	}
 }

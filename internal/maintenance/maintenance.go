@@ -54,6 +54,11 @@ type Config struct {
 	// job finished within that time.
 	SchedulePoll time.Duration
 
+	// Deaths, if set, receives when the store noticed that another
+	// process using it died (store.DeathWatcher): the services then
+	// rescue at once, leading or not, and hold an election at once.
+	Deaths <-chan struct{}
+
 	// Leader, if set, elects one process among those sharing the store to
 	// run the services; Holder names this one, and LeaderTTL is the lease
 	// (renewed every third of it). Nil: this process always acts.
@@ -79,9 +84,11 @@ type Services struct {
 	// rescueNow and cleanNow make the rescuer and the cleaner run at once,
 	// when this process takes the lead: not an interval later.
 	rescueNow, cleanNow chan struct{}
-	svc                 startstop.Service
-	lead                leadership
-	started             time.Time // when Start last ran (under lead.mu)
+	// electNow makes the elector hold an election at once (after a death).
+	electNow chan struct{}
+	svc      startstop.Service
+	lead     leadership
+	started  time.Time // when Start last ran (under lead.mu)
 }
 
 // New returns stopped services. It panics on a Config the client could not
@@ -94,7 +101,8 @@ func New(cfg Config) *Services {
 		panic("maintenance: incomplete Config")
 	}
 	return &Services{cfg: cfg, log: cfg.Logger,
-		wake: make(chan struct{}, 1), rescueNow: make(chan struct{}, 1), cleanNow: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), rescueNow: make(chan struct{}, 1), cleanNow: make(chan struct{}, 1),
+		electNow: make(chan struct{}, 1)}
 }
 
 // Start starts the rescuer, the cleaner and the scheduler.
@@ -111,6 +119,9 @@ func (s *Services) Start() {
 		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, s.Rescue) })
 		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, s.Clean) })
 		wg.Go(func() { s.scheduler(ctx) })
+		if s.cfg.Deaths != nil {
+			wg.Go(func() { s.watchDeaths(ctx) })
+		}
 		wg.Wait()
 		s.resign()
 	})
@@ -162,6 +173,27 @@ func (s *Services) loop(ctx context.Context, every time.Duration, wake <-chan st
 			run()
 		case <-wake:
 			run()
+		}
+	}
+}
+
+// watchDeaths rescues at once when the store reports that another process
+// died, whether or not this process leads: the one that died may have been
+// the leader, and a live leader may not have noticed (the store of the
+// process that looks first holds the dead one's lock file while it looks).
+// Rescue is a compare-and-set on expired leases, so processes rescuing at
+// once give each job back once. Then it asks for an election, so that a
+// dead leader's lease, which the rescue ended, is taken over at once.
+func (s *Services) watchDeaths(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Deaths:
+			s.Rescue(ctx, s.cfg.Now())
+			if s.cfg.Leader != nil {
+				signal(s.electNow)
+			}
 		}
 	}
 }

@@ -389,3 +389,39 @@ func TestTakeOverRunsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestDeathRescuesAtOnce: when its store reports that another process died
+// (store.DeathWatcher), a process rescues at once, not an interval later,
+// and whether or not it leads: the leader may be the one that died.
+func TestDeathRescuesAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		deaths := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+		i := 0
+		pr := startPair(9*time.Second, func(cfg *Config) {
+			cfg.RescueInterval, cfg.CleanInterval = time.Hour, time.Hour
+			cfg.Deaths = deaths[i]
+			i++
+		})
+		defer pr.stop()
+		svcs, rescues := &pr.svcs, &pr.rescues
+		if !svcs[0].Leading() || svcs[1].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 0 {
+			t.Fatalf("at start: leading %v %v, rescues %d %d", svcs[0].Leading(), svcs[1].Leading(), rescues[0].Load(), rescues[1].Load())
+		}
+		for k, who := range []string{"the leader", "a follower"} {
+			before := rescues[k].Load()
+			select {
+			case deaths[k] <- struct{}{}:
+			case <-time.After(time.Minute):
+				t.Fatalf("%s does not watch its store's deaths", who)
+			}
+			synctest.Wait()
+			if n := rescues[k].Load() - before; n != 1 {
+				t.Errorf("%s rescued %d times right after its store reported a death, want 1 (its interval is an hour)", who, n)
+			}
+		}
+		if !svcs[0].Leading() || svcs[1].Leading() {
+			t.Errorf("after the elections the deaths asked for: leading %v %v, want the leader unchanged", svcs[0].Leading(), svcs[1].Leading())
+		}
+	})
+}

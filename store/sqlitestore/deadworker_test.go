@@ -174,3 +174,37 @@ func TestDeadWorkerRescueWithoutReopen(t *testing.T) {
 		t.Fatalf("Lead after the leader died and Rescue noticed: %+v, %v; want a take-over", res, err)
 	}
 }
+
+// TestDeadWorkerDeaths: a live Store notices by itself, within its
+// PeerInterval, that another Store on the file died: Deaths receives, and
+// the next Rescue returns the dead Store's job though its lease has an hour
+// to run.
+func TestDeadWorkerDeaths(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hopper.db")
+	s := open(t, path, sqlitestore.Options{WatchInterval: 5 * time.Millisecond, PeerInterval: 10 * time.Millisecond})
+	id := enqueue(t, s, newJob(t, "k"))[0]
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !strings.HasPrefix(line, fmt.Sprintf("claimed %d ", id)) {
+		t.Fatalf("helper process: got %q", line)
+	}
+	select {
+	case <-s.Deaths():
+	case <-time.After(30 * time.Second): // only bounds a failing test
+		t.Fatal("Deaths did not receive after the other Store's process was killed")
+	}
+	moved, err := s.Rescue(t.Context(), store.RescueParams{Now: time.Now()})
+	if err != nil || len(moved) != 1 || moved[0].ID != id || moved[0].State != job.StateAvailable {
+		t.Fatalf("Rescue after Deaths: %v, %v; want job %d available", moved, err, id)
+	}
+}

@@ -60,6 +60,11 @@ type Options struct {
 	// BusyTimeout is how long an operation waits for another process's
 	// write lock before failing with ErrLocked (default 5s).
 	BusyTimeout time.Duration
+	// PeerInterval is how often the Store looks for a dead Store on the
+	// same file (a lock file no live process holds; see locks.go) to
+	// signal Deaths (default 1s; rounded up to a multiple of
+	// WatchInterval).
+	PeerInterval time.Duration
 	// ReadOnly opens the file for inspection: Open never migrates or
 	// writes the file and creates no file (no lock directory, no -wal or
 	// -shm), and every write method fails with ErrReadOnly. A file that
@@ -97,6 +102,7 @@ type Store struct {
 	commits    atomic.Int64 // transactions committed by the writer
 
 	wake      chan struct{}
+	deaths    chan struct{} // Deaths (deaths.go)
 	watchConn *sql.Conn
 	version   int64 // last PRAGMA data_version seen by watchConn
 	watchStop chan struct{}
@@ -108,9 +114,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Waker    = (*Store)(nil)
-	_ store.Identity = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.Waker        = (*Store)(nil)
+	_ store.DeathWatcher = (*Store)(nil)
+	_ store.Identity     = (*Store)(nil)
 )
 
 // Hopper's SQLite application_id ("HOPR"), in the file header.
@@ -149,6 +156,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
+	if opts.PeerInterval <= 0 {
+		opts.PeerInterval = DefaultPeerInterval
+	}
 	s := &Store{
 		path:       abs,
 		opts:       opts,
@@ -156,6 +166,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		readOnly:   opts.ReadOnly,
 		writerDone: make(chan struct{}),
 		wake:       make(chan struct{}, 1),
+		deaths:     make(chan struct{}, 1),
 		watchStop:  make(chan struct{}),
 		watchDone:  make(chan struct{}),
 	}
@@ -374,11 +385,15 @@ func (s *Store) watch() {
 	defer close(s.watchDone)
 	t := time.NewTicker(s.opts.WatchInterval)
 	defer t.Stop()
-	for {
+	peerEvery := max(1, int((s.opts.PeerInterval+s.opts.WatchInterval-1)/s.opts.WatchInterval))
+	for tick := 1; ; tick++ {
 		select {
 		case <-s.watchStop:
 			return
 		case <-t.C:
+		}
+		if tick%peerEvery == 0 {
+			s.checkPeers()
 		}
 		v, err := s.dataVersion()
 		if err != nil || v == s.version {
