@@ -36,7 +36,9 @@ import (
 // and waits for it, passing its stdout and stderr through (they are the
 // server's pipes). On SIGTERM from a dead server it kills its process group
 // with SIGKILL, itself included; when the command ends it exits with the
-// command's exit code, or dies of the command's signal.
+// command's exit code, or dies of the command's signal. Before it starts
+// the command it closes the descriptors it inherited beyond 0–3
+// (closeInherited): the command gets its stdio and nothing else.
 //
 // The supervisor itself keeps the server's user (it must be able to kill
 // the command's group and read the server's pipes) but gets only the base
@@ -258,6 +260,7 @@ func supervise(ppid int) {
 		os.Exit(1)
 	}
 	syscall.CloseOnExec(3)
+	closeInherited()
 	status := os.NewFile(3, "status")
 	fail := func(permanent bool, err error) {
 		class := "retry"
@@ -304,6 +307,30 @@ func supervise(ppid int) {
 			if os.Getppid() != ppid { // the server died
 				syscall.Kill(0, syscall.SIGKILL) // this process group, this process included
 			}
+		}
+	}
+}
+
+// closeInherited closes the descriptors this supervisor inherited beyond
+// stdin, stdout, stderr and the status pipe (fd 3): those the server
+// itself inherited without close-on-exec from whoever started it (a shell,
+// a service manager, a test harness) and passed on. A command would get
+// them otherwise, and with them whatever they open — a file or a socket
+// its user (--exec-user) could not open itself. Go opens every descriptor
+// of its own with close-on-exec, the runtime's included, so a descriptor
+// without it can only have been inherited.
+func closeInherited() {
+	entries, err := os.ReadDir("/proc/self/fd") // its own descriptor has close-on-exec
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 3 {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
 		}
 	}
 }

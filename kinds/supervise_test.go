@@ -4,6 +4,7 @@ package kinds
 
 import (
 	"bytes"
+	"context"
 	"github.com/hopperq/hopper/internal/proctest"
 	"os"
 	"os/exec"
@@ -188,5 +189,33 @@ func TestSpecRoundTrip(t *testing.T) {
 		if _, err := decodeSpec([]byte(bad)); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
+	}
+}
+
+// TestExecInheritsNoDescriptors: a descriptor that the server inherited
+// without close-on-exec (from a shell or a service manager) reaches
+// neither a supervised command nor its supervisor: a command run as
+// another user would otherwise hold what it opens.
+func TestExecInheritsNoDescriptors(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "inherited")
+	if err := os.WriteFile(path, []byte("server only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY, 0) // no O_CLOEXEC: as inherited
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	res, err := execModes[0].exec(context.Background(), ExecArgs{Command: "sh", Args: []string{"-c",
+		`for p in /proc/self/fd/* /proc/$PPID/fd/*; do echo "$p -> $(readlink "$p")"; done`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.StdoutTail, path) {
+		t.Fatalf("fd %d (%s), inherited without close-on-exec, reached the command or its supervisor:\n%s", fd, path, res.StdoutTail)
+	}
+	if !strings.Contains(res.StdoutTail, "/proc/self/fd/1 -> pipe:") {
+		t.Fatalf("no descriptors listed:\n%s", res.StdoutTail)
 	}
 }

@@ -59,7 +59,8 @@ type hop struct {
 	bin, db string
 	logs    string // directory of the servers' logs
 	servers int
-	env     []string // added to the environment of the commands it runs
+	env     []string   // added to the environment of the commands it runs
+	files   []*os.File // given to serve as descriptors 3, 4, … (cmd.ExtraFiles), as a shell or a service manager may
 }
 
 // run runs hopper with args and returns its stdout; it fails the test on
@@ -124,6 +125,7 @@ func (c *hop) serve(workers int, flags ...string) *server {
 	cmd := exec.Command(c.bin, append([]string{"--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug"}, flags...)...)
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdout, cmd.Stderr = log, w
+	cmd.ExtraFiles = c.files
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}

@@ -289,3 +289,31 @@ func TestServeWarnsExecAsRoot(t *testing.T) {
 	s.log.waitLine(t, time.Minute, "level=WARN", "exec jobs run as root", "--exec-user NAME")
 	c.stop(s.server)
 }
+
+// TestServeExecDescriptors: an exec job's command and its supervisor
+// hold none of the server's descriptors — not its database, its lock
+// files or its listening socket, nor a file that serve inherited from
+// whoever started it.
+func TestServeExecDescriptors(t *testing.T) {
+	t.Parallel()
+	c := newSecurityHop(t)
+	inherited := filepath.Join(t.TempDir(), "inherited-by-serve")
+	f, err := os.Create(inherited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c.files = []*os.File{f, f} // fds 3 and 4: 3 is also the supervisor's status pipe, which replaces it there
+	s := c.serveHTTP()
+	id := s.mustEnqueue(t, execBody("sh", "-c", `for p in /proc/self/fd/* /proc/$PPID/fd/*; do echo "$p -> $(readlink "$p")"; done`))
+	out := stdout(t, c.finished(s, id))
+	if !strings.Contains(out, "/proc/self/fd/1 -> pipe:") {
+		t.Fatalf("no descriptors listed:\n%s", out)
+	}
+	for _, held := range []string{inherited, c.db, ".lock", "socket:"} {
+		if strings.Contains(out, held) {
+			t.Errorf("the command or its supervisor holds %q:\n%s", held, out)
+		}
+	}
+	c.stop(s.server)
+}
