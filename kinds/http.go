@@ -69,10 +69,10 @@ func (a *HTTPArgs) Validate() error {
 		return fmt.Errorf("http: bad url %q: %v", a.URL, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("http: bad url %q: scheme must be http or https", a.URL)
+		return fmt.Errorf("http: bad url %q: scheme must be http or https", redactURL(a.URL))
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("http: bad url %q: no host", a.URL)
+		return fmt.Errorf("http: bad url %q: no host", redactURL(a.URL))
 	}
 	if m := a.Method; m != "" && !isToken(m) {
 		return fmt.Errorf("http: bad method %q", m)
@@ -142,6 +142,7 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	if timeout == 0 {
 		timeout = DefaultHTTPTimeout
 	}
+	shown := redactURL(a.URL) // the URL of messages, which are stored and logged
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errHTTPTimeout)
 	defer cancel()
 	var body io.Reader
@@ -163,9 +164,9 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	resp, err := r.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
-			return nil, fmt.Errorf("http %s %s: timed out after %s", method, a.URL, timeout)
+			return nil, fmt.Errorf("http %s %s: timed out after %s", method, shown, timeout)
 		}
-		return nil, r.requestError(req, a.URL, err)
+		return nil, r.requestError(req, shown, err)
 	}
 	defer resp.Body.Close()
 	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize+1))
@@ -181,7 +182,7 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
 			err = fmt.Errorf("timed out after %s", timeout)
 		}
-		return res, fmt.Errorf("http %s %s: %s, reading body: %w", method, a.URL, resp.Status, err)
+		return res, fmt.Errorf("http %s %s: %s, reading body: %w", method, shown, resp.Status, err)
 	}
 	// Drain a little more so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -189,14 +190,29 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	case code < 400:
 		return res, nil
 	case code < 500:
-		err := statusError(method, a.URL, resp, res.BodyExcerpt)
+		err := statusError(method, shown, resp, res.BodyExcerpt)
 		if a.RetryOn4xx || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests {
 			return res, err
 		}
 		return res, hopper.Permanent(err)
 	default:
-		return res, statusError(method, a.URL, resp, res.BodyExcerpt)
+		return res, statusError(method, shown, resp, res.BodyExcerpt)
 	}
+}
+
+// redactURL returns the URL s for an error message, with its user
+// information, if any, replaced by "xxxxx": the password and the user
+// name both, which some services take as a token
+// (https://TOKEN@host/). Messages are stored in the job, shown to every
+// read token and logged; the args themselves are shown to read tokens
+// too, but not logged. A URL that does not parse is returned as it is.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }
 
 // statusError is the error of a 4xx or 5xx response: the status and the

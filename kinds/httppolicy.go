@@ -191,7 +191,7 @@ func (e *RefusedAddrError) Error() string {
 
 // redirectError is a redirect the policy does not follow.
 type redirectError struct {
-	to  string // the redirect's URL, without its password
+	to  string // the redirect's URL, without its user information (redactURL)
 	err error
 }
 
@@ -359,7 +359,7 @@ func (r *HTTPRunner) checkRedirect(req *http.Request, via []*http.Request) error
 	if r.maxRedirects == 0 {
 		return http.ErrUseLastResponse
 	}
-	to := req.URL.Redacted()
+	to := redactURL(req.URL.String())
 	if len(via) > r.maxRedirects {
 		return &redirectError{to, fmt.Errorf("stopped after %d redirects, the policy's limit", r.maxRedirects)}
 	}
@@ -376,6 +376,10 @@ func (r *HTTPRunner) checkRedirect(req *http.Request, via []*http.Request) error
 // when the policy refused it, naming what was refused.
 func (r *HTTPRunner) requestError(req *http.Request, target string, err error) error {
 	prefix := fmt.Sprintf("http %s %s", req.Method, target)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL) // net/http removes the password only
+	}
 	var rd *redirectError
 	if errors.As(err, &rd) {
 		return hopper.Permanent(fmt.Errorf("%s: %w", prefix, rd))
@@ -389,8 +393,7 @@ func (r *HTTPRunner) requestError(req *http.Request, target string, err error) e
 			re.Proxy = true
 		}
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) && !re.Proxy && normHost(re.Host) != normHost(req.URL.Hostname()) {
+	if ue != nil && !re.Proxy && normHost(re.Host) != normHost(req.URL.Hostname()) {
 		return hopper.Permanent(fmt.Errorf("%s: redirect to %s: %w", prefix, ue.URL, re))
 	}
 	return hopper.Permanent(fmt.Errorf("%s: %w", prefix, re))

@@ -432,3 +432,57 @@ func TestHTTPPolicyAtEnqueue(t *testing.T) {
 		t.Errorf("RegisterWith with a bad allow entry: %v", err)
 	}
 }
+
+// TestHTTPErrorsRedactUserinfo: the errors of http jobs, which are stored,
+// shown to every read token and logged, never hold the user information
+// of the URL (a password, or a token as the user name), whatever failed:
+// a status, a refused address, a refused redirect, a connection error, a
+// timeout, a bad scheme.
+func TestHTTPErrorsRedactUserinfo(t *testing.T) {
+	t.Parallel()
+	const user, pass = "tok-user-secret", "pass-secret"
+	withUser := func(u string) string { return strings.Replace(u, "://", "://"+user+":"+pass+"@", 1) }
+	v := newVictim(t, "tcp4", "127.0.0.1:0")
+	allowed := listenOn(t, "127.0.0.2:0", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/to-literal":
+			http.Redirect(w, r, withUser("http://127.0.0.1:"+v.port+"/"), http.StatusFound)
+		case "/to-name":
+			http.Redirect(w, r, withUser("http://localhost:"+v.port+"/"), http.StatusFound)
+		case "/slow":
+			<-r.Context().Done()
+		default:
+			http.Error(w, "broken", http.StatusInternalServerError)
+		}
+	})
+	ln, err := net.Listen("tcp4", "127.0.0.2:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	closed := ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	h, err := NewHTTPRunner(HTTPPolicy{Allow: []string{"127.0.0.2/32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []HTTPArgs{
+		{URL: withUser(allowed + "/")},                      // 500
+		{URL: withUser("http://localhost:" + v.port + "/")}, // refused when connecting
+		{URL: withUser(allowed + "/to-literal")},            // refused redirect
+		{URL: withUser(allowed + "/to-name")},               // redirect refused when connecting
+		{URL: withUser("http://" + closed + "/")},           // connection refused
+		{URL: withUser(allowed + "/slow"), Timeout: Duration(50 * time.Millisecond)},
+		{URL: withUser("ftp://127.0.0.2/")},
+	} {
+		_, err := h.Run(context.Background(), a)
+		if err == nil {
+			t.Fatalf("%s: no error", a.URL)
+		}
+		if msg := err.Error(); strings.Contains(msg, user) || strings.Contains(msg, pass) {
+			t.Errorf("the error holds the URL's user information: %s", msg)
+		} else if !strings.Contains(msg, "xxxxx@") {
+			t.Errorf("the error does not show the URL, redacted: %s", msg)
+		}
+	}
+	v.untouched(t)
+}
