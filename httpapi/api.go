@@ -76,6 +76,10 @@ const (
 	// DefaultListLimit and MaxListLimit bound a page of jobs.
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
+	// DefaultMaxPageBytes bounds the JSON of a page of jobs: 1,000 jobs
+	// with args of 1 MiB each would make a response of a gigabyte, and a
+	// server holding it.
+	DefaultMaxPageBytes = 8 << 20
 	// MaxBatch bounds the jobs of one batch enqueue and the IDs of one
 	// request.
 	MaxBatch = 10_000
@@ -111,6 +115,11 @@ type Options struct {
 	// StatsMaxAge is how old the counts of /api/v1/stats may be (default
 	// DefaultStatsMaxAge, 2s).
 	StatsMaxAge time.Duration
+	// MaxPageBytes bounds the JSON of a page of jobs (GET /jobs, GET /dlq;
+	// default DefaultMaxPageBytes, 8 MiB): a page holds fewer jobs than
+	// its limit when the next would pass it, with next_cursor, and at
+	// least one job whatever its size.
+	MaxPageBytes int64
 }
 
 // api is the handler New returns.
@@ -121,6 +130,7 @@ type api struct {
 	maxBody int64
 	bodyDue time.Duration
 	maxAge  time.Duration
+	maxPage int64
 	mux     *http.ServeMux
 	routes  []route
 	handler http.Handler
@@ -143,6 +153,7 @@ func New(c *hopper.Client, o Options) http.Handler {
 		maxBody: cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		bodyDue: cmp.Or(max(o.BodyTimeout, 0), DefaultBodyTimeout),
 		maxAge:  cmp.Or(o.StatsMaxAge, DefaultStatsMaxAge),
+		maxPage: cmp.Or(max(o.MaxPageBytes, 0), DefaultMaxPageBytes),
 		mux:     http.NewServeMux(),
 	}
 	if a.auth == nil {

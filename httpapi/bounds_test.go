@@ -92,3 +92,116 @@ func TestBodyTimeout(t *testing.T) {
 		t.Errorf("%d jobs stored from bodies that never arrived", n)
 	}
 }
+
+// TestPageBytesBounded: a page of jobs stops before its JSON passes
+// MaxPageBytes (8 MiB by default: 1,000 jobs of 1 MiB args made a response
+// of a gigabyte), with next_cursor, and holds one job at least; following
+// the cursors lists every job once, in order, both ways. Pages are read
+// from the store in chunks, so pages of more than a chunk are checked at
+// and around its edges.
+func TestPageBytesBounded(t *testing.T) {
+	t.Parallel()
+	// all follows the cursors of path from the start and returns the IDs
+	// listed and the largest page's size.
+	all := func(e *env, path string) (ids []hopper.ID, largest int) {
+		t.Helper()
+		cursor := ""
+		for range 1000 {
+			var p jobPage
+			r := e.do("GET", path+cursor, "").ok(http.StatusOK, &p)
+			largest = max(largest, len(r.body))
+			if len(p.Jobs) == 0 {
+				t.Fatalf("%s%s: an empty page: %s", path, cursor, r.body)
+			}
+			for _, j := range p.Jobs {
+				ids = append(ids, j.ID)
+			}
+			if p.NextCursor == "" {
+				return ids, largest
+			}
+			if want := fmt.Sprint(p.Jobs[len(p.Jobs)-1].ID); p.NextCursor != want {
+				t.Fatalf("%s%s: next_cursor %s, want the last job's ID %s", path, cursor, p.NextCursor, want)
+			}
+			cursor = "&cursor=" + p.NextCursor
+		}
+		t.Fatalf("%s: no end", path)
+		return nil, 0
+	}
+	inOrder := func(ids []hopper.ID, n int, desc bool) bool {
+		if len(ids) != n {
+			return false
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] > ids[i-1] != !desc {
+				return false
+			}
+		}
+		return true
+	}
+
+	t.Run("large args", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{})
+		big := strings.Repeat("x", 1<<20-100) // the largest args the core takes, nearly
+		const n = 9 // 9 MiB of args
+		for range n {
+			e.enqueue(`{"kind":"ok","delay":"1h","args":{"s":"` + big + `"}}`)
+		}
+		for _, order := range []string{"", "&order=desc"} {
+			ids, largest := all(e, "/api/v1/jobs?limit=1000"+order)
+			if largest > DefaultMaxPageBytes+1 || largest < DefaultMaxPageBytes/2 {
+				t.Errorf("order %q: the largest page is %d bytes, want at most %d and most of it", order, largest, DefaultMaxPageBytes)
+			}
+			if !inOrder(ids, n, order != "") {
+				t.Errorf("order %q: listed %v, want each of %d jobs once, in order", order, ids, n)
+			}
+		}
+	})
+
+	t.Run("chunks", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{store: "sqlite", api: Options{MaxPageBytes: 40_000}})
+		const n = 2*pageChunk + 50
+		var b strings.Builder
+		b.WriteString(`{"jobs":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"kind":"ok","delay":"1h"}`)
+		}
+		b.WriteString(`]}`)
+		e.do("POST", "/api/v1/jobs/batch", b.String()).ok(http.StatusCreated, nil)
+		for _, limit := range []int{1000, pageChunk, pageChunk - 1, pageChunk + 1, n, n - 1, 7} {
+			for _, order := range []string{"", "&order=desc"} {
+				path := fmt.Sprintf("/api/v1/jobs?limit=%d%s", limit, order)
+				ids, largest := all(e, path)
+				if largest > 40_001 {
+					t.Errorf("%s: a page of %d bytes, over the budget", path, largest)
+				}
+				if !inOrder(ids, n, order != "") {
+					t.Errorf("%s: listed %d jobs, want each of %d once, in order", path, len(ids), n)
+				}
+			}
+		}
+		var p jobPage
+		e.do("GET", "/api/v1/jobs?limit=5", "").ok(http.StatusOK, &p)
+		if len(p.Jobs) != 5 || p.NextCursor == "" {
+			t.Errorf("limit=5: %d jobs, next_cursor %q", len(p.Jobs), p.NextCursor)
+		}
+	})
+
+	t.Run("one job over the budget", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{api: Options{MaxPageBytes: 100}})
+		for range 3 {
+			e.enqueue(`{"kind":"ok","delay":"1h","args":{"s":"` + strings.Repeat("y", 500) + `"}}`)
+		}
+		ids, _ := all(e, "/api/v1/jobs?limit=10")
+		if !inOrder(ids, 3, false) {
+			t.Errorf("listed %v, want 3 jobs, one a page", ids)
+		}
+		var p jobPage
+		e.do("GET", "/api/v1/dlq?limit=10", "").ok(http.StatusOK, &p)
+	})
+}

@@ -172,6 +172,11 @@ func reply(w http.ResponseWriter, status int, v any) {
 		// Only values of this package are written; they always encode.
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"cannot encode the response"}}`)
 	}
+	replyJSON(w, status, b)
+}
+
+// replyJSON writes b, a JSON value, as reply does.
+func replyJSON(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
