@@ -125,8 +125,10 @@ type Auth struct {
 
 	mu        sync.Mutex
 	revoked   map[[sidLen]byte]time.Time // ended sessions, until they would have expired
+	ended     map[string]time.Time       // by token name: its sessions signed in until then are ended (EndSession beyond maxSignOuts)
 	nextPrune int                        // prune revoked when it has that many
 	lastPrune time.Time                  // or a lifetime after this
+	signOuts  int                        // the bound of revoked; 0: maxSignOuts (tests lower it)
 	fails     failures
 	logs      logLimiter
 }

@@ -1,6 +1,7 @@
 package httpauth
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,6 +26,14 @@ import (
 // out (EndSession: this process refuses its ID until it would have
 // expired anyway). The session's scope is its token's, as the token is
 // now.
+
+// maxSignOuts bounds the sign-outs an Auth remembers one by one (some 8
+// MB): each sign-out is kept until its session would have expired, and a
+// client holding any token could otherwise sign in and out until the
+// server's memory ran out (a few hundred a second, for the 12 hours of a
+// session). Beyond it, a sign-out ends every session of its token signed
+// in until then (see EndSession).
+const maxSignOuts = 100_000
 
 // sidLen is the length of a session's random ID.
 const sidLen = 16
@@ -98,6 +107,9 @@ func (a *Auth) session(value string, now time.Time) (parsed, *token, error) {
 	}
 	a.mu.Lock()
 	_, revoked := a.revoked[s.sid]
+	if cut, ok := a.ended[s.name]; ok && !s.issued.After(cut) {
+		revoked = true
+	}
 	a.mu.Unlock()
 	if revoked {
 		return s, nil, ErrBadSession
@@ -149,7 +161,9 @@ func (a *Auth) verify(value string) (parsed, *token, bool) {
 // tokens, and this one after a restart, do not know of the sign-out (the
 // browser forgets the cookie, though: a sign-out only matters against a
 // copy of it). To end every session of a token everywhere, change the
-// token's secret.
+// token's secret. It remembers up to 100,000 sign-outs of sessions not yet
+// expired; beyond that, a sign-out ends every session of its token signed
+// in until the second of the one signed out, the others' too.
 func (a *Auth) EndSession(r *http.Request) (Principal, bool) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
@@ -165,6 +179,7 @@ func (a *Auth) EndSession(r *http.Request) (Principal, bool) {
 	defer a.mu.Unlock()
 	if a.revoked == nil {
 		a.revoked = make(map[[sidLen]byte]time.Time)
+		a.ended = make(map[string]time.Time)
 	}
 	// Forget the sessions that expired, now and then: when the sign-outs
 	// doubled, or a lifetime after the last time.
@@ -174,8 +189,17 @@ func (a *Auth) EndSession(r *http.Request) (Principal, bool) {
 				delete(a.revoked, sid)
 			}
 		}
+		for name, cut := range a.ended {
+			if !now.Before(cut.Add(a.sessionLifetime())) {
+				delete(a.ended, name)
+			}
+		}
 		a.nextPrune, a.lastPrune = max(1024, 2*len(a.revoked)), now
 	}
-	a.revoked[s.sid] = end
+	if len(a.revoked) < cmp.Or(a.signOuts, maxSignOuts) {
+		a.revoked[s.sid] = end
+	} else if s.issued.After(a.ended[t.name]) {
+		a.ended[t.name] = s.issued
+	}
 	return Principal{Name: t.name, Scope: a.limit(t.scope), Session: true}, true
 }

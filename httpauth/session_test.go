@@ -163,3 +163,59 @@ func TestSignOutsForgotten(t *testing.T) {
 		}
 	})
 }
+
+// TestSignOutsBounded: the sign-outs remembered one by one are bounded (a
+// client holding a token could otherwise sign in and out until the
+// server's memory ran out); beyond the bound, a sign-out ends every
+// session of its token signed in until then, and no other token's, and
+// that too is forgotten once those sessions would have expired.
+func TestSignOutsBounded(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		a := auth(t, "ops=admin:"+opsSecret+",viewer=read:"+viewerSecret)
+		a.SessionLifetime, a.signOuts = time.Hour, 10
+		signIn := func(secret string) string {
+			t.Helper()
+			s, err := a.NewSession(request("", "", ""), secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Value
+		}
+		valid := func(cookie string) bool {
+			_, err := a.Authenticate(request("", cookie, ""))
+			return err == nil
+		}
+		kept, other := signIn(opsSecret), signIn(viewerSecret)
+		time.Sleep(time.Second)
+		for range 10 {
+			a.EndSession(request("", signIn(opsSecret), ""))
+		}
+		if !valid(kept) || len(a.revoked) != 10 {
+			t.Fatalf("10 sign-outs: %d remembered, the session signed in before valid: %v", len(a.revoked), valid(kept))
+		}
+		time.Sleep(time.Second)
+		last := signIn(opsSecret)
+		if _, ok := a.EndSession(request("", last, "")); !ok {
+			t.Fatal("the 11th sign-out failed")
+		}
+		if len(a.revoked) > 10 {
+			t.Errorf("%d sign-outs remembered one by one, beyond the bound of 10", len(a.revoked))
+		}
+		if valid(last) || valid(kept) {
+			t.Errorf("beyond the bound, the session signed out is valid: %v; one of its token signed in before: %v", valid(last), valid(kept))
+		}
+		if !valid(other) {
+			t.Error("another token's session ended")
+		}
+		time.Sleep(time.Second)
+		if later := signIn(opsSecret); !valid(later) {
+			t.Error("a session signed in after the sign-out is refused")
+		}
+		time.Sleep(time.Hour)
+		a.EndSession(request("", signIn(opsSecret), ""))
+		if len(a.ended) != 0 {
+			t.Errorf("the token's cut is kept after its sessions expired: %v", a.ended)
+		}
+	})
+}
