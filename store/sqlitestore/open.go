@@ -193,6 +193,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
+	createPrivate(s.path)
 	var err error
 	if s.wdb, err = sql.Open(driverName(), s.dsn(false)); err != nil {
 		return s.translate(err)
@@ -291,6 +292,19 @@ func (s *Store) dsn(readOnly bool) string {
 		q += "&_synchronous=" + map[Durability]string{DurabilityFull: "FULL", DurabilityNormal: "NORMAL"}[s.opts.Durability]
 	}
 	return "file:" + u.EscapedPath() + "?" + q
+}
+
+// createPrivate creates the database file at path, empty and readable
+// and writable by its owner only, if there is none. SQLite would create it
+// with mode 0644 (less the umask), and it gives the file's -wal and -shm
+// the file's mode: every local user could read the jobs' args and
+// results, which may hold secrets. An existing file keeps its mode (chmod
+// 640 one that a group may read, as read-only stores of other users do).
+// Any error is left for SQLite to report as it opens the file.
+func createPrivate(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
 }
 
 func defaultWorker() string {

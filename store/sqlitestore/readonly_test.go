@@ -356,6 +356,15 @@ func TestReadOnlyLiveWriter(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "hopper.db")
+	// Made readable by others before the first Open, as an operator
+	// sharing it would: a new file is its owner's only, and its -wal
+	// and -shm take its mode.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ids := fill(t, path)
 	w := openTest2(t, path)
 	ids = append(ids, enqueueOne(t, w, testJob(t, "d")))
