@@ -143,7 +143,7 @@ func TestPageBytesBounded(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOpts{})
 		big := strings.Repeat("x", 1<<20-100) // the largest args the core takes, nearly
-		const n = 9 // 9 MiB of args
+		const n = 9                           // 9 MiB of args
 		for range n {
 			e.enqueue(`{"kind":"ok","delay":"1h","args":{"s":"` + big + `"}}`)
 		}
