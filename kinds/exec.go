@@ -4,17 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"os/exec"
-	"slices"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hopperq/hopper"
 )
@@ -44,9 +34,14 @@ const (
 // done (its timeout, ExecArgs.Timeout, a cancellation or a forced shutdown)
 // the whole group is killed with SIGKILL, so children the command started
 // die with it; processes the command left behind in its group when it exits
-// are killed too. If the process running Exec dies, even by SIGKILL, the
-// group is killed as well, provided the program called Supervise (see
-// there).
+// are killed too. On Linux, if the process running Exec dies, even by
+// SIGKILL, the group is killed as well, provided the program called
+// Supervise (see there); on other Unix systems it outlives that process.
+//
+// Exec jobs run on Unix only (Linux, macOS, the BSDs: see ExecSupported).
+// Elsewhere (Windows) their args are still checked, so a program there can
+// enqueue them for workers on Unix, but running one fails permanently with
+// "exec kind: not supported on windows".
 //
 // Every string must be valid UTF-8 without NUL bytes: args are JSON text,
 // which cannot carry other bytes exactly, and a command line cannot hold a
@@ -153,9 +148,6 @@ func checkExecString(field, s string, max int) error {
 	return nil
 }
 
-// errExecTimeout is the cause of a context ended by ExecArgs.Timeout.
-var errExecTimeout = errors.New("exec timeout")
-
 // Exec runs a command as described by a, with the default ExecPolicy: any
 // command, as this process's user, in the clean environment ExecPolicy
 // describes. It is the handler of KindExec registered by Register;
@@ -179,207 +171,10 @@ func Exec(ctx context.Context, a ExecArgs) (*ExecResult, error) {
 	return defaultExec.run(ctx, a, supervisorAvailable.Load())
 }
 
-// run is Exec with r's policy, with or without a supervisor.
-func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*ExecResult, error) {
-	if err := a.Validate(); err != nil {
-		return nil, hopper.Permanent(err)
-	}
-	// The program is found and checked once, and that path runs.
-	path, err := r.resolve(&a)
-	if errors.Is(err, ErrExecNotAllowed) {
-		return nil, hopper.Permanent(err)
-	}
-	if err != nil {
-		return nil, startError(a.Command, err)
-	}
-	// A bad Dir is reported here: starting would blame the program.
-	if a.Dir != "" {
-		if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
-			if err == nil {
-				err = fmt.Errorf("%s: %w", a.Dir, syscall.ENOTDIR)
-			}
-			return nil, hopper.Permanent(fmt.Errorf("exec %s: cannot start: dir: %w", a.Command, err))
-		}
-	}
-	if a.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, a.Timeout.D(), errExecTimeout)
-		defer cancel()
-	}
-	// target is the command: its program, argv (argv[0] as the job gave
-	// it), environment, directory and user.
-	target := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{a.Command}, a.Args...),
-		Env:         r.env(a.Env),
-		Dir:         a.Dir,
-		SysProcAttr: &syscall.SysProcAttr{Credential: r.cred},
-	}
-
-	var cmd *exec.Cmd
-	var sv *supervisorLink
-	if supervised {
-		if cmd, sv, err = supervisorCommand(ctx, target); err != nil {
-			return nil, fmt.Errorf("exec %s: %w", a.Command, err)
-		}
-	} else {
-		cmd = exec.CommandContext(ctx, target.Path)
-		cmd.Args, cmd.Env, cmd.Dir = target.Args, target.Env, target.Dir
-		cmd.SysProcAttr = directProcAttr()
-		cmd.SysProcAttr.Credential = r.cred
-	}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-	cmd.WaitDelay = 2 * time.Second
-
-	// The output goes through pipes of our own rather than exec's copying
-	// goroutines, so that Wait returns when the command exits even if a
-	// process it started still holds them; that process is then killed.
-	var stdout, stderr tailBuffer
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		sv.close()
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		sv.close()
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	start := time.Now()
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	sv.started()
-	if err != nil {
-		sv.close()
-		outR.Close()
-		errR.Close()
-		return nil, startError(a.Command, err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { io.Copy(&stdout, outR) })
-	wg.Go(func() { io.Copy(&stderr, errR) })
-	// startErr is why the supervisor could not start the command, if it
-	// could not.
-	var startErr error
-	if sv != nil {
-		startErr = sv.handshake(a.Command)
-	}
-	waitErr := cmd.Wait()
-	dur := time.Since(start)
-	// Kill whatever the command left running in its group; the pipes
-	// close when the last holder dies.
-	killGroup(cmd.Process.Pid)
-	copied := make(chan struct{})
-	go func() { wg.Wait(); close(copied) }()
-	select {
-	case <-copied:
-	case <-time.After(2 * time.Second): // a process escaped the group and holds a pipe
-		outR.Close()
-		errR.Close()
-		<-copied
-	}
-	outR.Close()
-	errR.Close()
-
-	res := &ExecResult{Duration: Duration(dur), StdoutTail: stdout.String(), StderrTail: stderr.String()}
-	if ps := cmd.ProcessState; ps != nil {
-		res.ExitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = unix.SignalName(ws.Signal())
-		}
-	}
-	if startErr != nil && ctx.Err() == nil {
-		if errors.Is(startErr, errNoHandshake) {
-			return nil, supervisorEnded(a.Command, waitErr, res)
-		}
-		return nil, startErr
-	}
-	if err := runError(ctx, a, res, waitErr); err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
-// supervisorEnded is the error of a supervisor that ended (waitErr) without
-// reporting whether it started the command. It may have died before the
-// command started or after (killed between starting it and reporting), so
-// the error claims neither, unless the command's output res shows it ran.
-func supervisorEnded(command string, waitErr error, res *ExecResult) error {
-	ran := ""
-	if res.StdoutTail != "" || res.StderrTail != "" {
-		ran = "; the command had started: it wrote output"
-	}
-	return fmt.Errorf("exec %s: the supervisor ended (%v) before reporting whether it started the command%s%s",
-		command, waitErr, ran, errExcerpt(res.StderrTail))
-}
-
-// runError is the error of a command that ran, with result res and
-// cmd.Wait's error waitErr; nil if it succeeded.
-func runError(ctx context.Context, a ExecArgs, res *ExecResult, waitErr error) error {
-	if ctx.Err() != nil {
-		cause := context.Cause(ctx)
-		if errors.Is(cause, errExecTimeout) {
-			return fmt.Errorf("exec %s: timed out after %s: process group killed%s", a.Command, a.Timeout, errExcerpt(res.StderrTail))
-		}
-		return fmt.Errorf("exec %s: killed (%v)%s", a.Command, cause, errExcerpt(res.StderrTail))
-	}
-	var ee *exec.ExitError
-	switch {
-	case waitErr == nil:
-		return nil
-	case !errors.As(waitErr, &ee):
-		return fmt.Errorf("exec %s: %w", a.Command, waitErr)
-	case res.Signal != "":
-		return fmt.Errorf("exec %s: killed by signal %s%s", a.Command, res.Signal, errExcerpt(res.StderrTail))
-	}
-	err := fmt.Errorf("exec %s: exit code %d%s", a.Command, res.ExitCode, errExcerpt(res.StderrTail))
-	if slices.Contains(a.PermanentExitCodes, res.ExitCode) {
-		return hopper.Permanent(err)
-	}
-	return err
-}
-
-// killGroup sends SIGKILL to process group pgid; a group already gone is
-// not an error.
-func killGroup(pgid int) error {
-	if pgid <= 0 {
-		return os.ErrProcessDone
-	}
-	err := syscall.Kill(-pgid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
-}
-
-// startError classifies a failure to start the command: one that running
-// again cannot fix (not found, not executable, bad directory, too long) is
-// permanent.
-func startError(command string, err error) error {
-	err = fmt.Errorf("exec %s: cannot start: %w", command, err)
-	if isPermanentStartError(err) {
-		return hopper.Permanent(err)
-	}
-	return err
-}
-
-func isPermanentStartError(err error) bool {
-	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, exec.ErrDot) ||
-		errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP)
-}
-
-// errExcerpt formats the end of the last line of stderr for an error
-// message.
-func errExcerpt(stderr string) string {
-	if s := lastLine(stderr); s != "" {
-		return ": " + s
-	}
-	return ""
+// execUnsupported is the error of an exec job run on goos, a system
+// without Unix processes (ExecSupported is false): a permanent failure.
+func execUnsupported(goos string) error {
+	return hopper.Permanent(fmt.Errorf("exec kind: not supported on %s (commands run in Unix process groups; run exec jobs on Linux or macOS)", goos))
 }
 
 // tailBuffer keeps the last TailSize bytes written to it.

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 )
 
 // ErrExecNotAllowed is the error of a command outside ExecPolicy.Allow
@@ -26,7 +23,7 @@ type execRunner struct {
 	// allow is ExecPolicy.Allow, cleaned; nil: any command.
 	allow []string
 	// cred is the user and groups commands run as; nil: this process's.
-	cred *syscall.Credential
+	cred *execCred
 	// userEnv is HOME, USER and LOGNAME of ExecPolicy.User (nil: none).
 	userEnv []string
 	// pass is ExecPolicy.PassEnv.
@@ -52,47 +49,6 @@ func (p *ExecPolicy) runner() (*execRunner, error) {
 		}
 	}
 	return r, nil
-}
-
-// lookupExecUser returns the credentials of the user name (or numeric ID)
-// for a process whose effective user ID is euid, and the user's HOME, USER
-// and LOGNAME. The credentials are nil when the process already is that
-// user; changing user needs root.
-func lookupExecUser(name string, euid int) (*syscall.Credential, []string, error) {
-	u, err := user.Lookup(name)
-	if unknown := (user.UnknownUserError)(""); errors.As(err, &unknown) {
-		if _, numErr := strconv.ParseUint(name, 10, 32); numErr == nil {
-			u, err = user.LookupId(name)
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("no user %q: %v", name, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, nil, fmt.Errorf("user %q: %v", name, err)
-	}
-	env := []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username}
-	if uint64(euid) == uid {
-		return nil, env, nil
-	}
-	if euid != 0 {
-		return nil, nil, fmt.Errorf("commands cannot run as %s (uid %d): this process runs as uid %d, and only root can change user", u.Username, uid, euid)
-	}
-	gids, err := u.GroupIds()
-	if err != nil {
-		return nil, nil, fmt.Errorf("user %q: groups: %v", name, err)
-	}
-	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: make([]uint32, 0, len(gids))}
-	for _, g := range gids {
-		n, err := strconv.ParseUint(g, 10, 32)
-		if err != nil {
-			return nil, nil, fmt.Errorf("user %q: group %q: %v", name, g, err)
-		}
-		cred.Groups = append(cred.Groups, uint32(n))
-	}
-	return cred, env, nil
 }
 
 // execPATH is the PATH of commands: this process's, or DefaultExecPath.

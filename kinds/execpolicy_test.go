@@ -20,10 +20,6 @@ import (
 	"github.com/hopperq/hopper/store/memstore"
 )
 
-// secretEnv is a variable TestMain sets in this test process, standing for
-// a server's secret: no command may see it.
-const secretEnv = "HOPPER_KINDS_TEST_SECRET"
-
 // TestExecAllowMatching checks which commands an allow-list lets run: the
 // path a command resolves to (in PATH, or from Dir), cleaned, matched with
 // path.Match, where * does not cross "/"; symbolic links are not followed.

@@ -14,6 +14,10 @@ import (
 // should; "direct" does not.
 const helperEnv = "HOPPER_KINDS_TEST_SERVER"
 
+// secretEnv is a variable TestMain sets in this test process, standing for
+// a server's secret: no command may see it.
+const secretEnv = "HOPPER_KINDS_TEST_SECRET"
+
 // TestMain calls Supervise first, as a program running exec jobs must, so
 // that this test binary also serves as the supervisor of the commands its
 // tests run (Exec starts /proc/self/exe). It then runs the tests, failing

@@ -105,8 +105,7 @@ func (o Options) ExecAsRoot() bool {
 	if o.Exec.User == "" {
 		return true
 	}
-	cred, _, err := lookupExecUser(o.Exec.User, 0)
-	return err == nil && (cred == nil || cred.Uid == 0)
+	return execUserIsRoot(o.Exec.User)
 }
 
 // compiled is Options checked and ready to register.

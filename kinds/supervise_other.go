@@ -7,10 +7,10 @@ import (
 	"errors"
 	"os/exec"
 	"sync/atomic"
-	"syscall"
 )
 
-// supervisorAvailable is always false: supervisors need Linux.
+// supervisorAvailable is always false: supervisors need Linux (its
+// parent-death signal).
 var supervisorAvailable atomic.Bool
 
 // Supervise must be called first in main by a program that runs exec jobs.
@@ -34,6 +34,3 @@ func supervisorCommand(context.Context, *exec.Cmd) (*exec.Cmd, *supervisorLink, 
 func (*supervisorLink) started()               {}
 func (*supervisorLink) close()                 {}
 func (*supervisorLink) handshake(string) error { return nil }
-
-// directProcAttr puts a command in a process group of its own.
-func directProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

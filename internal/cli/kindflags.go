@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -35,7 +36,7 @@ type offerFlags struct {
 }
 
 func (f *offerFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kinds, "kinds", kinds.KindExec+","+kinds.KindHTTP, "the built-in kinds this server offers: the API and the workers refuse the others (comma-separated)")
+	fs.StringVar(&f.kinds, "kinds", defaultKinds(kinds.ExecSupported), "the built-in kinds this server offers: the API and the workers refuse the others (comma-separated; exec only on Unix)")
 	fs.StringArrayVar(&f.execAllow, "exec-allow", nil, "exec jobs may run only these programs: absolute paths or patterns, * not crossing / (repeatable or comma-separated; default $"+ExecAllowEnv+", else any program)")
 	fs.StringVar(&f.execUser, "exec-user", "", "run exec jobs' commands as this user (needs root)")
 	fs.StringArrayVar(&f.execEnv, "exec-env", nil, "pass this variable of the server's environment to exec jobs' commands (repeatable or comma-separated; never HOPPER_*)")
@@ -54,6 +55,9 @@ func (f *offerFlags) options(fs *pflag.FlagSet) (kinds.Options, error) {
 	}
 	if len(o.Kinds) == 0 {
 		return o, usagef("bad --kinds %q: list the kinds to offer, of %s and %s (to run no jobs, use --workers 0)", f.kinds, kinds.KindExec, kinds.KindHTTP)
+	}
+	if err := checkExecSupported(o, kinds.ExecSupported, runtime.GOOS); err != nil {
+		return o, err
 	}
 	allowFrom := "--exec-allow"
 	if fs.Changed("exec-allow") {
@@ -94,6 +98,25 @@ func (f *offerFlags) options(fs *pflag.FlagSet) (kinds.Options, error) {
 		o.HTTP = kinds.HTTPPolicy{} // $HOPPER_HTTP_ALLOW, for another server
 	}
 	return o, optionsError(o, allowFrom, httpFrom)
+}
+
+// defaultKinds is the default of --kinds: both built-in kinds where this
+// system runs exec jobs (execSupported, kinds.ExecSupported), else http.
+func defaultKinds(execSupported bool) string {
+	if execSupported {
+		return kinds.KindExec + "," + kinds.KindHTTP
+	}
+	return kinds.KindHTTP
+}
+
+// checkExecSupported refuses Options o that offer exec on goos, a system
+// where exec jobs cannot run (execSupported false): its workers would
+// claim them only to fail them.
+func checkExecSupported(o kinds.Options, execSupported bool, goos string) error {
+	if execSupported || !offers(o, kinds.KindExec) {
+		return nil
+	}
+	return usagef("bad --kinds %s: the exec kind is not supported on %s (commands run in Unix process groups); offer --kinds %s, and run exec jobs on a server on Linux or macOS", strings.Join(o.Kinds, ","), goos, kinds.KindHTTP)
 }
 
 // envOptions are the Options of the commands other than serve: both

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // TestServeOfferUsage: a bad --kinds, --exec-allow, --exec-user or
@@ -66,4 +68,30 @@ func TestExecAllowEnv(t *testing.T) {
 
 	t.Setenv(ExecAllowEnv, "bin/echo")
 	hop(t, db, "enqueue", "exec", "--", "echo", "hi").fails(t, ExitUsage, "bad $"+ExecAllowEnv, "not an absolute path")
+}
+
+// TestServeExecNeedsUnix: where exec jobs cannot run (kinds.ExecSupported
+// false, Windows), --kinds defaults to http and offering exec is a usage
+// error naming the system; where they can, both are the default.
+func TestServeExecNeedsUnix(t *testing.T) {
+	t.Parallel()
+	if got := defaultKinds(true); got != "exec,http" {
+		t.Errorf("defaultKinds(true) = %q; want exec,http", got)
+	}
+	if got := defaultKinds(false); got != "http" {
+		t.Errorf("defaultKinds(false) = %q; want http", got)
+	}
+	for _, ks := range [][]string{{"exec"}, {"http", "exec"}} {
+		err := checkExecSupported(kinds.Options{Kinds: ks}, false, "windows")
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "bad --kinds "+strings.Join(ks, ",")+": the exec kind is not supported on windows") {
+			t.Errorf("--kinds %v on windows: %v; want a usage error saying exec is not supported on windows", ks, err)
+		}
+		if err := checkExecSupported(kinds.Options{Kinds: ks}, true, "linux"); err != nil {
+			t.Errorf("--kinds %v on linux: %v; want no error", ks, err)
+		}
+	}
+	if err := checkExecSupported(kinds.Options{Kinds: []string{"http"}}, false, "windows"); err != nil {
+		t.Errorf("--kinds http on windows: %v; want no error", err)
+	}
 }
