@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -238,36 +237,4 @@ func TestBulkCloseStops(t *testing.T) {
 	if !strings.Contains(cookies(r), "server+is+stopping") || e.job(other).State != hopper.StateScheduled {
 		t.Errorf("an action after Close: %q, job %d %s", cookies(r), other, e.job(other).State)
 	}
-}
-
-// browseBulkProgress: a bulk action confirmed in the browser that takes
-// longer than a moment lands on its progress page, which shows the
-// batches done and, reloading itself, the end.
-func browseBulkProgress(t *testing.T, ctx context.Context) {
-	g := newGatedStore(2)
-	e, _ := gatedEnv(t, g)
-	url := serve(t, e)
-	run(t, ctx, "open the queue", chromedp.Navigate(url+"/jobs?queue=bulk"), chromedp.WaitVisible(chromedp.ID("select-all")),
-		chromedp.Click(chromedp.ID("select-all")))
-	if status := submit(t, ctx, "#bulk-cancel"); status != 200 {
-		t.Fatalf("cancel: status %d", status)
-	}
-	if got := text(t, ctx, "h1"); !strings.Contains(got, `Cancel all jobs in queue "bulk"`) {
-		t.Errorf("confirmation: %q", got)
-	}
-	if status := submit(t, ctx, "#confirm"); status != 200 {
-		t.Fatalf("confirm: status %d", status)
-	}
-	within(t, g.entered, "the second batch")
-	run(t, ctx, "the progress page", chromedp.WaitVisible(chromedp.CSS(`#bulk[data-state="running"]`)))
-	if got := text(t, ctx, "#bulk-count"); got != "1,000 of 2,500 jobs done (40%)." {
-		t.Errorf("progress: %q", got)
-	}
-	screenshot(t, ctx, "bulk-running")
-	close(g.release)
-	run(t, ctx, "the end, after a reload", chromedp.WaitVisible(chromedp.CSS(`#bulk[data-state="done"]`)))
-	if got := text(t, ctx, "#bulk-message"); !strings.HasPrefix(got, "Cancelled 2,500 of 2,500 jobs.") {
-		t.Errorf("message: %q", got)
-	}
-	screenshot(t, ctx, "bulk-done")
 }

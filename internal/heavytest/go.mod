@@ -7,12 +7,16 @@ go 1.26.8
 replace github.com/hopperq/hopper => ../..
 
 require (
+	github.com/chromedp/cdproto v0.159.2
+	github.com/chromedp/chromedp v0.23.0
 	github.com/hopperq/hopper v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-sqlite3 v1.14.53
+	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect

@@ -1,4 +1,4 @@
-package dashboard
+package browser
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/dashboard"
 	"github.com/hopperq/hopper/job"
 	_ "github.com/hopperq/hopper/store/sqlitestore"
 )
@@ -28,10 +30,10 @@ import (
 // person sees, its script, its live updates and its forms. They wait on
 // what the page shows (WaitVisible, Poll), never on the clock.
 //
-// go test ./dashboard -run TestBrowser -update-png   rewrites docs/dashboard.png
-// (or HOPPER_DASHBOARD_PNG=1); HOPPER_DASHBOARD_SHOTS=DIR keeps every
+// go test ./browser -run TestBrowser -update-png   (in internal/heavytest)
+// rewrites docs/dashboard.png (or HOPPER_DASHBOARD_PNG=1); HOPPER_DASHBOARD_SHOTS=DIR keeps every
 // screenshot in DIR instead of the test's temporary directory.
-var updatePNG = flag.Bool("update-png", false, "write ../docs/dashboard.png from the browser test of the overview")
+var updatePNG = flag.Bool("update-png", false, "write docs/dashboard.png from the browser test of the overview")
 
 // browserTimeout bounds each browser scenario, its setup included: a
 // failing scenario ends, a slow machine (CI runs every package at once,
@@ -122,7 +124,7 @@ func chromium(t *testing.T) string {
 func serve(t *testing.T, e *env) string {
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(func() {
-		e.h.Close() // ends the page's live stream, which would keep Close waiting
+		e.h.(io.Closer).Close() // ends the page's live stream, which would keep Close waiting
 		srv.Close()
 	})
 	return srv.URL
@@ -200,7 +202,7 @@ func browseOverview(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	demoJobs(t, c)
-	e := newEnvOn(t, c, Options{Title: "Hopper"})
+	e := newEnvOn(t, c, dashboard.Options{Title: "Hopper"})
 	url := serve(t, e)
 	run(t, ctx, "open the overview", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.ID("overview")))
 	st, err := c.Stats(context.Background(), time.Hour)
@@ -210,7 +212,7 @@ func browseOverview(t *testing.T, ctx context.Context) {
 	for q, byState := range st.Queues {
 		for _, s := range job.States {
 			sel := fmt.Sprintf(`td[data-queue=%q][data-state=%q]`, q, s)
-			if got, want := text(t, ctx, sel), num(byState[s]); got != want {
+			if got, want := text(t, ctx, sel), commas(byState[s]); got != want {
 				t.Errorf("overview, queue %s, %s: shows %s, the store has %s", q, s, got, want)
 			}
 		}
@@ -221,15 +223,15 @@ func browseOverview(t *testing.T, ctx context.Context) {
 			total += n
 		}
 	}
-	if got := text(t, ctx, "#total-jobs"); got != num(total) {
+	if got := text(t, ctx, "#total-jobs"); got != commas(total) {
 		t.Errorf("total: shows %s, the store has %d", got, total)
 	}
-	if got := text(t, ctx, "#card-dead"); got != num(st.Finished[hopper.StateDead]) {
+	if got := text(t, ctx, "#card-dead"); got != commas(st.Finished[hopper.StateDead]) {
 		t.Errorf("dead in the last hour: shows %s, the store has %d", got, st.Finished[hopper.StateDead])
 	}
 	png := screenshot(t, ctx, "overview")
 	if *updatePNG || os.Getenv("HOPPER_DASHBOARD_PNG") != "" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "dashboard.png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote docs/dashboard.png")
@@ -352,7 +354,7 @@ func demoHistory(t *testing.T, c *hopper.Client) {
 // browseLiveList: a job enqueued through the client appears in the open
 // list without a reload.
 func browseLiveList(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	first := e.enqueue("ok", nil)
 	url := serve(t, e)
 	run(t, ctx, "open the jobs", chromedp.Navigate(url+"/jobs"), chromedp.WaitVisible(chromedp.ID("job-"+strconv.FormatInt(int64(first), 10))))
@@ -372,7 +374,7 @@ func browseLiveList(t *testing.T, ctx context.Context) {
 // browseLivePolling: without EventSource the page polls, and the new job
 // still appears without a reload.
 func browseLivePolling(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	url := serve(t, e)
 	run(t, ctx, "start the tab")
 	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument,
@@ -409,7 +411,7 @@ func browseRetryFromDLQ(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOn(t, c, Options{})
+	e := newEnvOn(t, c, dashboard.Options{})
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +459,7 @@ func browseRetryFromDLQ(t *testing.T, ctx context.Context) {
 
 // browseCancel: cancel a waiting job from its page.
 func browseCancel(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	id := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	url := serve(t, e)
 	run(t, ctx, "open the job", chromedp.Navigate(url+"/jobs/"+strconv.FormatInt(int64(id), 10)),
@@ -479,7 +481,7 @@ func browseCancel(t *testing.T, ctx context.Context) {
 
 // browsePauseSchedule: pause a schedule from the schedules page.
 func browsePauseSchedule(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	if _, err := e.c.AddSchedule(context.Background(), "nightly", hopper.ScheduleOptions{Cron: "0 2 * * *", TimeZone: "Europe/Berlin", Kind: "ok"}); err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +504,7 @@ func browsePauseSchedule(t *testing.T, ctx context.Context) {
 // browseCrossOrigin: a page on another site that posts to the dashboard
 // (cross-site request forgery) is refused, and nothing changes.
 func browseCrossOrigin(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	id := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	dash := serve(t, e) // http://127.0.0.1:PORT
 	target := fmt.Sprintf("%s/jobs/%d/cancel", dash, id)
@@ -528,7 +530,7 @@ func browseCrossOrigin(t *testing.T, ctx context.Context) {
 // browseSignIn: with tokens, the dashboard asks for one, and a read token
 // sees no action.
 func browseSignIn(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{Auth: tokens(t)})
+	e := newEnv(t, dashboard.Options{Auth: tokens(t)})
 	id := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	url := serve(t, e)
 	jobURL := fmt.Sprintf("%s/jobs/%d", url, id)

@@ -1,4 +1,4 @@
-package dashboard
+package browser
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/hopperq/hopper/dashboard"
 )
 
 // switchboard is a TCP proxy in front of a server, at an address of its
@@ -156,7 +157,7 @@ func (s *switchboard) restore() {
 // when it is back the page reconnects by itself and catches up, without a
 // reload.
 func browseLiveReconnect(t *testing.T, ctx context.Context) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, dashboard.Options{})
 	backend, err := url.Parse(serve(t, e))
 	if err != nil {
 		t.Fatal(err)
