@@ -7,5 +7,5 @@ import (
 )
 
 // TestMain fails the package if a test leaves a goroutine behind: the
-// hub's, a live stream's, or the browser's.
+// hub's, or a live stream's.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ when the demo ends.`,
 			if duration <= 0 {
 				return usagef("bad --duration %s: must be positive", duration)
 			}
+			if err := demoSupported(kinds.ExecSupported, runtime.GOOS); err != nil {
+				return err
+			}
 			again := a.self // the hints' commands, as this one was run
 			if cmd.Flags().Changed("db") {
 				again += " --db " + shellQuote([]string{a.db})
@@ -46,6 +50,16 @@ when the demo ends.`,
 	}
 	c.Flags().DurationVar(&duration, "duration", 30*time.Second, "the longest the demo runs the jobs")
 	return c
+}
+
+// demoSupported refuses to run the demo on goos, a system where exec jobs
+// cannot run (execSupported false): its jobs are commands. It says so
+// before the database is opened, so nothing is created.
+func demoSupported(execSupported bool, goos string) error {
+	if execSupported {
+		return nil
+	}
+	return fmt.Errorf("hopper demo runs shell commands (exec jobs), which are not supported on %s: they need Unix (Linux or macOS); the other commands, and serve --kinds http, work here", goos)
 }
 
 // demo runs the demo for at most duration; again is the command that runs

@@ -95,3 +95,17 @@ func TestServeExecNeedsUnix(t *testing.T) {
 		t.Errorf("--kinds http on windows: %v; want no error", err)
 	}
 }
+
+// TestDemoNeedsUnix: where exec jobs cannot run, hopper demo, whose jobs
+// are commands, refuses to start, naming the system; where they can, it
+// runs.
+func TestDemoNeedsUnix(t *testing.T) {
+	t.Parallel()
+	if err := demoSupported(true, "linux"); err != nil {
+		t.Errorf("demo on linux: %v; want no error", err)
+	}
+	err := demoSupported(false, "windows")
+	if err == nil || !strings.Contains(err.Error(), "hopper demo runs shell commands (exec jobs), which are not supported on windows") {
+		t.Errorf("demo on windows: %v; want an error saying exec jobs are not supported on windows", err)
+	}
+}
