@@ -1,6 +1,6 @@
 // Package kinds holds Hopper's built-in job kinds, the ones the hopper
-// command runs: "exec", which runs a command, and "http", which makes an
-// HTTP request. Register them on a hopper.Workers to run them in a program
+// command runs: "exec", which runs a command (on Unix only: see
+// ExecSupported), and "http", which makes an HTTP request. Register them on a hopper.Workers to run them in a program
 // of your own (RegisterWith applies an operator's policy: which kinds, and
 // what exec commands may run, as whom, with which environment), and call
 // Supervise first thing in that program's main, so that the commands of
