@@ -9,7 +9,7 @@ import (
 
 // A Policy's JSON form, as the hopper command prints it and the HTTP API
 // takes it, writes durations as strings ("1s", "1h0m0s") and also reads
-// numbers of nanoseconds. Stores keep policies in encodings of their own.
+// numbers of seconds (internal/jsondur). Stores keep policies in encodings of their own.
 
 type policyFields Policy
 

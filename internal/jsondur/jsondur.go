@@ -1,18 +1,34 @@
-// Package jsondur encodes durations in Hopper's public JSON (what the hopper
-// command prints and the HTTP API serves) as Go duration strings such as
-// "1m30s". It reads those strings, and also numbers of nanoseconds, the form
-// older versions printed.
+// Package jsondur is Hopper's one duration in JSON: every document Hopper
+// reads or writes — a job request or a retry policy sent to the HTTP API or
+// in an enqueue --bulk line, the args of the exec and http kinds
+// (kinds.Duration is this type), what the hopper command prints and the API
+// serves — writes a duration as a Go duration string such as "1m30s", and
+// reads that string or a JSON number, which is always a number of seconds
+// (1.5 is 1.5s). See docs/decisions.md, "One home for the outside's
+// documents".
 package jsondur
 
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
 	"strconv"
 	"time"
 )
 
-// Duration is a time.Duration in JSON as a string.
+// Duration is a time.Duration in JSON: written as a Go duration string,
+// read from one or from a number of seconds. A JSON null leaves it
+// unchanged; an empty string, a duration that does not parse and a number
+// outside time.Duration's range (about ±292 years) are refused with a
+// *json.UnmarshalTypeError, to which encoding/json adds the field's name.
 type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String returns the duration as time.Duration formats it.
+func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalJSON implements json.Marshaler.
 func (d Duration) MarshalJSON() ([]byte, error) {
@@ -21,22 +37,53 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		s, err := strconv.Unquote(string(b))
-		if err != nil {
-			return err
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: want a Go duration such as \"1m30s\"", s)
-		}
-		*d = Duration(v)
+	if string(b) == "null" {
 		return nil
 	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"1m30s\"", b)
+	v, err := Parse(b)
+	if err != nil {
+		return err
 	}
-	*d = Duration(n)
+	*d = Duration(v)
 	return nil
+}
+
+// Parse reads b, one JSON value, as UnmarshalJSON does (null is refused).
+func Parse(b []byte) (time.Duration, error) {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return 0, bad(string(b))
+		}
+		return ParseString(s)
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return 0, bad(string(b))
+	}
+	ns := secs * float64(time.Second)
+	if math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
+		return 0, bad(string(b) + " seconds, beyond the range of a duration")
+	}
+	return time.Duration(ns), nil
+}
+
+// ParseString reads a Go duration string such as "30s" or "1h30m" (as
+// time.ParseDuration), refusing an empty one; its error is Parse's.
+func ParseString(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, bad(strconv.Quote(s))
+	}
+	return v, nil
+}
+
+// Want says what a duration is written as, for messages.
+const Want = `a Go duration such as "30s" or "1h30m", or a number of seconds`
+
+// bad is the error of a value that is not a duration: a
+// *json.UnmarshalTypeError, whose Value says what was wanted (see
+// jsonerr.Explain).
+func bad(value string) error {
+	return &json.UnmarshalTypeError{Value: fmt.Sprintf("%s (want %s)", value, Want), Type: reflect.TypeFor[Duration]()}
 }

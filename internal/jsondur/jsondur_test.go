@@ -2,6 +2,7 @@ package jsondur
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,7 +16,9 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{`"1m30s"`, 90 * time.Second, `"1m30s"`},
 		{`"0s"`, 0, `"0s"`},
-		{`1500000000`, 1500 * time.Millisecond, `"1.5s"`},
+		{`1.5`, 1500 * time.Millisecond, `"1.5s"`},
+		{`30`, 30 * time.Second, `"30s"`},
+		{`0`, 0, `"0s"`},
 	} {
 		var d Duration
 		if err := json.Unmarshal([]byte(tc.in), &d); err != nil || time.Duration(d) != tc.want {
@@ -25,10 +28,28 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("Marshal(%v) = %s, want %s", time.Duration(d), b, tc.out)
 		}
 	}
-	for _, bad := range []string{`"soon"`, `true`, `1.5`} {
-		var d Duration
-		if err := json.Unmarshal([]byte(bad), &d); err == nil {
-			t.Errorf("Unmarshal(%s): want an error", bad)
+}
+
+// A bare number is seconds everywhere; one beyond the range (a Go
+// program's time.Duration in nanoseconds, say) is refused, not wrapped.
+func TestRefused(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{`"soon"`, `""`, `true`, `[]`, `30000000000`, `-1e300`} {
+		var v struct {
+			D Duration `json:"d"`
+		}
+		err := json.Unmarshal([]byte(`{"d":`+bad+`}`), &v)
+		var te *json.UnmarshalTypeError
+		if err == nil || !strings.Contains(err.Error(), "seconds") {
+			t.Errorf("Unmarshal(%s) = %v: want an error saying what a duration is", bad, err)
+		} else if !errorsAs(err, &te) || te.Field != "d" {
+			t.Errorf("Unmarshal(%s) = %#v: want a *json.UnmarshalTypeError naming d", bad, err)
 		}
 	}
+}
+
+func errorsAs(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	*te = t
+	return ok
 }
