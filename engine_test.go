@@ -308,8 +308,8 @@ func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
 	}
 	_, err := c.EnqueueMany(ctx, []hopper.EnqueueRequest{{Kind: "ok"}, {Kind: ""}})
 	var fe *hopper.FieldError
-	if !errors.As(err, &fe) || fe.Field != "[1].kind" {
-		t.Errorf("EnqueueMany with a bad second job: got %v, want FieldError on [1].kind", err)
+	if !errors.As(err, &fe) || fe.Field != "kind" || !fe.InBatch || fe.Index != 1 || err.Error() != "[1].kind: "+fe.Reason {
+		t.Errorf("EnqueueMany with a bad second job: got %#v, want FieldError on kind of item 1", err)
 	}
 	if jobs, _ := c.List(ctx, hopper.ListOptions{}); len(jobs) != 0 {
 		t.Errorf("bad input stored %d jobs, want none", len(jobs))

@@ -72,7 +72,9 @@ func (c *Client) uniqueCheck(r EnqueueResult) (EnqueueResult, error) {
 // EnqueueMany adds several jobs in one store operation (one commit on a
 // durable store): all are accepted or none. Duplicates are reported per job
 // in the results, whatever Config.UniqueConflict says. A bad request fails
-// the call with a *FieldError whose field is prefixed with its index.
+// the call with a *FieldError naming its field, with InBatch and Index set
+// to the request's position when reqs holds two or more; its cause is kept
+// (errors.Is(err, ErrUnknownKind) holds for an unknown kind).
 func (c *Client) EnqueueMany(ctx context.Context, reqs []EnqueueRequest) ([]EnqueueResult, error) {
 	return c.enqueue(ctx, reqs, nil)
 }
@@ -124,7 +126,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		j, err := c.newJob(&reqs[i], &slab[i], t)
 		if err != nil {
 			if fe, ok := err.(*FieldError); ok && len(reqs) > 1 {
-				return nil, &FieldError{Field: fmt.Sprintf("[%d].%s", i, fe.Field), Reason: fe.Reason}
+				return nil, fe.At(i) // its cause kept: errors.Is(err, ErrUnknownKind)
 			}
 			return nil, err
 		}

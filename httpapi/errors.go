@@ -85,9 +85,9 @@ var errorStatus = []struct {
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeUnavailable},
 }
 
-// toError translates err into the response's error, renaming the field of
-// a *hopper.FieldError by rename (nil: as is).
-func toError(err error, rename func(string) string) *Error {
+// toError translates err into the response's error, naming the field of
+// a *hopper.FieldError by rename (nil: its Field).
+func toError(err error, rename func(*hopper.FieldError) string) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
@@ -96,7 +96,7 @@ func toError(err error, rename func(string) string) *Error {
 	if errors.As(err, &fe) {
 		field := fe.Field
 		if rename != nil {
-			field = rename(field)
+			field = rename(fe)
 		}
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalid, Field: field, Message: jsonerr.ArgsReason(fe, fe.Reason)}
 	}

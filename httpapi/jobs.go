@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,8 +69,6 @@ type batchResult struct {
 	Duplicates int        `json:"duplicates"`
 }
 
-var batchIndex = regexp.MustCompile(`^\[(\d+)\]\.`)
-
 // enqueueBatch handles POST /jobs/batch: {"jobs": [...]}, all enqueued in
 // one store operation (one commit) or none. Duplicates are reported per
 // job.
@@ -123,11 +120,8 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := a.c.EnqueueMany(r.Context(), reqs)
 	if err != nil {
-		e := toError(err, func(f string) string {
-			if m := batchIndex.FindString(f); m != "" {
-				return "jobs" + m + f[len(m):]
-			}
-			return "jobs[0]." + f // a batch of one is not indexed
+		e := toError(err, func(fe *hopper.FieldError) string {
+			return fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field) // a batch of one is not indexed: 0
 		})
 		if e == nil {
 			return err

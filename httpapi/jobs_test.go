@@ -142,6 +142,11 @@ func TestBatch(t *testing.T) {
 			} {
 				e.do("POST", "/api/v1/jobs/batch", tc.body).fails(400, tc.code, tc.field)
 			}
+			// The reason is in the args' own terms, as for one job: the
+			// batch's error kept its cause (it named a Go type).
+			if r := e.do("POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"ok"},{"kind":"typed","args":{"n":"x"}}]}`); strings.Contains(string(r.body), "do not fit") || !strings.Contains(string(r.body), `jobs[1].args`) {
+				t.Errorf("batch with bad args: %s, want jobs[1].args and no Go type", r.body)
+			}
 			if n, _ := e.c.Count(context.Background(), hopper.ListOptions{}); n != 3 {
 				t.Errorf("%d jobs stored, want 3: a bad batch stored some", n)
 			}

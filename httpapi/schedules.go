@@ -206,8 +206,9 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 			Message: fmt.Sprintf(`schedule %q exists; give "replace": true to replace it`, sr.Name)}
 	}
 	if err != nil {
-		e := toError(err, func(f string) string {
-			switch f = strings.TrimPrefix(f, "options."); f {
+		e := toError(err, func(fe *hopper.FieldError) string {
+			f := strings.TrimPrefix(fe.Field, "options.")
+			switch f {
 			case "spec", "next_run_at":
 				if sr.Every != nil {
 					return "every"

@@ -42,8 +42,17 @@ func (e *TransitionError) Error() string {
 }
 
 // FieldError reports invalid input: the field and the reason. Nothing is
-// changed when an operation returns one.
+// changed when an operation returns one. Its parts are fields, so that no
+// layer parses another's message: the API names "jobs[3].args" and the
+// hopper command "line 4" from InBatch and Index, and errors.Is sees Err.
 type FieldError struct {
+	// InBatch says the input was one item of a batch (EnqueueMany of two
+	// or more jobs), at Index, counted from 0; Field is then a field of
+	// that item.
+	InBatch bool
+	Index   int
+	// Field names the input at fault in the document's own terms
+	// ("max_attempts", "retry.base").
 	Field  string
 	Reason string
 	// Err, if set, is a sentinel the condition also matches with
@@ -51,11 +60,24 @@ type FieldError struct {
 	Err error
 }
 
-// Error implements error.
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+// Error implements error: "field: reason", or "[index].field: reason" for
+// an item of a batch.
+func (e *FieldError) Error() string {
+	if e.InBatch {
+		return fmt.Sprintf("[%d].%s: %s", e.Index, e.Field, e.Reason)
+	}
+	return e.Field + ": " + e.Reason
+}
 
 // Unwrap returns Err.
 func (e *FieldError) Unwrap() error { return e.Err }
+
+// At returns a copy of e about item i of a batch, its cause kept.
+func (e *FieldError) At(i int) *FieldError {
+	c := *e
+	c.InBatch, c.Index = true, i
+	return &c
+}
 
 // Invalid returns a *FieldError for field.
 func Invalid(field, format string, args ...any) error {

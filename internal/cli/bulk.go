@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -101,8 +99,6 @@ func (l *bulkLine) request(ko kinds.Options, external []string) (hopper.EnqueueR
 	return hopper.EnqueueRequest{Kind: l.Kind, Args: args, Options: o}, nil
 }
 
-var indexPrefix = regexp.MustCompile(`^\[(\d+)\]\.`)
-
 // bulkEnqueue reads JSON lines from stdin and enqueues them in batches.
 func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 	ko, err := envOptions()
@@ -127,13 +123,8 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 			if err != nil {
 				var fe *hopper.FieldError
 				if errors.As(err, &fe) {
-					at := lines[0]
-					if m := indexPrefix.FindStringSubmatch(fe.Field); m != nil {
-						i, _ := strconv.Atoi(m[1])
-						at = lines[min(i, len(lines)-1)]
-						fe = &hopper.FieldError{Field: fe.Field[len(m[0]):], Reason: fe.Reason, Err: fe.Err}
-					}
-					err = usagef("line %d: invalid job: %v", at, fe)
+					at := lines[min(fe.Index, len(lines)-1)] // a batch of one is not indexed: 0
+					err = usagef("line %d: invalid job: %s: %s", at, fe.Field, jsonerr.ArgsReason(fe, fe.Reason))
 				}
 				return fmt.Errorf("%w (%d jobs enqueued before this batch)", err, enqueued)
 			}

@@ -66,6 +66,9 @@ func TestInputRefused(t *testing.T) {
 	id := hop(t, db, "enqueue", "--delay", "0s", "--priority", "0", "--max-attempts", "1", "--timeout", "1s", "exec", "true").ok(t).id(t)
 	hop(t, db, "jobs", "reschedule", strconv.FormatInt(int64(id), 10), "--priority", "1000001").fails(t, 2, "priority", "between")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "between")
+	// The library's error names the item of the batch (InBatch, Index): the line.
+	ok := `{"kind":"exec","args":{"command":"true"}}` + "\n"
+	hopIn(t, db, ok+ok+`{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, "line 3: invalid job: max_attempts:", "between")
 
 	// Help lists every form of --retry-backoff.
 	hop(t, db, "enqueue", "--help").ok(t).has(t, "exponential[:BASE[,MAX]]", "decorrelated[:BASE[,MAX]]", "fixed:DELAY", "list:D1,D2,...")
