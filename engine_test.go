@@ -295,7 +295,8 @@ func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
 		{"k", nil, &hopper.EnqueueOptions{Delay: time.Second, RunAt: time.Now()}, "delay"},
 		{"k", nil, &hopper.EnqueueOptions{MaxAttempts: -2}, "max_attempts"},
 		{"k", nil, &hopper.EnqueueOptions{Timeout: -1}, "timeout"},
-		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Strategy: "linear"}}, "retry"},
+		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Strategy: "linear"}}, "retry.strategy"},
+		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Base: time.Hour, Max: time.Second}}, "retry.base"},
 	} {
 		_, err := c.Enqueue(ctx, tc.kind, tc.args, tc.o)
 		var fe *hopper.FieldError

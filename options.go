@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,6 +83,10 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 	}
 	if o.Retry != nil {
 		if err := o.Retry.Validate(); err != nil {
+			var be *backoff.Error
+			if errors.As(err, &be) {
+				return &FieldError{Field: prefix + "retry." + be.Field, Reason: be.Reason, Err: err}
+			}
 			return bad("retry", "%v", err)
 		}
 	}

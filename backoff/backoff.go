@@ -16,7 +16,6 @@
 package backoff
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -116,37 +115,53 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// Validate reports the first bad field of p.
+// Error is a policy Validate refuses: the field at fault in the policy's
+// JSON names ("base", "delays[2]") and the reason, as fields, so that a
+// caller names it without parsing the message.
+type Error struct {
+	Field  string
+	Reason string
+}
+
+// Error implements error: "field: reason".
+func (e *Error) Error() string { return e.Field + ": " + e.Reason }
+
+func invalid(field, format string, args ...any) error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first bad field of p, as an *Error.
 func (p Policy) Validate() error {
 	switch p.Strategy {
 	case "", StrategyExponential, StrategyDecorrelated, StrategyFixed:
 	case StrategyList:
 		if len(p.Delays) == 0 {
-			return errors.New("delays: a list policy needs at least one delay")
+			return invalid("delays", "a list policy needs at least one delay")
 		}
 	default:
-		return fmt.Errorf("strategy: unknown %q; want exponential, decorrelated, fixed or list", p.Strategy)
+		return invalid("strategy", "unknown %q; want exponential, decorrelated, fixed or list", p.Strategy)
 	}
 	switch p.Jitter {
 	case "", JitterNone, JitterFull, JitterEqual:
 	default:
-		return fmt.Errorf("jitter: unknown %q; want none, full or equal", p.Jitter)
+		return invalid("jitter", "unknown %q; want none, full or equal", p.Jitter)
 	}
-	if p.Base < 0 || p.Max < 0 {
-		return errors.New("base, max: must not be negative")
-	}
-	if p.Max > 0 && p.Base > p.Max && p.Strategy != StrategyList {
-		return fmt.Errorf("base: %s is more than max %s", p.Base, p.Max)
-	}
-	if p.Factor < 0 || (p.Factor > 0 && p.Factor < 1) {
-		return fmt.Errorf("factor: must be at least 1, got %g", p.Factor)
+	switch {
+	case p.Base < 0:
+		return invalid("base", "must not be negative, got %s", p.Base)
+	case p.Max < 0:
+		return invalid("max", "must not be negative, got %s", p.Max)
+	case p.Max > 0 && p.Base > p.Max && p.Strategy != StrategyList:
+		return invalid("base", "%s is more than max %s", p.Base, p.Max)
+	case p.Factor < 0 || (p.Factor > 0 && p.Factor < 1):
+		return invalid("factor", "must be at least 1, got %g", p.Factor)
 	}
 	for i, d := range p.Delays {
 		if d < 0 {
-			return fmt.Errorf("delays[%d]: must not be negative", i)
+			return invalid(fmt.Sprintf("delays[%d]", i), "must not be negative, got %s", d)
 		}
 		if p.Max > 0 && d > p.Max {
-			return fmt.Errorf("delays[%d]: %s is more than max %s", i, d, p.Max)
+			return invalid(fmt.Sprintf("delays[%d]", i), "%s is more than max %s", d, p.Max)
 		}
 	}
 	return nil
