@@ -23,8 +23,10 @@ import (
 type EnqueueOptions struct {
 	// Queue (default "default").
 	Queue string
-	// Priority: lower runs first (default 0), within MinPriority to
-	// MaxPriority (±1,000,000).
+	// Priority: lower runs first, within MinPriority to MaxPriority
+	// (±1,000,000). 0 means unset, so the next level's applies (default
+	// 0); to give priority 0 over a kind's or Config's non-zero default,
+	// write Priority(0) (PriorityZero).
 	Priority int
 	// MaxAttempts before the job goes to the dead-letter queue (default
 	// 25, at most MaxAttemptsLimit: 10,000).
@@ -51,6 +53,22 @@ type EnqueueOptions struct {
 	UniqueKey string
 }
 
+// PriorityZero is the EnqueueOptions.Priority that means "priority 0",
+// where a plain 0 means "unset" and falls back to the kind's or Config's
+// priority. It is resolved to 0 when a job is made; a schedule keeps it
+// (its JSON shows it as is) and resolves it when it fires. Priority(n)
+// writes it for n == 0.
+const PriorityZero = job.PriorityZero
+
+// Priority returns the EnqueueOptions.Priority that gives a job priority
+// n whatever its kind's or Config's: n itself, or PriorityZero for 0.
+func Priority(n int) int {
+	if n == 0 {
+		return PriorityZero
+	}
+	return n
+}
+
 // validate checks o, naming a bad field as prefix+field ("max_attempts",
 // "Config.Defaults.max_attempts"); perJob says whether the per-job fields
 // may be set.
@@ -68,8 +86,10 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 			return err
 		}
 	}
-	if err := job.CheckPriority(prefix+"priority", o.Priority); err != nil {
-		return err
+	if o.Priority != PriorityZero {
+		if err := job.CheckPriority(prefix+"priority", o.Priority); err != nil {
+			return err
+		}
 	}
 	switch {
 	case o.Timeout < 0:
@@ -112,7 +132,9 @@ func (c *Client) optionsOf(kd *kind, own *EnqueueOptions) EnqueueOptions {
 	}
 	d := &c.cfg.Defaults
 	o.Queue = cmp.Or(o.Queue, k.Queue, d.Queue)
-	o.Priority = cmp.Or(o.Priority, k.Priority, d.Priority)
+	if o.Priority = cmp.Or(o.Priority, k.Priority, d.Priority); o.Priority == PriorityZero {
+		o.Priority = 0
+	}
 	o.MaxAttempts = cmp.Or(o.MaxAttempts, k.MaxAttempts, d.MaxAttempts)
 	o.Timeout = cmp.Or(o.Timeout, k.Timeout, d.Timeout)
 	o.Retry = cmp.Or(o.Retry, k.Retry, d.Retry)

@@ -47,6 +47,8 @@ func TestOptionPrecedence(t *testing.T) {
 	check("kind's options", enqueue(t, c, "report", nil, nil), want{"reports", 3, 7})
 	check("job's own options", enqueue(t, c, "report", nil, &hopper.EnqueueOptions{Queue: "urgent", MaxAttempts: 1, Priority: -1}), want{"urgent", 1, -1})
 	check("Config.Defaults", enqueue(t, c, "plain", nil, nil), want{"default", 9, 0})
+	// Priority 0 over the kind's 7: Priority(0), the explicit zero.
+	check("job's explicit zero", enqueue(t, c, "report", nil, &hopper.EnqueueOptions{Priority: hopper.Priority(0)}), want{"reports", 3, 0})
 	res, err := c.EnqueueMany(ctx, []hopper.EnqueueRequest{{Kind: "report"}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestOptionPrecedence(t *testing.T) {
 	for name, o := range map[string]*hopper.EnqueueOptions{
 		"kind":  nil,
 		"own":   {Queue: "cron", MaxAttempts: 2},
+		"zero":  {Priority: hopper.Priority(0)},
 		"plain": nil,
 	} {
 		kind := "report"
@@ -67,7 +70,7 @@ func TestOptionPrecedence(t *testing.T) {
 		}
 	}
 	c.FireSchedules(ctx, time.Now().Add(2*time.Minute))
-	for name, w := range map[string]want{"kind": {"reports", 3, 7}, "own": {"cron", 2, 7}, "plain": {"default", 9, 0}} {
+	for name, w := range map[string]want{"kind": {"reports", 3, 7}, "own": {"cron", 2, 7}, "zero": {"reports", 3, 0}, "plain": {"default", 9, 0}} {
 		sc, err := c.GetSchedule(ctx, name)
 		if err != nil || sc.LastJobID == 0 {
 			t.Fatalf("schedule %s did not fire: %v", name, err)

@@ -107,6 +107,11 @@ const (
 	// urgency, not for timestamps or IDs used as priorities.
 	MinPriority = -1_000_000
 	MaxPriority = 1_000_000
+	// PriorityZero is an option's priority 0 given explicitly, where a
+	// zero Priority means "unset, inherit" (hopper.Priority): a
+	// schedule's Priority keeps it, and the job a tick makes gets 0. It
+	// fits every store's column (int32 included) and no job has it.
+	PriorityZero = -1 << 31
 )
 
 // CheckMaxAttempts returns a *FieldError for field unless n is within 1 to

@@ -474,7 +474,8 @@ type AddScheduleParams struct {
 
 // Validate returns a *job.FieldError unless p's schedule is one every store
 // can keep: named, with a MaxAttempts of zero (the default) or within
-// job.CheckMaxAttempts's bounds and a Priority within job.CheckPriority's.
+// job.CheckMaxAttempts's bounds and a Priority within job.CheckPriority's
+// or job.PriorityZero.
 // Stores call it before they change anything.
 func (p AddScheduleParams) Validate() error {
 	sc := p.Schedule
@@ -485,6 +486,9 @@ func (p AddScheduleParams) Validate() error {
 		if err := job.CheckMaxAttempts("max_attempts", sc.MaxAttempts); err != nil {
 			return err
 		}
+	}
+	if sc.Priority == job.PriorityZero {
+		return nil
 	}
 	return job.CheckPriority("priority", sc.Priority)
 }

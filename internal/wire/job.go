@@ -1,0 +1,189 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsondur"
+	"github.com/hopperq/hopper/job"
+)
+
+// Duration is a duration in a document: a Go duration string or a number
+// of seconds.
+type Duration = jsondur.Duration
+
+// Options are a job's options as a document gives them: a job request's
+// and a schedule's. A field left out (nil) is unset; one given is checked
+// by Given.
+type Options struct {
+	Queue       *string         `json:"queue"`
+	Priority    *int            `json:"priority"`
+	MaxAttempts *int            `json:"max_attempts"`
+	Timeout     *Duration       `json:"timeout"`
+	Retry       json.RawMessage `json:"retry"`
+}
+
+// Job is a job request: POST /api/v1/jobs, an item of /jobs/batch, a line
+// of enqueue --bulk, and the flags of enqueue.
+type Job struct {
+	Kind string          `json:"kind"`
+	Args json.RawMessage `json:"args"`
+	Options
+	Delay     *Duration `json:"delay"`
+	RunAt     *string   `json:"run_at"`
+	UniqueKey *string   `json:"unique_key"`
+	// RetryBackoff is the compact retry policy of older --bulk lines.
+	//
+	// Deprecated: give retry, which takes the compact string too.
+	RetryBackoff *string `json:"retry_backoff"`
+}
+
+// Request checks j and returns the request it describes, at now (what a
+// delay counts from). Its *job.FieldError names the field.
+func (j *Job) Request(now time.Time) (hopper.EnqueueRequest, error) {
+	var none hopper.EnqueueRequest
+	if strings.TrimSpace(j.Kind) == "" {
+		return none, job.Invalid("kind", "missing: every job has a kind, the name of its handler")
+	}
+	if j.RetryBackoff != nil {
+		if j.Retry != nil {
+			return none, job.Invalid("retry_backoff", "give retry (retry_backoff is its older name), not both")
+		}
+		j.Retry, _ = json.Marshal(*j.RetryBackoff)
+	}
+	o, err := j.Options.options(false)
+	if err != nil {
+		return none, err
+	}
+	if j.Delay != nil {
+		d := j.Delay.D()
+		if d > 0 {
+			if err := job.CheckTime("delay", now.Add(d)); err != nil {
+				return none, err
+			}
+		}
+		o.Delay = d // a negative one is the library's to refuse
+	}
+	if j.RunAt != nil {
+		if o.RunAt, err = ParseTime("run_at", *j.RunAt); err != nil {
+			return none, err
+		}
+	}
+	if j.UniqueKey != nil {
+		if err := Given("unique_key", *j.UniqueKey == "", "a job without one"); err != nil {
+			return none, err
+		}
+		o.UniqueKey = *j.UniqueKey
+	}
+	var args any
+	if len(j.Args) > 0 && string(j.Args) != "null" {
+		args = j.Args // kept byte for byte
+	}
+	return hopper.EnqueueRequest{Kind: j.Kind, Args: args, Options: o}, nil
+}
+
+// Requests is Request for a batch: an error names its item (InBatch,
+// Index), as EnqueueMany's do.
+func Requests(jobs []Job, now time.Time) ([]hopper.EnqueueRequest, error) {
+	reqs := make([]hopper.EnqueueRequest, len(jobs))
+	for i := range jobs {
+		r, err := jobs[i].Request(now)
+		if err != nil {
+			return nil, at(err, i)
+		}
+		reqs[i] = r
+	}
+	return reqs, nil
+}
+
+// at places err, a *job.FieldError, at item i of a batch.
+func at(err error, i int) error {
+	if fe, ok := err.(*job.FieldError); ok {
+		return fe.At(i)
+	}
+	return err
+}
+
+// options returns the EnqueueOptions o describes; forSchedule says whose
+// default a timeout left out is.
+func (o *Options) options(forSchedule bool) (*hopper.EnqueueOptions, error) {
+	out := &hopper.EnqueueOptions{}
+	if o.Queue != nil {
+		if err := Given("queue", strings.TrimSpace(*o.Queue) == "", `the queue "default"`); err != nil {
+			return nil, err
+		}
+		out.Queue = *o.Queue
+	}
+	if o.Priority != nil {
+		out.Priority = hopper.Priority(*o.Priority)
+	}
+	if o.MaxAttempts != nil {
+		if err := Given("max_attempts", *o.MaxAttempts < 1, fmt.Sprintf("the default, %d", hopper.DefaultMaxAttempts), *o.MaxAttempts); err != nil {
+			return nil, err
+		}
+		out.MaxAttempts = *o.MaxAttempts
+	}
+	if o.Timeout != nil {
+		leave := "no timeout"
+		if forSchedule {
+			leave = fmt.Sprintf("each job to time out after its schedule's period, at least %s", hopper.MinScheduledTimeout)
+		}
+		if err := Given("timeout", o.Timeout.D() <= 0, leave, o.Timeout.D()); err != nil {
+			return nil, err
+		}
+		out.Timeout = o.Timeout.D()
+	}
+	if len(o.Retry) > 0 && string(o.Retry) != "null" {
+		p, err := DecodeRetry(o.Retry, "retry")
+		if err != nil {
+			return nil, err
+		}
+		out.Retry = p
+	}
+	return out, nil
+}
+
+// Given is the explicit-zero rule, for a field a document gives: a value
+// the library reads as "unset" (unset: an empty string, a zero or negative
+// count or duration) would silently become a default, so it is refused,
+// naming the field and what leaving it out gives (leave). got, if given,
+// is the value, for the message.
+func Given(field string, unset bool, leave string, got ...any) error {
+	if !unset {
+		return nil
+	}
+	if len(got) == 0 {
+		return job.Invalid(field, "must not be empty (leave it out for %s)", leave)
+	}
+	return job.Invalid(field, "must be positive, got %v (leave it out for %s)", got[0], leave)
+}
+
+// ParseTime reads an RFC 3339 time for field, within the range stores keep
+// (1970 to 2200).
+func ParseTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, job.Invalid(field, "%q is not an RFC 3339 time such as \"2030-01-02T15:04:05Z\"", s)
+	}
+	if err := job.CheckTime(field, t); err != nil {
+		return time.Time{}, err
+	}
+	return t, nil
+}
+
+// ParseDuration reads a Go duration string for field (what a form or a
+// query parameter gives), or a number of seconds.
+func ParseDuration(field, s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	d, err := jsondur.ParseString(s)
+	if err != nil {
+		if d, err := jsondur.Parse([]byte(s)); err == nil && s != "" && s[0] != '"' {
+			return d, nil
+		}
+		return 0, job.Invalid(field, "%q is not a duration: want %s", s, jsondur.Want)
+	}
+	return d, nil
+}

@@ -1,0 +1,70 @@
+package wire
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
+)
+
+// Schedule is a schedule request: POST /api/v1/schedules and the flags of
+// schedule add.
+type Schedule struct {
+	Name       string          `json:"name"`
+	Cron       *string         `json:"cron"`
+	TimeZone   *string         `json:"time_zone"`
+	Every      *Duration       `json:"every"`
+	FixedDelay bool            `json:"fixed_delay"`
+	Overlap    *string         `json:"overlap"`
+	Replace    bool            `json:"replace"`
+	Kind       string          `json:"kind"`
+	Args       json.RawMessage `json:"args"`
+	Options
+}
+
+// ScheduleOptions checks s and returns the options it describes, for
+// AddSchedule(s.Name, …). Its *job.FieldError names the field; the rules
+// of the schedule itself (cron or every, every at least 1s, a zone for
+// cron only and agreeing with the expression's) are AddSchedule's.
+func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
+	o := hopper.ScheduleOptions{FixedDelay: s.FixedDelay, Replace: s.Replace, Kind: s.Kind}
+	if strings.TrimSpace(s.Name) == "" {
+		return o, job.Invalid("name", "missing: a schedule needs a name")
+	}
+	if strings.TrimSpace(s.Kind) == "" {
+		return o, job.Invalid("kind", "missing: the kind of the jobs the schedule fires")
+	}
+	if s.Cron != nil {
+		if err := Given("cron", strings.TrimSpace(*s.Cron) == "", "a schedule of every"); err != nil {
+			return o, err
+		}
+		o.Cron = *s.Cron
+	}
+	if s.TimeZone != nil {
+		if err := Given("time_zone", strings.TrimSpace(*s.TimeZone) == "", "UTC"); err != nil {
+			return o, err
+		}
+		o.TimeZone = *s.TimeZone
+	}
+	if s.Every != nil {
+		if err := Given("every", s.Every.D() <= 0, "a schedule of cron", s.Every.D()); err != nil {
+			return o, err
+		}
+		o.Every = s.Every.D()
+	}
+	if s.Overlap != nil {
+		if err := o.Overlap.UnmarshalText([]byte(*s.Overlap)); err != nil {
+			return o, job.Invalid("overlap", "%q: want skip (the default) or allow", *s.Overlap)
+		}
+	}
+	eo, err := s.Options.options(true)
+	if err != nil {
+		return o, err
+	}
+	o.Options = eo
+	if len(s.Args) > 0 && string(s.Args) != "null" {
+		o.Args = s.Args // kept byte for byte
+	}
+	return o, nil
+}
