@@ -6,6 +6,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/wire"
 )
 
 // dlqList handles GET /dlq: the dead jobs, oldest first, paged as GET
@@ -64,9 +65,9 @@ func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 // dlqPurgeRequest is the body of POST /dlq/purge: exactly one of IDs,
 // OlderThan and All.
 type dlqPurgeRequest struct {
-	IDs       []hopper.ID `json:"ids"`
-	OlderThan *string     `json:"older_than"`
-	All       bool        `json:"all"`
+	IDs       []hopper.ID    `json:"ids"`
+	OlderThan *wire.Duration `json:"older_than"`
+	All       bool           `json:"all"`
 }
 
 // dlqPurge handles POST /dlq/purge: deletes dead jobs for good — the given
@@ -93,10 +94,7 @@ func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
 		httpauth.Note(r, "all", true)
 		n, err = a.c.PurgeAllDead(r.Context())
 	case body.OlderThan != nil:
-		d, perr := parseDuration("older_than", *body.OlderThan)
-		if perr != nil {
-			return perr
-		}
+		d := body.OlderThan.D()
 		if d <= 0 {
 			return invalid("older_than", fmt.Sprintf(`must be positive, got %s ("all": true purges every dead job)`, d))
 		}

@@ -185,31 +185,3 @@ func replyJSON(w http.ResponseWriter, status int, b []byte) {
 	b = append(b, '\n')
 	_, _ = w.Write(b)
 }
-
-// decodeError turns a JSON decoding error into a 400 naming the field,
-// prefixed by prefix ("jobs[3].").
-func decodeError(err error, prefix string) error {
-	var mb *http.MaxBytesError
-	var te *reqbody.TimeoutError
-	if errors.As(err, &mb) || errors.As(err, &te) {
-		return err
-	}
-	if errors.Is(err, errTrailing) {
-		return invalid("body", "more than one JSON value")
-	}
-	field, reason := jsonerr.Explain(err)
-	field = strings.ReplaceAll(field, "jobOptions.", "") // an embedded struct's name is no field
-	if field == "" {
-		return invalid(whole(prefix), reason)
-	}
-	return invalid(prefix+field, reason)
-}
-
-// whole names the value prefix is the prefix of: "jobs[3]" for "jobs[3].",
-// "body" for "".
-func whole(prefix string) string {
-	if prefix == "" {
-		return "body"
-	}
-	return strings.TrimSuffix(prefix, ".")
-}

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/internal/reqbody"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -47,21 +46,16 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// decodeStrict decodes b, one JSON value, into v, refusing unknown fields.
-// Errors name the field, after prefix.
+// decodeStrict decodes b, one JSON value, into v, refusing unknown fields
+// (wire.Decode). Errors name the field, after prefix; a fault of the whole
+// body names "body".
 func decodeStrict(b []byte, v any, prefix string) error {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return invalid(whole(prefix), "empty: want a JSON object")
+	err := wire.Decode(b, v, prefix)
+	var fe *hopper.FieldError
+	if errors.As(err, &fe) {
+		return invalid(cmp.Or(fe.Field, "body"), fe.Reason)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, prefix)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return decodeError(errTrailing, prefix)
-	}
-	return nil
+	return err
 }
 
 // decodeBody reads r's body and decodes it strictly into v.
@@ -157,28 +151,6 @@ func checkIDs(field string, ids []hopper.ID) error {
 	return nil
 }
 
-// parseDuration parses a Go duration string for field.
-func parseDuration(field, s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, invalid(field, fmt.Sprintf("%q is not a duration: want a Go duration such as \"30s\", \"5m\" or \"1h30m\"", s))
-	}
-	return d, nil
-}
-
-// parseTime parses an RFC 3339 time for field, within the range stores
-// keep (1970 to 2200).
-func parseTime(field, s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
-	if err != nil {
-		return time.Time{}, invalid(field, fmt.Sprintf("%q is not an RFC 3339 time such as \"2030-01-02T15:04:05Z\"", s))
-	}
-	if err := job.CheckTime(field, t); err != nil {
-		return time.Time{}, err
-	}
-	return t, nil
-}
-
 // parseStates parses state filters: comma-separated names, possibly
 // repeated; "waiting" and "finished" stand for their groups.
 func parseStates(values []string) ([]hopper.State, error) {
@@ -208,160 +180,4 @@ func parseStates(values []string) ([]hopper.State, error) {
 		}
 	}
 	return out, nil
-}
-
-// jobOptions are the options of a job in a request: enqueue's and a
-// schedule's. Pointers tell a field given as zero or empty — refused,
-// since the client would read it as "the default" — from one left out.
-type jobOptions struct {
-	Queue       *string         `json:"queue"`
-	Priority    int             `json:"priority"`
-	MaxAttempts *int            `json:"max_attempts"`
-	Timeout     *string         `json:"timeout"`
-	Retry       json.RawMessage `json:"retry"`
-}
-
-// retryJSON is a backoff.Policy as requests give it, durations as strings.
-type retryJSON struct {
-	Strategy string   `json:"strategy"`
-	Base     *string  `json:"base"`
-	Max      *string  `json:"max"`
-	Factor   float64  `json:"factor"`
-	Jitter   string   `json:"jitter"`
-	Delays   []string `json:"delays"`
-}
-
-// options returns the EnqueueOptions o describes; fields are named after
-// prefix.
-func (o *jobOptions) options(prefix string) (*hopper.EnqueueOptions, error) {
-	out := &hopper.EnqueueOptions{Priority: o.Priority}
-	if o.Queue != nil {
-		if strings.TrimSpace(*o.Queue) == "" {
-			return nil, invalid(prefix+"queue", `must not be empty (leave it out for the queue "default")`)
-		}
-		out.Queue = *o.Queue
-	}
-	if o.MaxAttempts != nil {
-		if *o.MaxAttempts < 1 {
-			return nil, invalid(prefix+"max_attempts", fmt.Sprintf("must be at least 1, got %d (leave it out for the default, %d)", *o.MaxAttempts, hopper.DefaultMaxAttempts))
-		}
-		out.MaxAttempts = *o.MaxAttempts
-	}
-	if o.Timeout != nil {
-		d, err := parseDuration(prefix+"timeout", *o.Timeout)
-		if err != nil {
-			return nil, err
-		}
-		if d <= 0 {
-			return nil, invalid(prefix+"timeout", fmt.Sprintf("must be positive, got %s (leave it out for none)", d))
-		}
-		out.Timeout = d
-	}
-	if len(o.Retry) > 0 && string(o.Retry) != "null" {
-		p, err := parseRetry(o.Retry, prefix+"retry.")
-		if err != nil {
-			return nil, err
-		}
-		out.Retry = p
-	}
-	return out, nil
-}
-
-// parseRetry decodes a retry policy strictly, durations as strings.
-func parseRetry(b []byte, prefix string) (*backoff.Policy, error) {
-	var v retryJSON
-	if err := decodeStrict(b, &v, prefix); err != nil {
-		return nil, err
-	}
-	p := &backoff.Policy{Strategy: backoff.Strategy(v.Strategy), Factor: v.Factor, Jitter: backoff.Jitter(v.Jitter)}
-	for _, d := range []struct {
-		name string
-		s    *string
-		to   *time.Duration
-	}{{"base", v.Base, &p.Base}, {"max", v.Max, &p.Max}} {
-		if d.s == nil {
-			continue
-		}
-		x, err := parseDuration(prefix+d.name, *d.s)
-		if err != nil {
-			return nil, err
-		}
-		if x <= 0 {
-			return nil, invalid(prefix+d.name, fmt.Sprintf("must be positive, got %s (leave it out for the default)", x))
-		}
-		*d.to = x
-	}
-	for i, s := range v.Delays {
-		x, err := parseDuration(fmt.Sprintf("%sdelays[%d]", prefix, i), s)
-		if err != nil {
-			return nil, err
-		}
-		p.Delays = append(p.Delays, x)
-	}
-	if err := p.Validate(); err != nil {
-		field, msg, ok := strings.Cut(err.Error(), ": ")
-		if !ok || strings.Contains(field, " ") {
-			field, msg = "", err.Error()
-		}
-		if f, _, ok := strings.Cut(field, ","); ok { // "base, max: ..."
-			field = f
-		}
-		return nil, invalid(strings.TrimSuffix(prefix+field, "."), msg)
-	}
-	return p, nil
-}
-
-// jobRequest is one job to enqueue.
-type jobRequest struct {
-	Kind string          `json:"kind"`
-	Args json.RawMessage `json:"args"`
-	jobOptions
-	Delay     *string `json:"delay"`
-	RunAt     *string `json:"run_at"`
-	UniqueKey *string `json:"unique_key"`
-}
-
-// request checks jr and returns the EnqueueRequest it describes at now;
-// fields are named after prefix.
-func (jr *jobRequest) request(prefix string, now time.Time) (hopper.EnqueueRequest, error) {
-	var none hopper.EnqueueRequest
-	if strings.TrimSpace(jr.Kind) == "" {
-		return none, invalid(prefix+"kind", "missing: every job has a kind, the name of its handler")
-	}
-	o, err := jr.options(prefix)
-	if err != nil {
-		return none, err
-	}
-	if jr.Delay != nil && jr.RunAt != nil {
-		return none, invalid(prefix+"delay", "give delay or run_at, not both")
-	}
-	if jr.Delay != nil {
-		d, err := parseDuration(prefix+"delay", *jr.Delay)
-		if err != nil {
-			return none, err
-		}
-		if d < 0 {
-			return none, invalid(prefix+"delay", fmt.Sprintf("must not be negative, got %s", d))
-		}
-		if err := job.CheckTime(prefix+"delay", now.Add(d)); err != nil {
-			return none, err
-		}
-		o.Delay = d
-	}
-	if jr.RunAt != nil {
-		if o.RunAt, err = parseTime(prefix+"run_at", *jr.RunAt); err != nil {
-			return none, err
-		}
-	}
-	if jr.UniqueKey != nil {
-		if *jr.UniqueKey == "" {
-			return none, invalid(prefix+"unique_key", "must not be empty (leave it out for a job without one)")
-		}
-		o.UniqueKey = *jr.UniqueKey
-	}
-	var args any
-	if len(jr.Args) > 0 && string(jr.Args) != "null" {
-		args = jr.Args // kept byte for byte
-	}
-	return hopper.EnqueueRequest{Kind: jr.Kind, Args: args, Options: o}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
-	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -33,7 +33,7 @@ type enqueued struct {
 // with the existing job's when its unique key was taken (or 409 duplicate
 // if the client is configured with hopper.UniqueError).
 func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
-	var jr jobRequest
+	var jr wire.Job
 	if err := decodeBody(r, &jr); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	req, err := jr.request("", time.Now())
+	req, err := jr.Request(time.Now())
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body struct {
-		Jobs []jobRequest `json:"jobs"`
+		Jobs []wire.Job `json:"jobs"`
 	}
 	if err := decodeStrict(b, &body, ""); err != nil {
 		// Decode again job by job, to name the job at fault.
@@ -89,7 +89,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for i, jb := range raw.Jobs {
-			var jr jobRequest
+			var jr wire.Job
 			if err := decodeStrict(jb, &jr, fmt.Sprintf("jobs[%d].", i)); err != nil {
 				return err
 			}
@@ -111,23 +111,24 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	now := time.Now()
-	reqs := make([]hopper.EnqueueRequest, len(body.Jobs))
-	for i := range body.Jobs {
-		if reqs[i], err = body.Jobs[i].request(fmt.Sprintf("jobs[%d].", i), now); err != nil {
-			return err
+	reqs, err := wire.Requests(body.Jobs, time.Now())
+	if err == nil {
+		var res []hopper.EnqueueResult
+		if res, err = a.c.EnqueueMany(r.Context(), reqs); err == nil {
+			return a.batchReply(w, r, res, kindSet)
 		}
 	}
-	res, err := a.c.EnqueueMany(r.Context(), reqs)
-	if err != nil {
-		e := toError(err, func(fe *hopper.FieldError) string {
-			return fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field) // a batch of one is not indexed: 0
-		})
-		if e == nil {
-			return err
-		}
-		return e
+	e := toError(err, func(fe *hopper.FieldError) string {
+		return fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field) // a batch of one is not indexed: 0
+	})
+	if e == nil {
+		return err
 	}
+	return e
+}
+
+// batchReply writes the answer of a batch enqueued.
+func (a *api) batchReply(w http.ResponseWriter, r *http.Request, res []hopper.EnqueueResult, kindSet map[string]bool) error {
 	ids := make([]hopper.ID, len(res))
 	for i, x := range res {
 		ids[i] = x.ID
@@ -318,7 +319,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) error {
 		if v == "" {
 			continue
 		}
-		if *f.to, err = parseTime(f.name, v); err != nil {
+		if *f.to, err = wire.ParseTime(f.name, v); err != nil {
 			return err
 		}
 	}
@@ -384,13 +385,6 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// rescheduleRequest is the body of POST /jobs/{id}/reschedule.
-type rescheduleRequest struct {
-	RunAt    *string `json:"run_at"`
-	Delay    *string `json:"delay"`
-	Priority *int    `json:"priority"`
-}
-
 // reschedule handles POST /jobs/{id}/reschedule: a waiting job gets a new
 // run time (run_at, or delay from now; "0s" is now) and/or priority. A
 // running or finished job is a conflict.
@@ -399,34 +393,15 @@ func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var rr rescheduleRequest
+	var rr wire.Reschedule
 	if err := decodeBody(r, &rr); err != nil {
 		return err
 	}
-	var runAt time.Time
-	switch {
-	case rr.RunAt != nil && rr.Delay != nil:
-		return invalid("delay", "give delay or run_at, not both")
-	case rr.RunAt != nil:
-		if runAt, err = parseTime("run_at", *rr.RunAt); err != nil {
-			return err
-		}
-	case rr.Delay != nil:
-		d, err := parseDuration("delay", *rr.Delay)
-		if err != nil {
-			return err
-		}
-		if d < 0 {
-			return invalid("delay", fmt.Sprintf("must not be negative, got %s", d))
-		}
-		runAt = time.Now().Add(d)
-		if err := job.CheckTime("delay", runAt); err != nil {
-			return err
-		}
-	case rr.Priority == nil:
-		return invalid("run_at", "give run_at, delay or priority")
+	runAt, priority, err := rr.Args(time.Now())
+	if err != nil {
+		return err
 	}
-	j, err := a.c.Reschedule(r.Context(), id, runAt, rr.Priority)
+	j, err := a.c.Reschedule(r.Context(), id, runAt, priority)
 	switch {
 	case errors.Is(err, hopper.ErrNotWaiting) && j != nil:
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: "id",

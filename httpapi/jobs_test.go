@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/backoff"
 )
 
 func TestEnqueue(t *testing.T) {
@@ -80,7 +81,8 @@ func TestEnqueueBadInput(t *testing.T) {
 		{`{"kind":"ok","max_attempts":0}`, CodeInvalid, "max_attempts", 400},
 		{`{"kind":"ok","timeout":"0s"}`, CodeInvalid, "timeout", 400},
 		{`{"kind":"ok","timeout":"soon"}`, CodeInvalid, "timeout", 400},
-		{`{"kind":"ok","timeout":30}`, CodeInvalid, "timeout", 400},
+		{`{"kind":"ok","timeout":true}`, CodeInvalid, "timeout", 400},
+		{`{"kind":"ok","timeout":30000000000}`, CodeInvalid, "timeout", 400}, // seconds: a Go time.Duration's nanoseconds are beyond range
 		{`{"kind":"ok","delay":"-1s"}`, CodeInvalid, "delay", 400},
 		{`{"kind":"ok","delay":"2000000h"}`, CodeInvalid, "delay", 400},
 		{`{"kind":"ok","delay":"1s","run_at":"2030-01-01T00:00:00Z"}`, CodeInvalid, "delay", 400},
@@ -357,4 +359,18 @@ func TestDelete(t *testing.T) {
 	if n, _ := e.c.Count(context.Background(), hopper.ListOptions{}); n != 1 {
 		t.Errorf("%d jobs left, want 1", n)
 	}
+}
+
+// TestEnqueueDocumentForms: the job request is internal/wire's, the same
+// as an enqueue --bulk line's: a bare number is seconds, a retry policy is
+// an object or its compact string, and a priority of 0 is the priority 0
+// over the kind's default.
+func TestEnqueueDocumentForms(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	j := e.job(e.enqueue(`{"kind":"ok","timeout":1.5,"retry":"fixed:5s","priority":0}`))
+	if j.Timeout != 1500*time.Millisecond || j.Retry == nil || j.Retry.Strategy != backoff.StrategyFixed || j.Retry.Base != 5*time.Second || j.Priority != 0 {
+		t.Errorf("job %+v: want timeout 1.5s, retry fixed:5s, priority 0", j)
+	}
+	e.do("POST", "/api/v1/jobs", `{"kind":"ok","retry":"fixed:0s"}`).fails(400, CodeInvalid, "retry", "DELAY must be positive")
 }

@@ -49,7 +49,7 @@ func TestDLQ(t *testing.T) {
 		{"/api/v1/dlq/purge", `{"older_than":"1h","all":true}`, "ids"},
 		{"/api/v1/dlq/purge", `{"older_than":"0s"}`, "older_than"},
 		{"/api/v1/dlq/purge", `{"older_than":"a week"}`, "older_than"},
-		{"/api/v1/dlq/purge", `{"older_than":3600}`, "older_than"},
+		{"/api/v1/dlq/purge", `{"older_than":-3600}`, "older_than"},
 	} {
 		e.do("POST", tc.path, tc.body).fails(400, CodeInvalid, tc.field)
 	}

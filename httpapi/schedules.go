@@ -11,6 +11,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/maintenance"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 )
@@ -121,73 +122,12 @@ func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// scheduleRequest is the body of POST /schedules.
-type scheduleRequest struct {
-	Name       string          `json:"name"`
-	Cron       *string         `json:"cron"`
-	TimeZone   *string         `json:"time_zone"`
-	Every      *string         `json:"every"`
-	FixedDelay bool            `json:"fixed_delay"`
-	Overlap    *string         `json:"overlap"`
-	Replace    bool            `json:"replace"`
-	Kind       string          `json:"kind"`
-	Args       json.RawMessage `json:"args"`
-	jobOptions
-}
-
-// options checks sr and returns the ScheduleOptions it describes.
-func (sr *scheduleRequest) options() (hopper.ScheduleOptions, error) {
-	o := hopper.ScheduleOptions{FixedDelay: sr.FixedDelay, Replace: sr.Replace, Kind: sr.Kind}
-	if strings.TrimSpace(sr.Name) == "" {
-		return o, invalid("name", "missing: a schedule needs a name")
-	}
-	if strings.TrimSpace(sr.Kind) == "" {
-		return o, invalid("kind", "missing: the kind of the jobs the schedule fires")
-	}
-	if sr.Cron != nil {
-		if strings.TrimSpace(*sr.Cron) == "" {
-			return o, invalid("cron", "must not be empty")
-		}
-		o.Cron = *sr.Cron
-	}
-	if sr.TimeZone != nil {
-		if strings.TrimSpace(*sr.TimeZone) == "" {
-			return o, invalid("time_zone", "must not be empty (leave it out for UTC)")
-		}
-		o.TimeZone = *sr.TimeZone
-	}
-	if sr.Every != nil {
-		d, err := parseDuration("every", *sr.Every)
-		if err != nil {
-			return o, err
-		}
-		if d <= 0 {
-			return o, invalid("every", fmt.Sprintf("must be at least 1s, got %s", d))
-		}
-		o.Every = d
-	}
-	if sr.Overlap != nil {
-		if err := o.Overlap.UnmarshalText([]byte(*sr.Overlap)); err != nil {
-			return o, invalid("overlap", fmt.Sprintf("%q: want skip (the default) or allow", *sr.Overlap))
-		}
-	}
-	eo, err := sr.jobOptions.options("")
-	if err != nil {
-		return o, err
-	}
-	o.Options = eo
-	if len(sr.Args) > 0 && string(sr.Args) != "null" {
-		o.Args = sr.Args
-	}
-	return o, nil
-}
-
 // addSchedule handles POST /schedules: adds a recurring schedule (201), or
 // replaces one of the same name with "replace": true; a name taken is 409
 // duplicate. A bad cron expression, interval or time zone is a 400 naming
 // cron, every or time_zone.
 func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
-	var sr scheduleRequest
+	var sr wire.Schedule
 	if err := decodeBody(r, &sr); err != nil {
 		return err
 	}
@@ -196,7 +136,7 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	o, err := sr.options()
+	o, err := sr.ScheduleOptions()
 	if err != nil {
 		return err
 	}

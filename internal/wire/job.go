@@ -58,19 +58,8 @@ func (j *Job) Request(now time.Time) (hopper.EnqueueRequest, error) {
 	if err != nil {
 		return none, err
 	}
-	if j.Delay != nil {
-		d := j.Delay.D()
-		if d > 0 {
-			if err := job.CheckTime("delay", now.Add(d)); err != nil {
-				return none, err
-			}
-		}
-		o.Delay = d // a negative one is the library's to refuse
-	}
-	if j.RunAt != nil {
-		if o.RunAt, err = ParseTime("run_at", *j.RunAt); err != nil {
-			return none, err
-		}
+	if o.RunAt, err = runTime(j.Delay, j.RunAt, now); err != nil {
+		return none, err
 	}
 	if j.UniqueKey != nil {
 		if err := Given("unique_key", *j.UniqueKey == "", "a job without one"); err != nil {
@@ -186,4 +175,40 @@ func ParseDuration(field, s string) (time.Duration, error) {
 		return 0, job.Invalid(field, "%q is not a duration: want %s", s, jsondur.Want)
 	}
 	return d, nil
+}
+
+// runTime is the run time a document gives as a delay from now or as
+// run_at (zero: neither), one or the other: a delay must not be negative
+// and both must fall in the range stores keep.
+func runTime(delay *Duration, runAt *string, now time.Time) (time.Time, error) {
+	switch {
+	case delay != nil && runAt != nil:
+		return time.Time{}, job.Invalid("delay", "give delay or run_at, not both")
+	case runAt != nil:
+		return ParseTime("run_at", *runAt)
+	case delay == nil:
+		return time.Time{}, nil
+	case delay.D() < 0:
+		return time.Time{}, job.Invalid("delay", "must not be negative, got %s", delay.D())
+	}
+	t := now.Add(delay.D())
+	return t, job.CheckTime("delay", t)
+}
+
+// Reschedule is a reschedule request: POST /api/v1/jobs/{id}/reschedule
+// and the flags of jobs reschedule. A delay of 0 is now.
+type Reschedule struct {
+	RunAt    *string   `json:"run_at"`
+	Delay    *Duration `json:"delay"`
+	Priority *int      `json:"priority"`
+}
+
+// Args returns Client.Reschedule's run time (zero: unchanged) and
+// priority (nil: unchanged) at now.
+func (r *Reschedule) Args(now time.Time) (time.Time, *int, error) {
+	if r.RunAt == nil && r.Delay == nil && r.Priority == nil {
+		return time.Time{}, nil, job.Invalid("run_at", "give run_at, delay or priority")
+	}
+	t, err := runTime(r.Delay, r.RunAt, now)
+	return t, r.Priority, err
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/internal/jsondur"
+	"github.com/hopperq/hopper/internal/jsonerr"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -20,7 +22,8 @@ type Retry struct {
 	Max      *Duration  `json:"max"`
 	Factor   float64    `json:"factor"`
 	Jitter   string     `json:"jitter"`
-	Delays   []Duration `json:"delays"`
+	// Delays are Durations, read one by one to name the one at fault.
+	Delays []json.RawMessage `json:"delays"`
 }
 
 // RetryForms lists the compact forms of a retry policy, for help and
@@ -56,8 +59,12 @@ func DecodeRetry(b []byte, field string) (*backoff.Policy, error) {
 		}
 		*d.to = d.v.D()
 	}
-	for _, d := range v.Delays {
-		p.Delays = append(p.Delays, d.D())
+	for i, b := range v.Delays {
+		d, err := jsondur.Parse(b)
+		if err != nil {
+			return nil, job.Invalid(fmt.Sprintf("%s.delays[%d]", field, i), "%s", jsonerr.Describe(err))
+		}
+		p.Delays = append(p.Delays, d)
 	}
 	return p, nil
 }
