@@ -9,6 +9,7 @@ import (
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const enqueueLong = `Enqueue a job: a command to run (exec) or an HTTP request to make (http).
@@ -102,7 +103,7 @@ func (a *app) enqueueKindCmd(kind string, jf *jobFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.enqueueOne(cmd.Context(), kind, jobArgs, opts)
+			return a.enqueueOne(cmd.Context(), cmd.Flags(), kind, jobArgs, opts)
 		},
 	}
 	switch kind {
@@ -139,11 +140,11 @@ holds the status, the duration and the first 4 KiB of the body.`
 }
 
 // enqueueOne enqueues one job and prints its ID (or the job, with --json).
-func (a *app) enqueueOne(ctx context.Context, kind string, args any, opts *hopper.EnqueueOptions) error {
+func (a *app) enqueueOne(ctx context.Context, fs *pflag.FlagSet, kind string, args any, opts *hopper.EnqueueOptions) error {
 	return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 		res, err := s.Enqueue(ctx, kind, args, opts)
 		if err != nil {
-			return enqueueError(err)
+			return flagError(fs, err)
 		}
 		if res.Duplicate {
 			fmt.Fprintf(a.Err, "hopper: not enqueued: job %d (%s) holds unique key %q\n", res.ID, res.State, opts.UniqueKey)

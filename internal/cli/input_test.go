@@ -24,7 +24,7 @@ func TestInputRefused(t *testing.T) {
 		want []string
 	}{
 		// Zero where the library's zero means "default".
-		{[]string{"enqueue", "--max-attempts", "0", "exec", "true"}, []string{"--max-attempts 0", "at least 1", "default, 25"}},
+		{[]string{"enqueue", "--max-attempts", "0", "exec", "true"}, []string{"--max-attempts 0", "must be positive", "default, 25"}},
 		{[]string{"enqueue", "--timeout", "0s", "exec", "true"}, []string{"--timeout 0s", "must be positive"}},
 		{[]string{"enqueue", "--queue", "", "exec", "true"}, []string{"--queue", "must not be empty"}},
 		{[]string{"enqueue", "--unique", "", "exec", "true"}, []string{"--unique", "must not be empty"}},
@@ -45,10 +45,10 @@ func TestInputRefused(t *testing.T) {
 		{[]string{"serve", "--workers", "-1"}, []string{"bad --workers -1"}},
 		{[]string{"bench", "--workers", "20000"}, []string{"bad --workers 20000"}},
 		{[]string{"enqueue", "exec", "--permanent-exit-codes", "0", "--", "true"}, []string{"--permanent-exit-codes", "0 is not an exit code of a failure"}},
-		{[]string{"enqueue", "--max-attempts", "10001", "exec", "true"}, []string{"max_attempts", "between 1 and 10000"}},
+		{[]string{"enqueue", "--max-attempts", "10001", "exec", "true"}, []string{"bad --max-attempts 10001", "between 1 and 10000"}},
 		{[]string{"enqueue", "--priority", "1000001", "exec", "true"}, []string{"priority", "between -1000000 and 1000000"}},
 		{[]string{"enqueue", "--priority", "-1000001", "exec", "true"}, []string{"priority", "between -1000000 and 1000000"}},
-		{[]string{"schedule", "add", "s", "--every", "1m", "--max-attempts", "10001", "exec", "true"}, []string{"max_attempts", "between 1 and 10000"}},
+		{[]string{"schedule", "add", "s", "--every", "1m", "--max-attempts", "10001", "exec", "true"}, []string{"bad --max-attempts 10001", "between 1 and 10000"}},
 		{[]string{"schedule", "add", "s", "--every", "1m", "--priority", "1000001", "exec", "true"}, []string{"priority", "between"}},
 		// Bytes that JSON cannot keep.
 		{[]string{"enqueue", "exec", "--", "echo", "caf\xe9"}, []string{"args[0]", "not valid UTF-8", "byte 3 is 0xe9"}},
@@ -68,7 +68,7 @@ func TestInputRefused(t *testing.T) {
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "between")
 	// The library's error names the item of the batch (InBatch, Index): the line.
 	ok := `{"kind":"exec","args":{"command":"true"}}` + "\n"
-	hopIn(t, db, ok+ok+`{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, "line 3: invalid job: max_attempts:", "between")
+	hopIn(t, db, ok+ok+`{"kind":"exec","args":{"command":"true"},"max_attempts":10001}`, "enqueue", "--bulk").fails(t, 2, `line 3: invalid job: "max_attempts":`, "between")
 
 	// Help lists every form of --retry-backoff.
 	hop(t, db, "enqueue", "--help").ok(t).has(t, "exponential[:BASE[,MAX]]", "decorrelated[:BASE[,MAX]]", "fixed:DELAY", "list:D1,D2,...")
@@ -95,7 +95,7 @@ func TestBulkKindsAndBytes(t *testing.T) {
 	hopIn(t, db, "{\"kind\":\"exec\",\"args\":{\"command\":\"echo\",\"args\":[\"\xe9\"]}}", "enqueue", "--bulk").
 		fails(t, 2, "line 1", "not valid UTF-8")
 	// Explicit zeros are refused, as with flags.
-	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":0}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "at least 1")
+	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":0}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "must be positive")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"timeout":"0s"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "timeout", "positive")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"queue":""}`, "enqueue", "--bulk").fails(t, 2, "line 1", "queue", "empty")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"run_at":"2999-01-01T00:00:00Z"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "run_at", "outside the supported range")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -272,26 +273,23 @@ command fails (exit 1) and says so.`,
 			if err != nil {
 				return err
 			}
-			var runAt time.Time
-			var pri *int
-			atSet, delaySet := cmd.Flags().Changed("at"), cmd.Flags().Changed("delay")
-			switch {
-			case atSet && delaySet:
-				return usagef("give --at or --delay, not both")
-			case atSet:
-				if runAt, err = parseAt("--at", at); err != nil {
-					return err
-				}
-			case delaySet:
-				if runAt, err = delayTime("--delay", delay); err != nil {
-					return err
-				}
+			var d wire.Reschedule
+			fs := cmd.Flags()
+			if fs.Changed("at") {
+				d.RunAt = &at
 			}
-			if cmd.Flags().Changed("priority") {
-				pri = &priority
+			if fs.Changed("delay") {
+				d.Delay = (*wire.Duration)(&delay)
 			}
-			if runAt.IsZero() && pri == nil {
+			if fs.Changed("priority") {
+				d.Priority = &priority
+			}
+			if d.RunAt == nil && d.Delay == nil && d.Priority == nil {
 				return usagef("give --at, --delay or --priority")
+			}
+			runAt, pri, err := d.Args(time.Now())
+			if err != nil {
+				return flagError(fs, err)
 			}
 			ctx := cmd.Context()
 			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {

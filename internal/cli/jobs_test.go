@@ -164,7 +164,7 @@ func TestBulkEnqueue(t *testing.T) {
 	in.WriteString(`{"kind":"custom","args":{"anything":[1,2]},"unique_key":"u","timeout":"5s","retry_backoff":"fixed:1s"}` + "\n")
 	in.WriteString(`{"kind":"custom","unique_key":"u"}` + "\n")
 	r := hopIn(t, db, in.String(), "enqueue", "--bulk", "--external-kinds", "custom,other").ok(t)
-	if strings.TrimSpace(r.out) != "2501" || !strings.Contains(r.err, "1 jobs not enqueued") {
+	if strings.TrimSpace(r.out) != "2501" || !strings.Contains(r.err, "hopper: 1 job not enqueued: its unique key") {
 		t.Fatalf("bulk: %+v", r)
 	}
 	var st statsJSON
@@ -180,7 +180,7 @@ func TestBulkEnqueue(t *testing.T) {
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"}}`+"\n"+`{"kind":"exec","args":{"comand":"true"}}`, "enqueue", "--bulk").
 		fails(t, 2, "line 2", "comand", "0 jobs enqueued")
 	hopIn(t, db, "not json\n", "enqueue", "--bulk").fails(t, 2, "line 1")
-	hopIn(t, db, `{"args":{}}`, "enqueue", "--bulk").fails(t, 2, "line 1", `"kind" is missing`)
+	hopIn(t, db, `{"args":{}}`, "enqueue", "--bulk").fails(t, 2, "line 1", `"kind": missing`)
 	hopIn(t, db, `{"kind":"x","delay":"5s","run_at":"2030-01-01T00:00:00Z"}`, "enqueue", "--bulk", "--external-kinds", "x").fails(t, 2, "not both")
 	hopIn(t, db, `{"kind":"x","max_attempts":-1}`, "enqueue", "--bulk", "--external-kinds", "x").fails(t, 2, "line 1", "max_attempts")
 	hopIn(t, db, "", "enqueue", "--bulk", "--queue", "q").fails(t, 2, "--bulk takes the job options from each line", "--queue")

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/spf13/pflag"
 )
@@ -34,7 +37,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	} else {
 		fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
 	}
-	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: "+backoffForms)
+	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: "+wire.RetryForms)
 	if !forSchedule {
 		fs.DurationVar(&f.delay, "delay", 0, "run no earlier than this long from now, e.g. 10m")
 		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
@@ -42,53 +45,88 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	}
 }
 
-// options returns the EnqueueOptions the flags in fs describe. A value the
-// library reads as "unset" (0, "") given explicitly is refused rather than
-// silently replaced by a default.
-func (f *jobFlags) options(fs *pflag.FlagSet) (*hopper.EnqueueOptions, error) {
+// document returns the job request the flags in fs describe: a flag
+// given is a field given, so wire's explicit-zero rule refuses a value the
+// library would read as "unset" (0, "") rather than silently replace it
+// by a default, and --priority 0 is the priority 0.
+func (f *jobFlags) document(fs *pflag.FlagSet) wire.Job {
+	var j wire.Job
 	set := fs.Changed
-	o := &hopper.EnqueueOptions{
-		Queue: f.queue, Priority: f.priority, MaxAttempts: f.maxAttempts,
-		Timeout: f.timeout, UniqueKey: f.unique,
+	if set("queue") {
+		j.Queue = &f.queue
 	}
-	switch {
-	case set("queue") && strings.TrimSpace(f.queue) == "":
-		return nil, usagef(`bad --queue %q: must not be empty (leave it out for the queue "default")`, f.queue)
-	case set("max-attempts") && f.maxAttempts < 1:
-		return nil, usagef("bad --max-attempts %d: must be at least 1 (leave it out for the default, %d)", f.maxAttempts, hopper.DefaultMaxAttempts)
-	case set("timeout") && f.timeout <= 0:
-		if fs.Lookup("unique") == nil { // schedule add
-			return nil, usagef("bad --timeout %s: must be positive (leave it out and each job times out after the schedule's period, at least %s)", f.timeout, roughDuration(hopper.MinScheduledTimeout))
-		}
-		return nil, usagef("bad --timeout %s: must be positive (leave it out for no timeout)", f.timeout)
-	case set("unique") && f.unique == "":
-		return nil, usagef("bad --unique: the key must not be empty")
-	case set("retry-backoff") && f.backoff == "":
-		return nil, usagef("bad --retry-backoff: empty; want %s", backoffForms)
-	case set("delay") && set("at"):
-		return nil, usagef("give --delay or --at, not both")
+	if set("priority") {
+		j.Priority = &f.priority
+	}
+	if set("max-attempts") {
+		j.MaxAttempts = &f.maxAttempts
+	}
+	if set("timeout") {
+		j.Timeout = (*wire.Duration)(&f.timeout)
+	}
+	if set("retry-backoff") {
+		j.Retry, _ = json.Marshal(f.backoff) // the compact form
 	}
 	if set("delay") {
-		t, err := delayTime("--delay", f.delay)
-		if err != nil {
-			return nil, err
-		}
-		if f.delay > 0 {
-			o.RunAt = t
-		}
+		j.Delay = (*wire.Duration)(&f.delay)
 	}
 	if set("at") {
-		t, err := parseAt("--at", f.at)
-		if err != nil {
-			return nil, err
-		}
-		o.RunAt = t
+		j.RunAt = &f.at
 	}
-	var err error
-	if o.Retry, err = parseBackoff(f.backoff); err != nil {
-		return nil, err
+	if set("unique") {
+		j.UniqueKey = &f.unique
 	}
-	return o, nil
+	return j
+}
+
+// options returns the EnqueueOptions the flags in fs describe, for
+// enqueue; a bad value is a usage error naming its flag.
+func (f *jobFlags) options(fs *pflag.FlagSet) (*hopper.EnqueueOptions, error) {
+	j := f.document(fs)
+	j.Kind = "-" // checked by the kind's command
+	r, err := j.Request(time.Now())
+	if err != nil {
+		return nil, flagError(fs, err)
+	}
+	return r.Options, nil
+}
+
+// flagOf names the flag or argument behind a field of wire's documents and
+// of the library's options.
+var flagOf = map[string]string{
+	"queue": "--queue", "priority": "--priority", "max_attempts": "--max-attempts", "timeout": "--timeout",
+	"retry": "--retry-backoff", "delay": "--delay", "run_at": "--at", "unique_key": "--unique",
+	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
+	"overlap": "--overlap", "name": "NAME",
+}
+
+// flagError makes err, a *hopper.FieldError about a field a flag gave, a
+// usage error naming the flag and its value ("bad --max-attempts 0: …");
+// other errors are enqueueError's.
+func flagError(fs *pflag.FlagSet, err error) error {
+	var fe *hopper.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field := strings.TrimPrefix(fe.Field, "options.")
+	name := flagOf[field]
+	if base, _, ok := strings.Cut(field, "."); ok && base == "retry" {
+		name = flagOf[base]
+	}
+	switch {
+	case name == "":
+		return enqueueError(err)
+	case !strings.HasPrefix(name, "--"):
+		return usagef("bad %s: %s", name, fe.Reason)
+	}
+	v := ""
+	if fl := fs.Lookup(name[2:]); fl != nil && fl.Changed {
+		v = fl.Value.String()
+	}
+	if v == "" {
+		return usagef("bad %s: %s", name, fe.Reason)
+	}
+	return usagef("bad %s %s: %s", name, v, fe.Reason)
 }
 
 // kindFlags builds the args of one built-in kind from its flags and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -37,7 +38,7 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	if j.Timeout > 0 {
 		field("timeout", j.Timeout)
 	}
-	field("retry backoff", describeBackoff(j.Retry))
+	field("retry backoff", wire.DescribeRetry(j.Retry))
 	if j.UniqueKey != "" {
 		field("unique key", j.UniqueKey)
 	}

@@ -28,7 +28,7 @@ func TestUsageAndErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{[]string{"enqueue", "--at", "tomorrow", "exec", "true"}, 2, []string{`bad --at "tomorrow"`, "RFC 3339"}},
+		{[]string{"enqueue", "--at", "tomorrow", "exec", "true"}, 2, []string{`bad --at tomorrow`, "RFC 3339"}},
 		{[]string{"enqueue", "--delay", "soon", "exec", "true"}, 2, []string{"--delay"}},
 		{[]string{"jobs", "list", "--state", "sleeping"}, 2, []string{`unknown state "sleeping"`}},
 		{[]string{"jobs", "list", "--limit", "0"}, 2, []string{"--limit"}},

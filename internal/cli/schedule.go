@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -134,47 +135,32 @@ func parseScheduleAdd(cmd *cobra.Command, f *scheduleFlags, args []string) (name
 }
 
 func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind string, jobArgs any, f *scheduleFlags) error {
-	o := hopper.ScheduleOptions{
-		Cron: f.cron, TimeZone: f.tz, Every: f.every, FixedDelay: f.fixedDelay, Replace: f.replace,
-		Kind: kind, Args: jobArgs,
-	}
-	everySet := fs.Changed("every")
-	switch {
-	case fs.Changed("cron") && strings.TrimSpace(f.cron) == "":
-		return usagef("bad --cron: empty; want a cron expression such as '0 3 * * *'")
-	case f.cron == "" && !everySet:
+	if !fs.Changed("cron") && !fs.Changed("every") {
 		return usagef("give --cron EXPR or --every D")
-	case f.cron != "" && everySet:
-		return usagef("give --cron or --every, not both")
-	case everySet && f.every < time.Second:
-		return usagef("bad --every %s: must be at least 1s", f.every)
-	case fs.Changed("tz") && f.cron == "":
-		return usagef("--tz applies to --cron only")
-	case fs.Changed("tz") && f.tz == "":
-		return usagef("bad --tz: empty; want an IANA zone such as Europe/Paris (leave it out for UTC)")
-	case f.fixedDelay && !everySet:
-		return usagef("--fixed-delay applies to --every only")
 	}
-	switch f.overlap {
-	case "skip":
-		o.Overlap = hopper.OverlapSkip
-	case "allow":
-		o.Overlap = hopper.OverlapAllow
-	default:
-		return usagef("bad --overlap %q: want skip or allow", f.overlap)
+	d := wire.Schedule{Name: name, FixedDelay: f.fixedDelay, Replace: f.replace, Kind: kind, Options: f.job.document(fs).Options}
+	if fs.Changed("cron") {
+		d.Cron = &f.cron
 	}
-	opts, err := f.job.options(fs)
+	if fs.Changed("tz") {
+		d.TimeZone = &f.tz
+	}
+	if fs.Changed("every") {
+		d.Every = (*wire.Duration)(&f.every)
+	}
+	d.Overlap = &f.overlap
+	o, err := d.ScheduleOptions()
 	if err != nil {
-		return err
+		return flagError(fs, err)
 	}
-	o.Options = opts
+	o.Args = jobArgs
 	return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 		sc, err := s.AddSchedule(ctx, name, o)
 		switch {
 		case errors.Is(err, hopper.ErrDuplicate):
 			return fmt.Errorf("schedule %q already exists (use --replace to replace it)", name)
 		case err != nil:
-			return scheduleError(err, f)
+			return scheduleError(fs, err, f)
 		}
 		v := newScheduleView(sc)
 		if a.json {
@@ -192,25 +178,17 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 }
 
 // scheduleError names the flag behind an invalid schedule's field (the
-// library names the fields of hopper.ScheduleOptions and job.Schedule);
-// other errors are enqueueError's.
-func scheduleError(err error, f *scheduleFlags) error {
+// library names the fields of hopper.ScheduleOptions and job.Schedule).
+func scheduleError(fs *pflag.FlagSet, err error, f *scheduleFlags) error {
 	var fe *hopper.FieldError
-	if !errors.As(err, &fe) {
-		return err
-	}
-	flag := map[string]string{"cron": "--cron", "time_zone": "--tz", "every": "--every",
-		"fixed_delay": "--fixed-delay", "overlap": "--overlap", "name": "NAME"}[fe.Field]
-	if fe.Field == "spec" {
-		flag = "--cron"
+	if errors.As(err, &fe) && (fe.Field == "spec" || fe.Field == "next_run_at") {
+		flag := "--cron"
 		if f.cron == "" {
 			flag = "--every"
 		}
+		return usagef("bad %s: %s", flag, fe.Reason)
 	}
-	if flag == "" {
-		return enqueueError(err)
-	}
-	return usagef("bad %s: %s", flag, fe.Reason)
+	return flagError(fs, err)
 }
 
 // describeSpec says when a schedule fires.

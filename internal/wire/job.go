@@ -138,16 +138,20 @@ func (o *Options) options(forSchedule bool) (*hopper.EnqueueOptions, error) {
 // Given is the explicit-zero rule, for a field a document gives: a value
 // the library reads as "unset" (unset: an empty string, a zero or negative
 // count or duration) would silently become a default, so it is refused,
-// naming the field and what leaving it out gives (leave). got, if given,
-// is the value, for the message.
+// naming the field and what leaving it out gives (leave; "" when leaving
+// it out is no remedy). got, if given, is the value, for the message.
 func Given(field string, unset bool, leave string, got ...any) error {
 	if !unset {
 		return nil
 	}
-	if len(got) == 0 {
-		return job.Invalid(field, "must not be empty (leave it out for %s)", leave)
+	hint := ""
+	if leave != "" {
+		hint = " (leave it out for " + leave + ")"
 	}
-	return job.Invalid(field, "must be positive, got %v (leave it out for %s)", got[0], leave)
+	if len(got) == 0 {
+		return job.Invalid(field, "must not be empty%s", hint)
+	}
+	return job.Invalid(field, "must be positive, got %v%s", got[0], hint)
 }
 
 // ParseTime reads an RFC 3339 time for field, within the range stores keep
@@ -155,7 +159,7 @@ func Given(field string, unset bool, leave string, got ...any) error {
 func ParseTime(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
 	if err != nil {
-		return time.Time{}, job.Invalid(field, "%q is not an RFC 3339 time such as \"2030-01-02T15:04:05Z\"", s)
+		return time.Time{}, job.Invalid(field, "want a time such as 2030-01-02T15:04:05Z (RFC 3339), got %q", s)
 	}
 	if err := job.CheckTime(field, t); err != nil {
 		return time.Time{}, err

@@ -36,7 +36,7 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		return o, job.Invalid("kind", "missing: the kind of the jobs the schedule fires")
 	}
 	if s.Cron != nil {
-		if err := Given("cron", strings.TrimSpace(*s.Cron) == "", "a schedule of every"); err != nil {
+		if err := Given("cron", strings.TrimSpace(*s.Cron) == "", ""); err != nil {
 			return o, err
 		}
 		o.Cron = *s.Cron
@@ -48,7 +48,7 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		o.TimeZone = *s.TimeZone
 	}
 	if s.Every != nil {
-		if err := Given("every", s.Every.D() <= 0, "a schedule of cron", s.Every.D()); err != nil {
+		if err := Given("every", s.Every.D() <= 0, "", s.Every.D()); err != nil {
 			return o, err
 		}
 		o.Every = s.Every.D()
