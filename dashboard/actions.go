@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/wire"
 )
 
 // Actions are POSTs (checked for cross-origin requests and for the
@@ -67,9 +68,11 @@ func (h *handler) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := h.jobPath(id)
-	var runAt time.Time
+	// The form is a reschedule request (wire.Reschedule), its run time in
+	// the form's own zone and layout.
+	var req wire.Reschedule
 	if r.PostFormValue("now") != "" {
-		runAt = time.Now()
+		req.Delay = new(wire.Duration)
 	} else if s := strings.TrimSpace(r.PostFormValue("run_at")); s != "" && s != r.PostFormValue("run_at_was") {
 		// The form shows the run time to the minute: sent back as shown,
 		// it is left as it is (to the nanosecond), not rounded. It is read
@@ -87,16 +90,25 @@ func (h *handler) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 			h.done(w, r, true, fmt.Sprintf("Run at %q: want a date and time such as %s.", s, time.Now().In(loc).Format(datetimeLocal)), back)
 			return
 		}
-		runAt = t
+		at := t.Format(time.RFC3339Nano)
+		req.RunAt = &at
 	}
-	var prio *int
 	if s := strings.TrimSpace(r.PostFormValue("priority")); s != "" {
 		p, err := strconv.Atoi(s)
 		if err != nil {
 			h.done(w, r, true, fmt.Sprintf("Priority %q: want a whole number (lower runs first).", s), back)
 			return
 		}
-		prio = &p
+		req.Priority = &p
+	}
+	var runAt time.Time
+	var prio *int
+	var err error
+	if req.RunAt != nil || req.Delay != nil || req.Priority != nil { // nothing changed: the library says so
+		if runAt, prio, err = req.Args(time.Now()); err != nil {
+			h.actionFailed(w, r, err, back)
+			return
+		}
 	}
 	j, err := h.c.Reschedule(r.Context(), id, runAt, prio)
 	switch {
