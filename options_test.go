@@ -166,7 +166,7 @@ func TestInputLimits(t *testing.T) {
 		{"delay of 250 years", nil, &hopper.EnqueueOptions{Delay: 250 * 365 * 24 * time.Hour}, "run_at"},
 		{"args over 1 MiB", json.RawMessage(`"` + strings.Repeat("a", 1<<20) + `"`), nil, "args"},
 		{"args not UTF-8", json.RawMessage("\"\xff\""), nil, "args"},
-		{"base above max", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Base: time.Hour, Max: time.Second}}, "retry"},
+		{"base above max", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Base: time.Hour, Max: time.Second}}, "retry.base"},
 	} {
 		_, err := c.Enqueue(ctx, "k", tc.args, tc.o)
 		var fe *hopper.FieldError

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hopperq/hopper/internal/maintenance"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -95,8 +94,8 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	t := c.now()
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
-		Kind: o.Kind, Args: args, Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts,
-		Timeout: opts.Timeout, Retry: opts.Retry.Clone(), CreatedAt: t,
+		Kind: o.Kind, Args: args, CreatedAt: t,
+		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone()},
 	}
 	switch {
 	case o.Overlap != OverlapSkip && o.Overlap != OverlapAllow:
@@ -122,7 +121,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	default:
 		return nil, &FieldError{Field: "cron", Reason: "set cron or every"}
 	}
-	next, err := maintenance.FirstRun(sc, t)
+	next, err := sc.FirstRun(t)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +141,8 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 // with the scheduled-job timeout when nothing sets one.
 func (c *Client) scheduledJob(sc *job.Schedule, fireTime time.Time, period time.Duration, now time.Time) (*job.Job, error) {
 	j := sc.NewJob(fireTime)
-	o := c.options(sc.Kind, &EnqueueOptions{Queue: sc.Queue, Priority: sc.Priority, MaxAttempts: sc.MaxAttempts, Timeout: sc.Timeout, Retry: sc.Retry})
+	so := sc.Options
+	o := c.options(sc.Kind, &EnqueueOptions{Queue: so.Queue, Priority: so.Priority, MaxAttempts: so.MaxAttempts, Timeout: so.Timeout, Retry: so.Retry})
 	j.Queue, j.Priority, j.MaxAttempts = o.Queue, o.Priority, o.MaxAttempts
 	if o.Timeout == 0 {
 		j.Timeout = max(period, MinScheduledTimeout)
@@ -181,7 +181,7 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	p := store.UpdateScheduleParams{Name: name, Paused: &paused}
 	t := c.now()
 	if !sc.NextRunAt.IsZero() && !sc.NextRunAt.After(t) {
-		next, err := maintenance.FirstRun(sc, t)
+		next, err := sc.FirstRun(t)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/internal/maintenance"
 	"github.com/hopperq/hopper/job"
 )
 
@@ -64,7 +63,7 @@ func nextFires(sc *job.Schedule, now time.Time, n int) ([]time.Time, string, str
 			loc = l
 		}
 	}
-	rule, delay, err := maintenance.Rule(sc)
+	rule, delay, err := sc.Rule()
 	if err != nil {
 		return nil, err.Error(), loc.String()
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
-	"github.com/hopperq/hopper/internal/maintenance"
 	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
@@ -53,7 +52,7 @@ func nextRuns(sc *hopper.Schedule, n int) []time.Time {
 	if sc.Paused || sc.NextRunAt.IsZero() {
 		return out
 	}
-	r, _, err := maintenance.Rule(sc)
+	r, _, err := sc.Rule()
 	if err != nil {
 		return out
 	}

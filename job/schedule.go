@@ -3,9 +3,11 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/schedule"
 )
 
 // Overlap says what a recurring schedule does when a tick comes while the job
@@ -48,6 +50,19 @@ func (o *Overlap) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// Options are the options a schedule gives the jobs it fires, one value
+// (its JSON fields are the schedule's own). A zero field is unset: the
+// kind's, then the client's option applies when a tick fires (see
+// hopper.EnqueueOptions); Priority may be PriorityZero, the priority 0
+// given explicitly.
+type Options struct {
+	Queue       string          `json:"queue,omitempty"`
+	Priority    int             `json:"priority,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Timeout     time.Duration   `json:"timeout,omitempty"`
+	Retry       *backoff.Policy `json:"retry,omitempty"`
+}
+
 // Schedule is a recurring schedule: a rule that says when to fire and a
 // template of the job each firing enqueues. Each firing is an ordinary job,
 // keyed by (schedule name, fire time) so that a tick is never enqueued twice.
@@ -62,16 +77,12 @@ type Schedule struct {
 	Overlap    Overlap `json:"overlap"`
 	Paused     bool    `json:"paused,omitempty"`
 
-	// Template for the jobs it fires. Zero Queue, MaxAttempts, Timeout and
-	// Retry inherit from the kind's and the client's options when a tick
-	// fires.
-	Kind        string          `json:"kind"`
-	Args        json.RawMessage `json:"args,omitempty"`
-	Queue       string          `json:"queue,omitempty"`
-	Priority    int             `json:"priority,omitempty"`
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	Timeout     time.Duration   `json:"timeout,omitempty"`
-	Retry       *backoff.Policy `json:"retry,omitempty"`
+	// Template for the jobs it fires: their kind and args, and their
+	// options, whose zero fields inherit from the kind's and the client's
+	// options when a tick fires.
+	Kind string          `json:"kind"`
+	Args json.RawMessage `json:"args,omitempty"`
+	Options
 
 	// NextRunAt is the next tick; zero for a fixed-delay schedule whose
 	// last job has not finished yet.
@@ -92,6 +103,64 @@ func (s *Schedule) Clone() *Schedule {
 	c.Args = cloneBytes(s.Args)
 	c.Retry = s.Retry.Clone()
 	return &c
+}
+
+// Rule returns the rule that says when s fires. Fixed-rate intervals
+// ("@every D") are anchored at the schedule's creation, so a schedule made
+// at 10:00:07 with "@every 1m" fires at 10:01:07, 10:02:07, … whatever
+// else happens. For a fixed-delay schedule, Rule returns nil and the
+// delay: its next run is counted from the completion of the previous one.
+// A bad spec or zone is a *FieldError on spec or time_zone.
+func (s *Schedule) Rule() (schedule.Rule, time.Duration, error) {
+	loc := time.UTC
+	if s.TimeZone != "" {
+		l, err := time.LoadLocation(s.TimeZone)
+		if err != nil {
+			return nil, 0, Invalid("time_zone", "unknown time zone %q", s.TimeZone)
+		}
+		loc = l
+	}
+	spec := strings.TrimSpace(s.Spec)
+	if s.FixedDelay {
+		d, err := time.ParseDuration(strings.TrimPrefix(spec, "@every "))
+		if err != nil || d < time.Second {
+			return nil, 0, Invalid("spec", "fixed delay %q: want a duration of at least 1s, such as 30s or 5m", s.Spec)
+		}
+		return nil, d, nil
+	}
+	if rest, ok := strings.CutPrefix(spec, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, 0, Invalid("spec", "interval %q: %v", rest, err)
+		}
+		r, err := schedule.Every(d, s.CreatedAt)
+		if err != nil {
+			return nil, 0, Invalid("spec", "%v", err)
+		}
+		return r, 0, nil
+	}
+	r, err := schedule.Parse(spec, loc)
+	if err != nil {
+		return nil, 0, Invalid("spec", "%v", err)
+	}
+	return r, 0, nil
+}
+
+// FirstRun returns the first fire time of s, a new schedule, created at
+// now (or resumed at now: the next tick after it).
+func (s *Schedule) FirstRun(now time.Time) (time.Time, error) {
+	r, delay, err := s.Rule()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if r == nil {
+		return now.Add(delay), nil
+	}
+	next := r.Next(now)
+	if next.IsZero() {
+		return time.Time{}, Invalid("spec", "%q never fires", s.Spec)
+	}
+	return next, nil
 }
 
 // NewJob returns the job that the tick at fireTime enqueues, before its

@@ -183,9 +183,9 @@ func TestJSON(t *testing.T) {
 	if back.Timeout != j.Timeout || back.State != j.State || len(back.Attempts) != 1 || back.Attempts[0].Duration != j.Attempts[0].Duration {
 		t.Errorf("round trip: got %+v", back)
 	}
-	sc := Schedule{Name: "s", Overlap: OverlapAllow, Timeout: time.Hour}
+	sc := Schedule{Name: "s", Overlap: OverlapAllow, Options: Options{Queue: "q", Timeout: time.Hour}}
 	b, _ = json.Marshal(sc)
-	if !strings.Contains(string(b), `"overlap":"allow"`) || !strings.Contains(string(b), `"timeout":"1h0m0s"`) {
+	if !strings.Contains(string(b), `"overlap":"allow"`) || !strings.Contains(string(b), `"timeout":"1h0m0s"`) || !strings.Contains(string(b), `"kind":"","queue":"q"`) {
 		t.Errorf("schedule JSON %s", b)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/jsondur"
-	"github.com/hopperq/hopper/internal/maintenance"
 )
 
 // scheduleView is a schedule as schedule add and list show it: its times
@@ -36,7 +35,7 @@ func scheduleZone(sc *hopper.Schedule) *time.Location {
 	if sc.FixedDelay || strings.HasPrefix(strings.TrimSpace(sc.Spec), "@every") {
 		return time.Local
 	}
-	r, _, err := maintenance.Rule(sc)
+	r, _, err := sc.Rule()
 	if err != nil || r == nil {
 		return time.UTC
 	}
@@ -93,7 +92,7 @@ func (v *scheduleView) lastJobText() string {
 // from a tick to the next, at least hopper.MinScheduledTimeout. For a cron
 // rule whose period varies, it looks at the next 24 ticks.
 func timeouts(sc *hopper.Schedule) (lo, hi time.Duration) {
-	r, delay, err := maintenance.Rule(sc)
+	r, delay, err := sc.Rule()
 	if err != nil {
 		return 0, 0
 	}
@@ -127,7 +126,7 @@ func jobTimeout(sc *hopper.Schedule) time.Duration {
 	if sc.Timeout > 0 {
 		return sc.Timeout
 	}
-	r, delay, err := maintenance.Rule(sc)
+	r, delay, err := sc.Rule()
 	switch {
 	case err != nil:
 		return 0

@@ -43,7 +43,7 @@ func testConfig(st store.Store) Config {
 func addSchedule(t *testing.T, st store.Store, sc *job.Schedule) {
 	t.Helper()
 	sc.CreatedAt = t0
-	next, err := FirstRun(sc, t0)
+	next, err := sc.FirstRun(t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestServicesStartStop(t *testing.T) {
 		cfg.OnFire = func(id job.ID) { fired <- id }
 		s := New(cfg)
 		sc := &job.Schedule{Name: "e", Spec: "@every 1m", Kind: "k", Overlap: job.OverlapAllow, CreatedAt: time.Now()}
-		sc.NextRunAt, _ = FirstRun(sc, time.Now())
+		sc.NextRunAt, _ = sc.FirstRun(time.Now())
 		st.AddSchedule(context.Background(), store.AddScheduleParams{Schedule: sc})
 		s.Start()
 		s.Start()

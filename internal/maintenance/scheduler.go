@@ -69,7 +69,7 @@ func (s *Services) FireDue(ctx context.Context, now time.Time) time.Time {
 
 // fire handles one schedule at now and returns its next tick.
 func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (time.Time, error) {
-	rule, delay, err := Rule(sc)
+	rule, delay, err := sc.Rule()
 	if err != nil {
 		return time.Time{}, err
 	}

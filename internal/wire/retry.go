@@ -17,11 +17,11 @@ import (
 // policy's default); the rest is backoff.Policy.Validate's, which the
 // library applies.
 type Retry struct {
-	Strategy string     `json:"strategy"`
-	Base     *Duration  `json:"base"`
-	Max      *Duration  `json:"max"`
-	Factor   float64    `json:"factor"`
-	Jitter   string     `json:"jitter"`
+	Strategy string    `json:"strategy"`
+	Base     *Duration `json:"base"`
+	Max      *Duration `json:"max"`
+	Factor   float64   `json:"factor"`
+	Jitter   string    `json:"jitter"`
 	// Delays are Durations, read one by one to name the one at fault.
 	Delays []json.RawMessage `json:"delays"`
 }

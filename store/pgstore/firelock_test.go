@@ -21,7 +21,7 @@ func TestFireScheduleLockedRow(t *testing.T) {
 	s := openStore(t, pgstore.Options{})
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
-		sc := &job.Schedule{Name: name, Spec: "@every 1m", Kind: "tick", Queue: job.DefaultQueue, MaxAttempts: 3, NextRunAt: t0, CreatedAt: t0}
+		sc := &job.Schedule{Name: name, Spec: "@every 1m", Kind: "tick", NextRunAt: t0, CreatedAt: t0, Options: job.Options{Queue: job.DefaultQueue, MaxAttempts: 3}}
 		if err := s.AddSchedule(ctx, store.AddScheduleParams{Schedule: sc}); err != nil {
 			t.Fatal(err)
 		}

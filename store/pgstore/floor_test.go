@@ -228,8 +228,7 @@ func TestFloorLoweredByOwnWrites(t *testing.T) {
 		t.Errorf("Claim after Reschedule: got %v, want [%d]", got, later[0])
 	}
 	// A schedule's tick of a more urgent priority.
-	sc := &job.Schedule{Name: "tick", Spec: "@every 1m", Kind: "k", Queue: job.DefaultQueue, Priority: -1,
-		MaxAttempts: 3, NextRunAt: t0, CreatedAt: t0}
+	sc := &job.Schedule{Name: "tick", Spec: "@every 1m", Kind: "k", NextRunAt: t0, CreatedAt: t0, Options: job.Options{Queue: job.DefaultQueue, Priority: -1, MaxAttempts: 3}}
 	if err := s.AddSchedule(t.Context(), store.AddScheduleParams{Schedule: sc}); err != nil {
 		t.Fatal(err)
 	}

@@ -335,7 +335,7 @@ func TestCountsEveryPath(t *testing.T) {
 	// Schedules: a tick fires; skipped while its job is available;
 	// superseded once it is retrying; a tick whose job exists advances.
 	must(s.AddSchedule(ctx, store.AddScheduleParams{Schedule: &job.Schedule{Name: "cron", Spec: "@every 1m",
-		Kind: "tick", Queue: "cron", MaxAttempts: 3, NextRunAt: at(10), CreatedAt: t0}}))
+		Kind: "tick", NextRunAt: at(10), CreatedAt: t0, Options: job.Options{Queue: "cron", MaxAttempts: 3}}}))
 	fire := func(fireAt, next int, skip bool) store.FireResult {
 		t.Helper()
 		j := &job.Job{Kind: "tick", Queue: "cron", MaxAttempts: 3}

@@ -170,8 +170,7 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSc := job.Schedule{Name: "nightly", Spec: "@daily", Overlap: job.OverlapAllow, Kind: "report", Args: json.RawMessage(`{"n":1}`),
-		Queue: "q2", MaxAttempts: 3, Timeout: time.Minute, Retry: &backoff.Policy{Strategy: backoff.StrategyFixed, Base: 5 * time.Second, Max: 5 * time.Second},
-		NextRunAt: t0.Add(22 * time.Hour), LastFireAt: t0.Add(-2 * time.Hour), LastJobID: 4, CreatedAt: t0.Add(-48 * time.Hour)}
+		NextRunAt: t0.Add(22 * time.Hour), LastFireAt: t0.Add(-2 * time.Hour), LastJobID: 4, CreatedAt: t0.Add(-48 * time.Hour), Options: job.Options{Queue: "q2", MaxAttempts: 3, Timeout: time.Minute, Retry: &backoff.Policy{Strategy: backoff.StrategyFixed, Base: 5 * time.Second, Max: 5 * time.Second}}}
 	if g, w := jsonOf(sc), jsonOf(&wantSc); g != w {
 		t.Errorf("schedule after the migration:\n got %s\nwant %s", g, w)
 	}

@@ -16,7 +16,7 @@ import (
 func newSchedule(name string, next time.Time) *job.Schedule {
 	return &job.Schedule{
 		Name: name, Spec: "@every 1m", Kind: "tick", Args: json.RawMessage(`{"s":1}`),
-		Queue: "cron", Priority: 2, MaxAttempts: 3, NextRunAt: next, CreatedAt: t0,
+		NextRunAt: next, CreatedAt: t0, Options: job.Options{Queue: "cron", Priority: 2, MaxAttempts: 3},
 	}
 }
 
