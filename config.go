@@ -26,6 +26,9 @@ const (
 	// MinScheduledTimeout is the least timeout a job fired by a schedule
 	// gets when nothing sets one: see ScheduleOptions.
 	MinScheduledTimeout = time.Minute
+	// MinLeaseDuration bounds Config.LeaseDuration: renewed every third
+	// of it, a lease needs a millisecond between renewals.
+	MinLeaseDuration = 3 * time.Millisecond
 	// MaxConcurrency bounds Config.Concurrency: each worker is a goroutine
 	// with buffers of its own.
 	MaxConcurrency = 10_000
@@ -152,6 +155,14 @@ const (
 	UniqueError                                // fail with ErrDuplicate
 )
 
+// Validate reports the first bad field of c as NewClient would, as a
+// *FieldError naming it ("Config.LeaseDuration"), without opening
+// anything: for a program that reads its settings from flags or a file.
+func (c *Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults validates c and returns it with every default applied. A bad
 // field is a *FieldError naming it.
 func (c *Config) withDefaults() (Config, error) {
@@ -204,8 +215,8 @@ func (c *Config) withDefaults() (Config, error) {
 			*f.d = f.def
 		}
 	}
-	if cfg.LeaseDuration < 3*time.Millisecond {
-		return cfg, fieldErr("LeaseDuration", "must be at least 3ms, got %s", cfg.LeaseDuration)
+	if cfg.LeaseDuration < MinLeaseDuration {
+		return cfg, fieldErr("LeaseDuration", "must be at least %s, got %s", MinLeaseDuration, cfg.LeaseDuration)
 	}
 	switch {
 	case cfg.MaxCrashes == 0:

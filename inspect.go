@@ -33,14 +33,18 @@ type ListOptions struct {
 	CreatedBefore time.Time
 }
 
+// DefaultListLimit is the page of a List whose ListOptions.Limit is 0, and
 // MaxListLimit bounds ListOptions.Limit.
-const MaxListLimit = 10_000
+const (
+	DefaultListLimit = store.DefaultListLimit
+	MaxListLimit     = 10_000
+)
 
 // params checks o and returns the store's parameters: the one check of a
 // list's filters, whoever sends them (the API, the dashboard, the CLI).
 func (o ListOptions) params() (store.ListParams, error) {
 	if o.Limit < 0 || o.Limit > MaxListLimit {
-		return store.ListParams{}, &FieldError{Field: "limit", Reason: fmt.Sprintf("must be between 0 (default 100) and %d, got %d", MaxListLimit, o.Limit)}
+		return store.ListParams{}, &FieldError{Field: "limit", Reason: fmt.Sprintf("must be between 0 (default %d) and %d, got %d", DefaultListLimit, MaxListLimit, o.Limit)}
 	}
 	for _, f := range [...]struct{ field, name string }{{"queue", o.Queue}, {"kind", o.Kind}} {
 		// A name no job can have: PostgreSQL would fail on a NUL or bytes

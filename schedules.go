@@ -3,9 +3,11 @@ package hopper
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/schedule"
 	"github.com/hopperq/hopper/store"
 )
 
@@ -109,10 +111,22 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		if o.TimeZone == "Local" { // time.LoadLocation takes it: each host's own zone
 			return nil, &FieldError{Field: "time_zone", Reason: `"Local" is each server's own zone, which servers sharing a database may not share; want an IANA name such as Europe/Berlin`}
 		}
+		rest := o.Cron
+		if zone, r, ok := schedule.SpecZone(o.Cron); ok {
+			// The expression's zone is the one it fires in: a time_zone
+			// besides it would be shown but not used.
+			if o.TimeZone != "" && o.TimeZone != zone {
+				return nil, &FieldError{Field: "time_zone", Reason: fmt.Sprintf("%q, but the cron expression names its own zone, %s: give the zone once", o.TimeZone, zone)}
+			}
+			sc.TimeZone, rest = zone, r
+		}
+		if strings.HasPrefix(strings.TrimSpace(rest), "@every") && sc.TimeZone != "" {
+			return nil, &FieldError{Field: "time_zone", Reason: "applies to cron, not to every (an @every interval keeps no zone)"}
+		}
 		sc.Spec = o.Cron
 	case o.Every != 0:
-		if o.Every < time.Second {
-			return nil, &FieldError{Field: "every", Reason: fmt.Sprintf("must be at least 1s, got %s", o.Every)}
+		if err := schedule.CheckInterval(o.Every); err != nil {
+			return nil, &FieldError{Field: "every", Reason: fmt.Sprintf("must be at least %s, got %s", schedule.MinInterval, o.Every), Err: err}
 		}
 		if o.TimeZone != "" {
 			return nil, &FieldError{Field: "time_zone", Reason: "applies to cron, not to every"}

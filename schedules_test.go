@@ -212,6 +212,10 @@ func TestAddScheduleRejectsBadInput(t *testing.T) {
 		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "0 9 * * *", TimeZone: "Local"}, "time_zone"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "0 9 * * *", Every: time.Minute}, "cron"},
 		{"x", hopper.ScheduleOptions{Kind: "k", Every: time.Millisecond}, "every"},
+		// The expression's own zone and another: it would fire in the first
+		// and be shown in the second. @every keeps no zone.
+		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "TZ=Europe/Paris 0 9 * * *", TimeZone: "America/New_York"}, "time_zone"},
+		{"x", hopper.ScheduleOptions{Kind: "k", Cron: "@every 1h", TimeZone: "America/New_York"}, "time_zone"},
 		{"x", hopper.ScheduleOptions{Cron: "@daily"}, "kind"},
 		{"", hopper.ScheduleOptions{Kind: "k", Cron: "@daily"}, "name"},
 	} {
@@ -223,6 +227,13 @@ func TestAddScheduleRejectsBadInput(t *testing.T) {
 	}
 	if _, err := c.AddSchedule(ctx, "d", hopper.ScheduleOptions{Kind: "k", Cron: "@daily"}); err != nil {
 		t.Fatal(err)
+	}
+	// The expression's zone alone, or given twice alike, is the schedule's.
+	for name, tz := range map[string]string{"paris": "", "paris2": "Europe/Paris"} {
+		sc, err := c.AddSchedule(ctx, name, hopper.ScheduleOptions{Kind: "k", Cron: "CRON_TZ=Europe/Paris 0 9 * * *", TimeZone: tz})
+		if err != nil || sc.TimeZone != "Europe/Paris" {
+			t.Errorf("AddSchedule(%s, time zone %q): %v, %+v; want time zone Europe/Paris", name, tz, err, sc)
+		}
 	}
 	if _, err := c.AddSchedule(ctx, "d", hopper.ScheduleOptions{Kind: "k", Cron: "@daily"}); err == nil {
 		t.Error("duplicate schedule name: want ErrDuplicate")

@@ -73,9 +73,17 @@ const (
 	// DefaultStatsMaxAge is how old the counts /api/v1/stats serves may be
 	// (Client.StatsCached): many pollers share one count of the store.
 	DefaultStatsMaxAge = 2 * time.Second
-	// DefaultListLimit and MaxListLimit bound a page of jobs.
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
+	// DefaultListLimit is a page of jobs without ?limit (the library's
+	// and every store's), and MaxPageLimit bounds ?limit: the API's pages
+	// are smaller than a List's (hopper.MaxListLimit), as a page of 10,000
+	// jobs of 1 MiB args each would be too large an answer.
+	DefaultListLimit = hopper.DefaultListLimit
+	MaxPageLimit     = 1000
+	// MaxListLimit is MaxPageLimit's older name.
+	//
+	// Deprecated: use MaxPageLimit; hopper.MaxListLimit is the library's
+	// bound, which differs.
+	MaxListLimit = MaxPageLimit
 	// DefaultMaxPageBytes bounds the JSON of a page of jobs: 1,000 jobs
 	// with args of 1 MiB each would make a response of a gigabyte, and a
 	// server holding it.

@@ -217,8 +217,8 @@ func paging(q map[string][]string, o *hopper.ListOptions) error {
 		return err
 	} else if v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			return invalid("limit", fmt.Sprintf("%q: want an integer from 1 to %d (default %d)", v, MaxListLimit, DefaultListLimit))
+		if err != nil || n < 1 || n > MaxPageLimit {
+			return invalid("limit", fmt.Sprintf("%q: want an integer from 1 to %d (default %d)", v, MaxPageLimit, DefaultListLimit))
 		}
 		o.Limit = n
 	}

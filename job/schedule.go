@@ -123,8 +123,11 @@ func (s *Schedule) Rule() (schedule.Rule, time.Duration, error) {
 	spec := strings.TrimSpace(s.Spec)
 	if s.FixedDelay {
 		d, err := time.ParseDuration(strings.TrimPrefix(spec, "@every "))
-		if err != nil || d < time.Second {
-			return nil, 0, Invalid("spec", "fixed delay %q: want a duration of at least 1s, such as 30s or 5m", s.Spec)
+		if err == nil {
+			err = schedule.CheckInterval(d)
+		}
+		if err != nil {
+			return nil, 0, Invalid("spec", "fixed delay %q: want a duration of at least %s, such as 30s or 5m", s.Spec, schedule.MinInterval)
 		}
 		return nil, d, nil
 	}

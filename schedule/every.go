@@ -13,6 +13,20 @@ type everyRule struct {
 	prefix string // "CRON_TZ=name " if the spec had one
 }
 
+// MinInterval is the shortest interval of an "@every" rule, a fixed-rate
+// or a fixed-delay schedule: a job a second is the finest a schedule fires.
+const MinInterval = time.Second
+
+// CheckInterval returns an error unless d is at least MinInterval: the one
+// check of every interval (Every, Parse's "@every", hopper.AddSchedule's
+// Every and a fixed delay).
+func CheckInterval(d time.Duration) error {
+	if d < MinInterval {
+		return fmt.Errorf("interval %v is below the %v minimum", d, MinInterval)
+	}
+	return nil
+}
+
 // Every returns a fixed-rate rule firing every d (d >= 1s), anchored so that
 // the fire times are anchor + k*d for every integer k (including negative
 // ones, so the anchor fixes the phase, not a start); Next(t) returns the
@@ -23,8 +37,8 @@ type everyRule struct {
 // "@every " followed by d; it does not encode the anchor. Every returns an
 // error if d is below one second.
 func Every(d time.Duration, anchor time.Time) (Rule, error) {
-	if d < time.Second {
-		return nil, fmt.Errorf("schedule: every: interval %v is below the 1s minimum", d)
+	if err := CheckInterval(d); err != nil {
+		return nil, fmt.Errorf("schedule: every: %w", err)
 	}
 	if anchor.IsZero() {
 		anchor = time.Unix(0, 0).UTC()

@@ -118,6 +118,19 @@ func Parse(spec string, loc *time.Location) (Rule, error) {
 	return c, nil
 }
 
+// SpecZone returns the zone a spec names with a "CRON_TZ=name " or
+// "TZ=name " prefix, and the spec after it; ok is false without one.
+func SpecZone(spec string) (zone, rest string, ok bool) {
+	fields := strings.Fields(spec)
+	if len(fields) == 0 {
+		return "", spec, false
+	}
+	if zone, ok = tzName(fields[0]); !ok {
+		return "", spec, false
+	}
+	return zone, strings.Join(fields[1:], " "), true
+}
+
 // tzName reports whether field is a "CRON_TZ=name" or "TZ=name" prefix and
 // returns the name.
 func tzName(field string) (string, bool) {
@@ -141,8 +154,8 @@ func parseMacro(spec, prefix string, fields []string, loc *time.Location) (Rule,
 		if err != nil {
 			return fail("duration", fields[1], "invalid duration (want time.ParseDuration syntax such as 1m30s)")
 		}
-		if d < time.Second {
-			return fail("duration", fields[1], fmt.Sprintf("interval %v is below the 1s minimum", d))
+		if err := CheckInterval(d); err != nil {
+			return fail("duration", fields[1], err.Error())
 		}
 		return &everyRule{d: d, anchor: time.Unix(0, 0).In(loc), prefix: prefix}, nil
 	}

@@ -348,12 +348,25 @@ type ListParams struct {
 	Queue   string
 	Kind    string
 	AfterID job.ID // with Desc, IDs below it
-	Limit   int    // default 100
+	Limit   int    // 0: DefaultListLimit (PageLimit)
 	Desc    bool
 	// CreatedAfter and CreatedBefore, if set, keep jobs created at or
 	// after, and before, these times.
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
+}
+
+// DefaultListLimit is the page of a List whose Limit is 0: every store's
+// and the API's.
+const DefaultListLimit = 100
+
+// PageLimit is the number of jobs a List of p returns at most: Limit, or
+// DefaultListLimit for 0.
+func (p ListParams) PageLimit() int {
+	if p.Limit <= 0 {
+		return DefaultListLimit
+	}
+	return p.Limit
 }
 
 // StatsParams are the arguments of Store.Stats.

@@ -114,6 +114,10 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--cron", "61 * * * *", "exec", "--", "true").fails(t, 2, "bad --cron", "61")
 	hop(t, db, "schedule", "add", "x", "--cron", "* * * * *", "--tz", "Mars/Olympus", "exec", "--", "true").fails(t, 2, "bad --tz", "Mars/Olympus")
 	hop(t, db, "schedule", "add", "x", "--every", "100ms", "exec", "--", "true").fails(t, 2, "at least 1s")
+	// A zone twice (the expression's own and --tz) is refused, as --tz with an interval.
+	hop(t, db, "schedule", "add", "x", "--cron", "TZ=Europe/Paris 0 9 * * *", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "names its own zone, Europe/Paris")
+	hop(t, db, "schedule", "add", "x", "--cron", "@every 1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
+	hop(t, db, "schedule", "add", "x", "--every", "1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
 	hop(t, db, "schedule", "add", "x", "--every", "0s", "exec", "--", "true").fails(t, 2, "bad --every 0s", "must be positive")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--timeout", "0s", "exec", "--", "true").fails(t, 2, "--timeout", "must be positive", "period")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--max-attempts", "0", "exec", "--", "true").fails(t, 2, "--max-attempts", "must be positive")

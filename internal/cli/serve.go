@@ -138,8 +138,11 @@ before it takes any job. Several servers may share one database.`,
 			if shutdownTimeout < 0 {
 				return usagef("bad --shutdown-timeout %s: must not be negative", shutdownTimeout)
 			}
-			if lease < 3*time.Millisecond {
-				return usagef("bad --lease %s: must be at least 3ms", lease)
+			if lease <= 0 { // the library's 0 is its default
+				return usagef("bad --lease %s: must be positive (leave it out for the default, %s)", lease, hopper.DefaultLeaseDuration)
+			}
+			if fe := (*hopper.FieldError)(nil); errors.As((&hopper.Config{LeaseDuration: lease}).Validate(), &fe) {
+				return usagef("bad --lease %s: %s", lease, fe.Reason)
 			}
 			if rescue <= 0 {
 				return usagef("bad --rescue-interval %s: must be positive", rescue)

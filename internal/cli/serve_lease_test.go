@@ -19,7 +19,8 @@ import (
 func TestServeLeaseFlags(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	hop(t, db, "serve", "--lease", "2ms").fails(t, 2, "bad --lease 2ms")
+	hop(t, db, "serve", "--lease", "2ms").fails(t, 2, "bad --lease 2ms", "at least 3ms")
+	hop(t, db, "serve", "--lease", "0s").fails(t, 2, "bad --lease 0s", "must be positive")
 	hop(t, db, "serve", "--rescue-interval", "0s").fails(t, 2, "bad --rescue-interval 0s")
 	if _, err := os.Stat(db); err == nil {
 		t.Fatal("a usage error created the database")

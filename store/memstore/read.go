@@ -31,10 +31,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := p.PageLimit()
 	after, before := store.UnixNanos(p.CreatedAfter), store.UnixNanos(p.CreatedBefore)
 	keep := func(e *entry) bool {
 		return (p.Queue == "" || e.l.queue == p.Queue) && (p.Kind == "" || e.l.kind == p.Kind) &&

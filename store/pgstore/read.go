@@ -95,10 +95,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := p.PageLimit()
 	q += ` ORDER BY id ` + order + ` LIMIT ` + a.add(int64(limit))
 	rows, err := s.pool.Query(ctx, s.q(q), a...)
 	if err != nil {

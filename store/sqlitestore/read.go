@@ -103,10 +103,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := p.PageLimit()
 	q += ` ORDER BY id ` + order + ` LIMIT +?`
 	rows, err := s.rdb.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
