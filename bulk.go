@@ -138,7 +138,7 @@ func (o BulkOptions) validate() error {
 func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies []State, f *fence,
 	run func(context.Context, store.MatchParams) (store.MatchResult, error), report func(store.MatchResult, time.Time)) (BulkResult, error) {
 	if c.closed() {
-		return BulkResult{}, ErrClosed
+		return BulkResult{}, ErrClientStopped
 	}
 	if err := o.validate(); err != nil {
 		return BulkResult{}, err
@@ -174,7 +174,7 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 			return res, wrap(name, err)
 		}
 		if c.closed() {
-			return res, wrap(name, ErrClosed)
+			return res, wrap(name, ErrClientStopped)
 		}
 		p.Now, p.ReturnJobs = c.now(), c.reported()
 		r, err := batch(ctx, f, p, run, report)

@@ -154,7 +154,7 @@ func (c *Client) WorkerID() string { return c.cfg.WorkerID }
 // the store as a server, renewed every few seconds (Servers). It returns
 // at once; the client runs until Stop. The pool claims only jobs of the
 // kinds registered in Config.Workers (and closures). Calling Start again
-// does nothing; Start after Stop returns ErrClosed.
+// does nothing; Start after Stop returns ErrClientStopped (an ErrClosed).
 func (c *Client) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,7 +162,7 @@ func (c *Client) Start() error {
 	case clientStarted:
 		return nil
 	case clientStopped:
-		return ErrClosed
+		return ErrClientStopped
 	}
 	c.state = clientStarted
 	c.maint.Start()
@@ -171,7 +171,8 @@ func (c *Client) Start() error {
 }
 
 // Stop shuts the client down gracefully: Enqueue and the other changes
-// fail with ErrClosed from now on, schedules stop firing, no further job is
+// fail with ErrClientStopped (an ErrClosed) from now on, schedules stop
+// firing, no further job is
 // started, and running jobs may finish until ctx is done; those still
 // running then have their context cancelled and go back to waiting without
 // losing an attempt. Waiting jobs stay where they are. Once the workers

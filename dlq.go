@@ -37,7 +37,7 @@ func (c *Client) RetryAllDead(ctx context.Context) (int, error) {
 
 func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, error) {
 	if c.closed() {
-		return 0, ErrClosed
+		return 0, ErrClientStopped
 	}
 	ids := p.IDs
 	p.Now = c.now()
@@ -92,7 +92,7 @@ func (c *Client) PurgeAllDead(ctx context.Context) (int, error) {
 
 func (c *Client) purgeDead(ctx context.Context, p store.PurgeParams) (int, error) {
 	if c.closed() {
-		return 0, ErrClosed
+		return 0, ErrClientStopped
 	}
 	p.States = []State{StateDead}
 	return c.store.Purge(ctx, p)
@@ -107,7 +107,7 @@ func (c *Client) Delete(ctx context.Context, ids ...ID) (int, error) {
 		return 0, &FieldError{Field: "ids", Reason: "give the IDs of the finished jobs to delete"}
 	}
 	if c.closed() {
-		return 0, ErrClosed
+		return 0, ErrClientStopped
 	}
 	return c.store.Purge(ctx, store.PurgeParams{States: []State{StateCompleted, StateCancelled, StateDead}, IDs: ids})
 }

@@ -40,7 +40,7 @@ type EnqueueRequest struct {
 // durable store, once it is on disk. Invalid input returns a *FieldError
 // naming the field, and stores nothing: an unknown kind (see
 // Config.ExternalKinds), args that do not fit the kind's type, a bad
-// option. After Stop, ErrClosed.
+// option. After Stop, ErrClientStopped (an ErrClosed).
 func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts *EnqueueOptions) (EnqueueResult, error) {
 	res, err := c.EnqueueMany(ctx, []EnqueueRequest{{Kind: kind, Args: args, Options: opts}})
 	if err != nil {
@@ -111,7 +111,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx any, reqs []EnqueueReques
 // enqueue makes the jobs of reqs and stores them, through inTx if set.
 func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(store.EnqueueParams) ([]store.EnqueueResult, error)) ([]EnqueueResult, error) {
 	if c.closed() {
-		return nil, ErrClosed
+		return nil, ErrClientStopped
 	}
 	t := c.now()
 	listening := c.reported() && inTx == nil

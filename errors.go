@@ -38,9 +38,14 @@ const (
 // Errors returned by the client; match them with errors.Is. Each condition
 // has one sentinel, shared with the stores.
 var (
-	// ErrClosed: the client was stopped (or its store closed); it accepts
-	// no more jobs.
+	// ErrClosed: the client was stopped or its store closed; it accepts no
+	// more jobs. A stopped client's own refusal is ErrClientStopped, which
+	// matches ErrClosed too.
 	ErrClosed = job.ErrClosed
+	// ErrClientStopped: the client was stopped (Stop, StopNow); its text is
+	// "hopper: client stopped", and errors.Is(ErrClientStopped, ErrClosed)
+	// holds.
+	ErrClientStopped error = stoppedError{}
 	// ErrNotFound: no job or schedule with that ID or name.
 	ErrNotFound = job.ErrNotFound
 	// ErrNotWaiting: the job has started or finished, so it can no longer
@@ -67,3 +72,10 @@ func Permanent(err error) error { return job.Permanent(err) }
 
 // IsPermanent reports whether err was wrapped by Permanent.
 func IsPermanent(err error) bool { return job.IsPermanent(err) }
+
+// stoppedError is ErrClientStopped: a condition of its own that is also
+// ErrClosed.
+type stoppedError struct{}
+
+func (stoppedError) Error() string        { return "hopper: client stopped" }
+func (stoppedError) Is(target error) bool { return target == job.ErrClosed }

@@ -189,7 +189,7 @@ func (c *Client) Wait(ctx context.Context, id ID) (*Job, error) {
 // already finished or does not exist.
 func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 	if c.closed() {
-		return false, ErrClosed
+		return false, ErrClientStopped
 	}
 	if c.reported() { // EventCancelRequested before the attempt's end is reported
 		defer c.stops.leave(c.stops.enter())
@@ -216,7 +216,7 @@ func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 // or finished returns an error wrapping ErrNotWaiting, and the job as it is.
 func (c *Client) Reschedule(ctx context.Context, id ID, runAt time.Time, priority *int) (*Job, error) {
 	if c.closed() {
-		return nil, ErrClosed
+		return nil, ErrClientStopped
 	}
 	if runAt.IsZero() && priority == nil {
 		return nil, &FieldError{Field: "run_at", Reason: "give a new run time or a new priority"}
@@ -255,7 +255,7 @@ func (c *Client) Pool() PoolStats {
 // A store that cannot be unreachable (memory) always answers nil.
 func (c *Client) Ping(ctx context.Context) error {
 	if c.closed() {
-		return ErrClosed
+		return ErrClientStopped
 	}
 	if p, ok := c.pinger(); ok {
 		return p.Ping(ctx)

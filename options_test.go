@@ -284,6 +284,10 @@ func TestClosedIsOneError(t *testing.T) {
 	if err := c.Start(); !errors.Is(err, hopper.ErrClosed) {
 		t.Errorf("Start after Stop: %v, want ErrClosed", err)
 	}
+	// The client's own refusal says what happened (it said "closed").
+	if _, err := c.Enqueue(ctx, "k", nil, nil); !errors.Is(err, hopper.ErrClientStopped) || err.Error() != "hopper: client stopped" {
+		t.Errorf("Enqueue after Stop: %q, want ErrClientStopped, \"hopper: client stopped\"", err)
+	}
 }
 
 // TestHooksSeeEveryTransition: OnEvent gets every transition, none dropped,

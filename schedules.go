@@ -71,7 +71,7 @@ type ScheduleOptions struct {
 // FireTime.
 func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions) (*Schedule, error) {
 	if c.closed() {
-		return nil, ErrClosed
+		return nil, ErrClientStopped
 	}
 	if err := job.CheckName("name", name); err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 // RemoveSchedule deletes a schedule; jobs it already fired are kept.
 func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
 	if c.closed() {
-		return ErrClosed
+		return ErrClientStopped
 	}
 	return c.store.RemoveSchedule(ctx, name)
 }

@@ -25,7 +25,7 @@ var (
 	// record first.
 	ErrConflict = errors.New("changed concurrently")
 	// ErrClosed means the store or client has been closed.
-	ErrClosed = errors.New("closed")
+	ErrClosed = errors.New("store closed")
 	// ErrUnknownKind means no handler is registered for a job's kind.
 	ErrUnknownKind = errors.New("no handler registered for this kind")
 )

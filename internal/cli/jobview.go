@@ -73,9 +73,12 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	return nil
 }
 
+// stateLine is the job's state, and for a running job whose cancellation
+// was requested, that it is being cancelled (a job cancelled since keeps
+// the request: "cancelled (cancellation requested)" said it twice).
 func stateLine(j *hopper.Job) string {
 	s := j.State.String()
-	if j.CancelRequested {
+	if j.CancelRequested && j.State == hopper.StateRunning {
 		s += " (cancellation requested)"
 	}
 	return s

@@ -157,3 +157,20 @@ func TestServeSignalAtStartup(t *testing.T) {
 		t.Errorf("job %d: %s, attempt %d: the server took it", id, j.State, j.Attempt)
 	}
 }
+
+// TestStateLine: a cancellation request is news only while the job runs.
+func TestStateLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		state hopper.State
+		want  string
+	}{
+		{hopper.StateRunning, "running (cancellation requested)"},
+		{hopper.StateCancelled, "cancelled"},
+		{hopper.StateDead, "dead"},
+	} {
+		if got := stateLine(&hopper.Job{State: tc.state, CancelRequested: true}); got != tc.want {
+			t.Errorf("stateLine(%s, cancel requested) = %q, want %q", tc.state, got, tc.want)
+		}
+	}
+}
