@@ -49,7 +49,10 @@ type EnqueueOptions struct {
 	RunAt time.Time
 	// UniqueKey, if set, makes the job unique among unfinished jobs: while
 	// a job with the key is waiting or running, enqueueing another returns
-	// the existing job (see Config.UniqueConflict).
+	// the existing job (see Config.UniqueConflict). Once that job has
+	// finished (completed, cancelled or dead) the key is free again: it
+	// dedupes concurrent or repeated requests for pending work, not work
+	// done, for no set time.
 	UniqueKey string
 }
 

@@ -49,6 +49,10 @@ func main() {
 		log.Fatal(err)
 	}
 
+	// The unique key dedupes only while a job holding it waits or runs: a
+	// second Enqueue then returns that job (res.Duplicate). Once it has
+	// finished the key is free, so each run of this program sends the
+	// welcome again.
 	res, err := client.Enqueue(ctx, "send_email", Email{To: "ada@example.com", Subject: "Welcome"},
 		&hopper.EnqueueOptions{Priority: -10, UniqueKey: "welcome:ada"})
 	if err != nil {
