@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/schedule"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -40,7 +41,7 @@ type scheduleFlags struct {
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cron, "cron", "", `cron expression: 5 fields (minute first), 6 with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly`)
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the cron expression is read in (default UTC), e.g. Europe/Paris")
-	fs.DurationVar(&f.every, "every", 0, "fire at this fixed rate instead of --cron, e.g. 5m (at least 1s)")
+	fs.DurationVar(&f.every, "every", 0, fmt.Sprintf("fire at this fixed rate instead of --cron, e.g. 5m (at least %s)", schedule.MinInterval))
 	fs.BoolVar(&f.fixedDelay, "fixed-delay", false, "with --every: count the interval from the end of the previous run")
 	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, or allow it")
 	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")

@@ -13,15 +13,21 @@
 //     zero max_attempts — is refused, naming the field and what leaving it
 //     out gives (Given); a priority of 0 is the priority 0, over a kind's
 //     default (hopper.PriorityZero);
+//
 //   - a duration is a Go duration string or a number of seconds
 //     (internal/jsondur); a time is RFC 3339;
+//
 //   - a retry policy is an object ({"strategy":"fixed","base":"5s"}) or its
 //     compact string ("fixed:5s"), the form of --retry-backoff (ParseRetry).
 //
-// Rules the library itself enforces (delay or run_at, not both; every at
-// least 1s; the limits of names, attempts and priorities) are left to it:
-// its *hopper.FieldError names the field in these documents' terms, with
-// its cause, and for a batch the item (InBatch, Index).
+//   - a run time is a delay from now or run_at, not both (the library
+//     checks its Go callers' EnqueueOptions itself).
+//
+// Rules the library enforces for every caller (cron or every, every at
+// least schedule.MinInterval, the zones, the limits of names, attempts and
+// priorities, a retry policy's Validate) are left to it: its
+// *hopper.FieldError names the field in these documents' terms, with its
+// cause, and for a batch the item (InBatch, Index).
 //
 // The package is internal: the documents' public contract is their JSON,
 // described in docs/api.md and openapi.json; see docs/decisions.md, "One
