@@ -101,6 +101,13 @@ func boundCases() []testCase {
 			if scs := e.listSchedules(); len(scs) != 0 {
 				t.Errorf("after refused adds the store holds %d schedules, want none", len(scs))
 			}
+			// The explicit priority 0 (outside the range) is kept as it is.
+			sc := newSchedule("zero", at(60000))
+			sc.Priority = job.PriorityZero
+			e.addSchedule(sc)
+			if got := e.getSchedule("zero"); got.Priority != job.PriorityZero {
+				t.Errorf("schedule with job.PriorityZero: read back priority %d", got.Priority)
+			}
 		}},
 	}
 }
