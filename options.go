@@ -32,7 +32,9 @@ type EnqueueOptions struct {
 	// 25, at most MaxAttemptsLimit: 10,000).
 	MaxAttempts int
 	// Timeout of each attempt (default none; see ScheduleOptions for the
-	// jobs schedules fire).
+	// jobs schedules fire). 0 means unset, so the next level's applies; to
+	// run without a timeout over a kind's, Config's or schedule's, write
+	// NoTimeout.
 	Timeout time.Duration
 	// Retry is the backoff policy between attempts (default
 	// backoff.Default: exponential from 1s, doubling, capped at 1h, full
@@ -62,6 +64,11 @@ type EnqueueOptions struct {
 // (its JSON shows it as is) and resolves it when it fires. Priority(n)
 // writes it for n == 0.
 const PriorityZero = job.PriorityZero
+
+// NoTimeout is the EnqueueOptions.Timeout that means "no timeout", where a
+// plain 0 means "unset" and falls back to the kind's, Config's or, for a
+// schedule's jobs, the schedule's period. The job keeps it.
+const NoTimeout = job.NoTimeout
 
 // Priority returns the EnqueueOptions.Priority that gives a job priority
 // n whatever its kind's or Config's: n itself, or PriorityZero for 0.
@@ -95,7 +102,7 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 		}
 	}
 	switch {
-	case o.Timeout < 0:
+	case o.Timeout < 0 && o.Timeout != NoTimeout:
 		return bad("timeout", "must not be negative, got %s", o.Timeout)
 	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != ""):
 		return bad("delay", "delay, run_at and unique_key are set per job, not here")

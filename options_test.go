@@ -98,8 +98,9 @@ func TestScheduledJobTimeoutDefault(t *testing.T) {
 	c.AddSchedule(ctx, "hourly", hopper.ScheduleOptions{Cron: "@hourly", Kind: "k"})
 	c.AddSchedule(ctx, "kind-timeout", hopper.ScheduleOptions{Cron: "@hourly", Kind: "timed"})
 	c.AddSchedule(ctx, "own-timeout", hopper.ScheduleOptions{Cron: "@hourly", Kind: "k", Options: &hopper.EnqueueOptions{Timeout: 5 * time.Second}})
+	c.AddSchedule(ctx, "no-timeout", hopper.ScheduleOptions{Cron: "@hourly", Kind: "timed", Options: &hopper.EnqueueOptions{Timeout: hopper.NoTimeout}})
 	c.FireSchedules(ctx, time.Now().Add(2*time.Hour))
-	for name, want := range map[string]time.Duration{"hourly": time.Hour, "kind-timeout": 0, "own-timeout": 5 * time.Second} {
+	for name, want := range map[string]time.Duration{"hourly": time.Hour, "kind-timeout": 0, "own-timeout": 5 * time.Second, "no-timeout": hopper.NoTimeout} {
 		sc, _ := c.GetSchedule(ctx, name)
 		j, err := c.Get(ctx, sc.LastJobID)
 		if err != nil {
@@ -335,5 +336,33 @@ func TestHooksSeeEveryTransition(t *testing.T) {
 				t.Errorf("no %s call reported: %v", op, calls)
 			}
 		}
+	})
+}
+
+// TestNoTimeoutOverTheKinds: a job's NoTimeout runs it without the kind's
+// timeout (a plain 0 inherits it).
+func TestNoTimeoutOverTheKinds(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			select {
+			case <-time.After(time.Minute):
+				return "done", nil
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}, &hopper.EnqueueOptions{Timeout: time.Second, MaxAttempts: 1})
+		c := silentClient(t, hopper.Config{Workers: ws})
+		startClient(t, c)
+		inherit := enqueue(t, c, "slow", nil, nil)
+		none := enqueue(t, c, "slow", nil, &hopper.EnqueueOptions{Timeout: hopper.NoTimeout})
+		if j := waitDone(t, c, inherit); j.State != hopper.StateDead {
+			t.Errorf("plain 0: %s, want dead after the kind's 1s timeout", j.State)
+		}
+		if j := waitDone(t, c, none); j.State != hopper.StateCompleted || j.Timeout != hopper.NoTimeout {
+			t.Errorf("NoTimeout: %s (timeout %s), want completed after a minute", j.State, j.Timeout)
+		}
+		stopGracefully(t, c)
 	})
 }

@@ -79,7 +79,7 @@ func TestEnqueueBadInput(t *testing.T) {
 		{`{"kind":"ok","queue":""}`, CodeInvalid, "queue", 400},
 		{`{"kind":"ok","queue":"` + strings.Repeat("q", 256) + `"}`, CodeInvalid, "queue", 400},
 		{`{"kind":"ok","max_attempts":0}`, CodeInvalid, "max_attempts", 400},
-		{`{"kind":"ok","timeout":"0s"}`, CodeInvalid, "timeout", 400},
+		{`{"kind":"ok","timeout":"-1s"}`, CodeInvalid, "timeout", 400},
 		{`{"kind":"ok","timeout":"soon"}`, CodeInvalid, "timeout", 400},
 		{`{"kind":"ok","timeout":true}`, CodeInvalid, "timeout", 400},
 		{`{"kind":"ok","timeout":30000000000}`, CodeInvalid, "timeout", 400}, // seconds: a Go time.Duration's nanoseconds are beyond range

@@ -47,7 +47,7 @@ type Job struct {
 	MaxAttempts int `json:"max_attempts"` // 1 to MaxAttemptsLimit
 	Attempt     int `json:"attempt"`      // attempts started so far
 	// Timeout of each attempt, if the job sets one; zero uses the kind's or
-	// the client's (resolved by the process that runs it).
+	// the client's (resolved by the process that runs it), NoTimeout none.
 	Timeout   time.Duration `json:"timeout,omitempty"`
 	UniqueKey string        `json:"unique_key,omitempty"`
 	// Retry overrides the retry policy for this job; nil uses the kind's or
@@ -113,6 +113,12 @@ const (
 	// fits every store's column (int32 included) and no job has it.
 	PriorityZero = -1 << 31
 )
+
+// NoTimeout is an option's Timeout of "none" given explicitly, where a zero
+// Timeout means "unset, inherit" (hopper.NoTimeout): a job or a schedule
+// keeps it (its JSON shows "-1ns") and its attempts run without a timeout,
+// whatever the kind's, the client's or the schedule's period.
+const NoTimeout time.Duration = -1
 
 // CheckMaxAttempts returns a *FieldError for field unless n is within 1 to
 // MaxAttemptsLimit.
@@ -245,7 +251,7 @@ func (j *Job) Validate(now time.Time) error {
 	if err := CheckPriority("priority", j.Priority); err != nil {
 		return err
 	}
-	if j.Timeout < 0 {
+	if j.Timeout < 0 && j.Timeout != NoTimeout {
 		return Invalid("timeout", "must not be negative, got %s", j.Timeout)
 	}
 	if len(j.UniqueKey) > MaxKeySize || !utf8.ValidString(j.UniqueKey) {

@@ -119,7 +119,7 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--cron", "@every 1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
 	hop(t, db, "schedule", "add", "x", "--every", "1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
 	hop(t, db, "schedule", "add", "x", "--every", "0s", "exec", "--", "true").fails(t, 2, "bad --every 0s", "must be positive")
-	hop(t, db, "schedule", "add", "x", "--every", "1m", "--timeout", "0s", "exec", "--", "true").fails(t, 2, "--timeout", "must be positive", "period")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--timeout", "-1s", "exec", "--", "true").fails(t, 2, "--timeout", "must not be negative")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--max-attempts", "0", "exec", "--", "true").fails(t, 2, "--max-attempts", "must be positive")
 	hop(t, db, "schedule", "add", "x", "--every", "1m").fails(t, 2, "needs a NAME and a job kind")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "ftp").fails(t, 2, `unknown job kind "ftp"`)

@@ -25,7 +25,7 @@ func TestInputRefused(t *testing.T) {
 	}{
 		// Zero where the library's zero means "default".
 		{[]string{"enqueue", "--max-attempts", "0", "exec", "true"}, []string{"--max-attempts 0", "must be positive", "default, 25"}},
-		{[]string{"enqueue", "--timeout", "0s", "exec", "true"}, []string{"--timeout 0s", "must be positive"}},
+		{[]string{"enqueue", "--timeout", "-1s", "exec", "true"}, []string{"--timeout -1s", "must not be negative", "0 is no timeout"}},
 		{[]string{"enqueue", "--queue", "", "exec", "true"}, []string{"--queue", "must not be empty"}},
 		{[]string{"enqueue", "--unique", "", "exec", "true"}, []string{"--unique", "must not be empty"}},
 		{[]string{"enqueue", "--retry-backoff", "", "exec", "true"}, []string{"--retry-backoff", "empty"}},
@@ -96,7 +96,7 @@ func TestBulkKindsAndBytes(t *testing.T) {
 		fails(t, 2, "line 1", "not valid UTF-8")
 	// Explicit zeros are refused, as with flags.
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"max_attempts":0}`, "enqueue", "--bulk").fails(t, 2, "line 1", "max_attempts", "must be positive")
-	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"timeout":"0s"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "timeout", "positive")
+	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"timeout":"-1s"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "timeout", "negative")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"queue":""}`, "enqueue", "--bulk").fails(t, 2, "line 1", "queue", "empty")
 	hopIn(t, db, `{"kind":"exec","args":{"command":"true"},"run_at":"2999-01-01T00:00:00Z"}`, "enqueue", "--bulk").fails(t, 2, "line 1", "run_at", "outside the supported range")
 	// Lines that are not jobs are told in the line's terms, not Go's.

@@ -33,7 +33,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 	fs.IntVar(&f.priority, "priority", 0, fmt.Sprintf("priority: lower runs first, from %d to %d", hopper.MinPriority, hopper.MaxPriority))
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job goes to the dead-letter queue, 1 to %d (default %d)", hopper.MaxAttemptsLimit, hopper.DefaultMaxAttempts))
 	if forSchedule {
-		fs.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("timeout of each attempt, e.g. 30s (default: the schedule's period, the time to the next tick, at least %s)", roughDuration(hopper.MinScheduledTimeout)))
+		fs.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("timeout of each attempt, e.g. 30s; 0: none (default: the schedule's period, the time to the next tick, at least %s)", roughDuration(hopper.MinScheduledTimeout)))
 	} else {
 		fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
 	}
@@ -48,7 +48,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 // document returns the job request the flags in fs describe: a flag
 // given is a field given, so wire's explicit-zero rule refuses a value the
 // library would read as "unset" (0, "") rather than silently replace it
-// by a default, and --priority 0 is the priority 0.
+// by a default, --priority 0 is the priority 0 and --timeout 0 no timeout.
 func (f *jobFlags) document(fs *pflag.FlagSet) wire.Job {
 	var j wire.Job
 	set := fs.Changed

@@ -35,7 +35,9 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	if !j.FinishedAt.IsZero() {
 		field("finished", fullTime(j.FinishedAt))
 	}
-	if j.Timeout > 0 {
+	if j.Timeout == hopper.NoTimeout {
+		field("timeout", "none (given as 0)")
+	} else if j.Timeout > 0 {
 		field("timeout", j.Timeout)
 	}
 	field("retry backoff", wire.DescribeRetry(j.Retry))

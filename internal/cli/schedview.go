@@ -123,8 +123,8 @@ func timeouts(sc *hopper.Schedule) (lo, hi time.Duration) {
 // period from its next tick to the one after (at least
 // hopper.MinScheduledTimeout).
 func jobTimeout(sc *hopper.Schedule) time.Duration {
-	if sc.Timeout > 0 {
-		return sc.Timeout
+	if sc.Timeout != 0 {
+		return sc.Timeout // hopper.NoTimeout: none
 	}
 	r, delay, err := sc.Rule()
 	switch {
@@ -146,6 +146,9 @@ func jobTimeout(sc *hopper.Schedule) time.Duration {
 
 // describeTimeout says what timeout the jobs sc fires get.
 func describeTimeout(sc *hopper.Schedule) string {
+	if sc.Timeout == hopper.NoTimeout {
+		return "each job it fires runs without a timeout (--timeout 0)"
+	}
 	if sc.Timeout > 0 {
 		return fmt.Sprintf("each job it fires times out after %s (--timeout)", sc.Timeout)
 	}

@@ -11,8 +11,9 @@
 //     applies); a field given means what it says. A value the library would
 //     read as "unset" — an empty queue or unique key, a zero timeout, a
 //     zero max_attempts — is refused, naming the field and what leaving it
-//     out gives (Given); a priority of 0 is the priority 0, over a kind's
-//     default (hopper.PriorityZero);
+//     out gives (Given); where zero is a value, given it is that zero over
+//     a kind's default: a priority of 0 (hopper.Priority(0)), a timeout of
+//     0, no timeout (hopper.NoTimeout);
 //
 //   - a duration is a Go duration string or a number of seconds
 //     (internal/jsondur); a time is RFC 3339;

@@ -54,7 +54,7 @@ func (j *Job) Request(now time.Time) (hopper.EnqueueRequest, error) {
 		}
 		j.Retry, _ = json.Marshal(*j.RetryBackoff)
 	}
-	o, err := j.Options.options(false)
+	o, err := j.Options.options()
 	if err != nil {
 		return none, err
 	}
@@ -96,9 +96,10 @@ func at(err error, i int) error {
 	return err
 }
 
-// options returns the EnqueueOptions o describes; forSchedule says whose
-// default a timeout left out is.
-func (o *Options) options(forSchedule bool) (*hopper.EnqueueOptions, error) {
+// options returns the EnqueueOptions o describes. A priority or a timeout
+// given as 0 is that zero (hopper.Priority(0), hopper.NoTimeout), over the
+// kind's and the client's: for them zero is a value.
+func (o *Options) options() (*hopper.EnqueueOptions, error) {
 	out := &hopper.EnqueueOptions{}
 	if o.Queue != nil {
 		if err := Given("queue", strings.TrimSpace(*o.Queue) == "", `the queue "default"`); err != nil {
@@ -107,7 +108,7 @@ func (o *Options) options(forSchedule bool) (*hopper.EnqueueOptions, error) {
 		out.Queue = *o.Queue
 	}
 	if o.Priority != nil {
-		out.Priority = hopper.Priority(*o.Priority)
+		out.Priority = hopper.Priority(*o.Priority) // 0 given is the priority 0
 	}
 	if o.MaxAttempts != nil {
 		if err := Given("max_attempts", *o.MaxAttempts < 1, fmt.Sprintf("the default, %d", hopper.DefaultMaxAttempts), *o.MaxAttempts); err != nil {
@@ -116,14 +117,14 @@ func (o *Options) options(forSchedule bool) (*hopper.EnqueueOptions, error) {
 		out.MaxAttempts = *o.MaxAttempts
 	}
 	if o.Timeout != nil {
-		leave := "no timeout"
-		if forSchedule {
-			leave = fmt.Sprintf("each job to time out after its schedule's period, at least %s", hopper.MinScheduledTimeout)
+		switch d := o.Timeout.D(); {
+		case d < 0:
+			return nil, job.Invalid("timeout", "must not be negative, got %s (0 is no timeout)", d)
+		case d == 0:
+			out.Timeout = hopper.NoTimeout // over the kind's, or a schedule's period
+		default:
+			out.Timeout = d
 		}
-		if err := Given("timeout", o.Timeout.D() <= 0, leave, o.Timeout.D()); err != nil {
-			return nil, err
-		}
-		out.Timeout = o.Timeout.D()
 	}
 	if len(o.Retry) > 0 && string(o.Retry) != "null" {
 		p, err := DecodeRetry(o.Retry, "retry")

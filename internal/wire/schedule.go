@@ -58,7 +58,7 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 			return o, job.Invalid("overlap", "%q: want skip (the default) or allow", *s.Overlap)
 		}
 	}
-	eo, err := s.Options.options(true)
+	eo, err := s.Options.options()
 	if err != nil {
 		return o, err
 	}

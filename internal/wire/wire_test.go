@@ -55,7 +55,7 @@ func TestJobRequestRefused(t *testing.T) {
 		`{"kind":"k","colour":1}`:                      "colour: unknown field",
 		`{"kind":"k","queue":""}`:                      `queue: must not be empty (leave it out for the queue "default")`,
 		`{"kind":"k","max_attempts":0}`:                "max_attempts: must be positive, got 0 (leave it out for the default, 25)",
-		`{"kind":"k","timeout":"0s"}`:                  "timeout: must be positive, got 0s (leave it out for no timeout)",
+		`{"kind":"k","timeout":"-1s"}`:                 "timeout: must not be negative, got -1s (0 is no timeout)",
 		`{"kind":"k","timeout":"soon"}`:                `timeout: "soon" (want a Go duration`,
 		`{"kind":"k","unique_key":""}`:                 "unique_key: must not be empty",
 		`{"kind":"k","delay":"-1s"}`:                   "delay: must not be negative",
@@ -96,12 +96,8 @@ func TestScheduleRequest(t *testing.T) {
 	if err := Decode([]byte(`{"name":"n","every":60,"overlap":"allow","kind":"k","priority":0,"timeout":"0s"}`), &s, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ScheduleOptions(); err == nil || !strings.Contains(err.Error(), "its schedule's period") {
-		t.Errorf("timeout 0s: %v, want the schedule's hint", err)
-	}
-	s.Timeout = nil
 	o, err := s.ScheduleOptions()
-	if err != nil || o.Every != time.Minute || o.Overlap != hopper.OverlapAllow || o.Options.Priority != hopper.PriorityZero {
+	if err != nil || o.Every != time.Minute || o.Overlap != hopper.OverlapAllow || o.Options.Priority != hopper.PriorityZero || o.Options.Timeout != hopper.NoTimeout {
 		t.Errorf("%+v, %v", o, err)
 	}
 	for doc, field := range map[string]string{
