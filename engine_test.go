@@ -294,7 +294,7 @@ func TestEnqueueRejectsBadInputNamingTheField(t *testing.T) {
 		{"k", nil, &hopper.EnqueueOptions{Delay: -time.Second}, "delay"},
 		{"k", nil, &hopper.EnqueueOptions{Delay: time.Second, RunAt: time.Now()}, "delay"},
 		{"k", nil, &hopper.EnqueueOptions{MaxAttempts: -2}, "max_attempts"},
-		{"k", nil, &hopper.EnqueueOptions{Timeout: -1}, "timeout"},
+		{"k", nil, &hopper.EnqueueOptions{Timeout: -time.Second}, "timeout"}, // -1ns is NoTimeout
 		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Strategy: "linear"}}, "retry.strategy"},
 		{"k", nil, &hopper.EnqueueOptions{Retry: &backoff.Policy{Base: time.Hour, Max: time.Second}}, "retry.base"},
 	} {

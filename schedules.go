@@ -116,7 +116,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 			// The expression's zone is the one it fires in: a time_zone
 			// besides it would be shown but not used.
 			if o.TimeZone != "" && o.TimeZone != zone {
-				return nil, &FieldError{Field: "time_zone", Reason: fmt.Sprintf("%q, but the cron expression names its own zone, %s: give the zone once", o.TimeZone, zone)}
+				return nil, &FieldError{Field: "time_zone", Reason: fmt.Sprintf("differs from the zone the cron expression names, %s: give the zone once", zone)}
 			}
 			sc.TimeZone, rest = zone, r
 		}

@@ -115,7 +115,7 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--cron", "* * * * *", "--tz", "Mars/Olympus", "exec", "--", "true").fails(t, 2, "bad --tz", "Mars/Olympus")
 	hop(t, db, "schedule", "add", "x", "--every", "100ms", "exec", "--", "true").fails(t, 2, "at least 1s")
 	// A zone twice (the expression's own and --tz) is refused, as --tz with an interval.
-	hop(t, db, "schedule", "add", "x", "--cron", "TZ=Europe/Paris 0 9 * * *", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "names its own zone, Europe/Paris")
+	hop(t, db, "schedule", "add", "x", "--cron", "TZ=Europe/Paris 0 9 * * *", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "differs from the zone the cron expression names, Europe/Paris")
 	hop(t, db, "schedule", "add", "x", "--cron", "@every 1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
 	hop(t, db, "schedule", "add", "x", "--every", "1h", "--tz", "America/New_York", "exec", "--", "true").fails(t, 2, "bad --tz America/New_York", "applies to cron, not to every")
 	hop(t, db, "schedule", "add", "x", "--every", "0s", "exec", "--", "true").fails(t, 2, "bad --every 0s", "must be positive")
