@@ -55,11 +55,11 @@ type ServerInfo struct {
 // client's own once it has started, and, for an hour, those that stopped
 // beating without a clean Stop (Alive false). It fails with
 // errors.ErrUnsupported on a store that keeps no such record
-// (store.Registry; every built-in store does), and with ErrClosed after
-// Stop.
+// (store.Registry; every built-in store does), and with ErrClientStopped
+// (an ErrClosed) after Stop.
 func (c *Client) Servers(ctx context.Context) ([]ServerInfo, error) {
 	if c.closed() {
-		return nil, ErrClosed
+		return nil, ErrClientStopped
 	}
 	if c.registry == nil {
 		return nil, fmt.Errorf("servers: the store keeps no record of servers: %w", errors.ErrUnsupported)
