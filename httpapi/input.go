@@ -19,9 +19,6 @@ import (
 	"github.com/hopperq/hopper/job"
 )
 
-// errTrailing is a body holding more than one JSON value.
-var errTrailing = errors.New("trailing data")
-
 // readBody reads r's body (bounded by wrap) and refuses bytes that are not
 // UTF-8: JSON decoding would replace them, and the job stored would differ
 // from the one sent. A body over the limit or late is the error of its
