@@ -177,7 +177,11 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 			return res, wrap(name, ErrClientStopped)
 		}
 		p.Now, p.ReturnJobs = c.now(), c.reported()
-		r, err := batch(ctx, f, p, run, report)
+		bf := f
+		if !c.observing() {
+			bf = nil // no engine report to keep in order
+		}
+		r, err := batch(ctx, bf, p, run, report)
 		if err != nil {
 			return res, wrap(name, err)
 		}

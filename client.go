@@ -22,14 +22,15 @@ import (
 // started it runs them on its worker pool. A Client is safe for concurrent
 // use. Create one with NewClient, or Open for a store named by URL.
 type Client struct {
-	cfg    Config
-	store  store.Store
-	owned  bool // the client made the store and closes it
-	engine *engine.Engine
-	maint  *maintenance.Services
-	events *broker
-	starts fence // the reports of calls making jobs due before a start's (events.go)
-	stops  fence // the reports of cancels before an attempt's end's
+	cfg     Config
+	store   store.Store
+	owned   bool // the client made the store and closes it
+	engine  *engine.Engine
+	maint   *maintenance.Services
+	events  *broker
+	reports *reports // the engine's transitions, after the client's own reports they follow (eventorder.go)
+	starts  fence    // the reports of calls making jobs due, before a start's
+	stops   fence    // the reports of cancels, before an attempt's end's
 
 	clock    func() time.Time // the store's (store.Clock), else nil: time.Now
 	txer     store.TxEnqueuer // the store's, if it has one
@@ -61,6 +62,8 @@ func NewClient(cfg Config) (*Client, error) {
 	if cl.store == nil {
 		cl.store, cl.owned = memstore.New(), true
 	}
+	cl.reports = newReports(cl.deliver)
+	cl.starts, cl.stops = cl.reports.fence(), cl.reports.fence()
 	if cl.cfg.WorkerID == "" {
 		if id, ok := cl.store.(store.Identity); ok {
 			cl.cfg.WorkerID = id.WorkerID()
@@ -109,7 +112,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Now:           cl.now,
 		Logger:        c.Logger,
 		Observe:       cl.observe,
-		Observing:     func() bool { return cl.events.active() || cl.cfg.OnDead != nil || cl.cfg.OnEvent != nil },
+		Observing:     cl.observing,
 		Wake:          wake,
 	})
 	cl.maint = maintenance.New(maintenance.Config{
@@ -201,6 +204,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	c.engine.Stop(ctx)
 	gone()
+	c.reports.close()
 	c.events.close()
 	var err error
 	if c.owned {
@@ -225,19 +229,27 @@ func (c *Client) closed() bool {
 }
 
 // observe receives the transitions the engine and the maintenance services
-// make. Each first waits for the client's reports that must come before
-// it (fence): a start for those of calls making jobs due (enqueues,
-// reschedules, DLQ retries) in flight, an attempt's end and a rescue for
-// those of cancels. Then it delivers the event.
+// make. Each is delivered after the client's reports that must come before
+// it (reports): a start after those of calls making jobs due (enqueues,
+// reschedules, DLQ retries) in flight, an attempt's end and a rescue after
+// those of cancels. It never waits for them: a report that must follow
+// one in flight is held back, and delivered in order once that one is.
 func (c *Client) observe(ev job.Event) {
 	switch ev.Type {
 	case job.EventStarted:
-		c.starts.wait()
+		c.reports.report(ev, &c.starts)
 	case job.EventEnqueued: // a schedule's tick: a new job
+		c.reports.report(ev, nil)
 	default:
-		c.stops.wait()
+		c.reports.report(ev, &c.stops)
 	}
-	c.deliver(ev)
+}
+
+// observing reports whether anyone receives the transitions the engine
+// makes: a hook or a subscriber (or a waiter). While nobody does, the
+// engine builds no events, and the client's calls take no tickets.
+func (c *Client) observing() bool {
+	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil
 }
 
 // deliver feeds a transition to the OnEvent and OnDead hooks, subscribers

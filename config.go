@@ -112,13 +112,17 @@ type Config struct {
 	DeadMaxCount int
 
 	// OnDead, if set, is called for every job that dies, for alerting. It
-	// runs on the goroutine that recorded the death and must not block.
+	// runs where OnEvent does and must not block.
 	OnDead func(*Job)
 
 	// OnEvent, if set, is called for every transition this client makes —
-	// its workers', its maintenance services' and its own calls' — on the
-	// goroutine that made it, before subscribers see it, and never
-	// dropped: for metrics. It must be fast and must not block.
+	// its workers', its maintenance services' and its own calls' — before
+	// subscribers see it, and never dropped: for metrics. It runs on the
+	// goroutine that made the transition, except when a transition of the
+	// workers must follow the report of one of the client's calls still in
+	// flight (a job's start, its enqueue's): then it is held back, without
+	// holding the workers up, and runs later on a goroutine of the client,
+	// in order. It must be fast and must not block.
 	OnEvent func(Event)
 	// OnStoreCall, if set, is called after every store operation the
 	// client makes, with the operation's name ("claim", "finish", …), how

@@ -42,7 +42,7 @@ func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, e
 	ids := p.IDs
 	p.Now = c.now()
 	reported := c.reported()
-	if reported { // EventRetried before the start of a job made due
+	if reported && c.observing() { // EventRetried before the start of a job made due
 		defer c.starts.leave(c.starts.enter())
 	}
 	n, err := c.store.RetryDead(ctx, p)

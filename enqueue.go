@@ -135,7 +135,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	p := store.EnqueueParams{Now: t, Jobs: jobs}
 	var res []store.EnqueueResult
 	var err error
-	if listening { // the jobs' EventEnqueued before their EventStarted
+	if listening && c.observing() { // the jobs' EventEnqueued before their EventStarted
 		defer c.starts.leave(c.starts.enter())
 	}
 	if inTx != nil {

@@ -320,3 +320,72 @@ func TestMadeDueEventsInOrder(t *testing.T) {
 		})
 	}
 }
+
+// commitGateStore is a store whose enqueues of kind "held" wait, before
+// they store anything, until commit is closed: an enqueue in flight, as
+// one waiting for a durable store's group commit is.
+type commitGateStore struct {
+	store.Store
+	commit chan struct{}
+}
+
+func (s *commitGateStore) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.EnqueueResult, error) {
+	if p.Jobs[0].Kind == "held" {
+		<-s.commit
+	}
+	return s.Store.Enqueue(ctx, p)
+}
+
+// TestStartsDoNotWaitForEnqueuesInFlight: a worker starts a job while an
+// older enqueue of another job is still in flight, and the job's events
+// are held back, not its start: they reach observers, in order, once that
+// enqueue has reported. The engine's report of a start used to wait for
+// every enqueue in flight before it, which with producers always in flight
+// held each claim behind a commit of enqueues, and workers fell to a tenth
+// of the enqueue rate (issue 19).
+func TestStartsDoNotWaitForEnqueuesInFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		ran := make(chan hopper.ID, 2)
+		h := func(ctx context.Context, _ json.RawMessage) (any, error) {
+			ran <- hopper.JobFromContext(ctx).ID
+			return nil, nil
+		}
+		hopper.RegisterRaw(ws, "noop", h, nil)
+		hopper.RegisterRaw(ws, "held", h, nil)
+		st := &commitGateStore{Store: memstore.New(), commit: make(chan struct{})}
+		commit := sync.OnceFunc(func() { close(st.commit) })
+		defer commit() // also when the test fails
+		var log eventLog
+		c := newClient(t, hopper.Config{Store: st, Workers: ws, Concurrency: 1, OnEvent: log.onEvent})
+		heldID := make(chan hopper.ID, 1)
+		go func() { heldID <- enqueue(t, c, "held", nil, nil) }()
+		synctest.Wait() // the enqueue of "held" waits for its commit
+		id := enqueue(t, c, "noop", nil, nil)
+		synctest.Wait()
+		select {
+		case got := <-ran:
+			if got != id {
+				t.Fatalf("ran job %d, want %d", got, id)
+			}
+		default:
+			t.Fatal("the job did not start while an older enqueue was in flight")
+		}
+		if j := wait(t, c, id); j.State != hopper.StateCompleted {
+			t.Fatalf("job %s, want completed", j.State)
+		}
+		if got, want := log.of(id), "enqueued"; got != want {
+			t.Errorf("events before the older enqueue reported: %q, want %q", got, want)
+		}
+		commit()
+		other := <-heldID
+		wait(t, c, other)
+		synctest.Wait() // the last events delivered
+		for _, id := range []hopper.ID{id, other} {
+			if got, want := log.of(id), "enqueued started completed"; got != want {
+				t.Errorf("job %d: events %q, want %q", id, got, want)
+			}
+		}
+	})
+}

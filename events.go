@@ -36,7 +36,10 @@ func (s *Subscription) Unsubscribe() { s.b.remove(s) }
 // seen. A job's events arrive in the order of its transitions (its
 // EventEnqueued before its EventStarted, even when a worker claims it the
 // moment it is stored; a running job's EventCancelRequested before the
-// EventCancelled of the attempt it stopped).
+// EventCancelled of the attempt it stopped). Workers never wait for events
+// to be delivered: a job's EventStarted may arrive after its handler began,
+// and when it must follow the EventEnqueued of an enqueue still in flight,
+// it is held back, with the events after it, until that is reported.
 func (c *Client) Subscribe(types ...EventType) *Subscription {
 	return c.events.add(types)
 }
@@ -148,76 +151,4 @@ func (b *broker) close() {
 		delete(b.waiters, id)
 	}
 	b.n.Store(0)
-}
-
-// fence keeps each job's events in the order of its transitions when the
-// client reports one transition and a goroutine of the engine the next:
-// the store commits a transition before its caller reports it, and
-// another goroutine may make the job's next transition and report it in
-// between. So the client's own calls that report events hold a ticket
-// from before their store call until they have reported, and the engine's
-// reports first wait for the tickets taken before them. Two fences, so
-// that each report waits only for the calls it may follow:
-//
-//   - Client.starts: Enqueue, Reschedule, RetryDead and RetryMatching (a
-//     job made due may be claimed at once), before the report of a start
-//     (EventStarted);
-//   - Client.stops: Cancel and CancelMatching (a running job asked to stop
-//     may stop at once, or fail, or its worker die), before the reports of
-//     an attempt's end and of a rescue (EventCancelRequested before the
-//     EventCancelled or EventCompleted that follows it).
-//
-// Tickets are per call, never held while waiting, so an OnEvent hook that
-// enqueues or cancels cannot deadlock. Waiting costs an atomic load while
-// no ticket is held.
-type fence struct {
-	held     atomic.Int64 // tickets not yet released: wait's fast path
-	mu       sync.Mutex
-	cond     sync.Cond
-	next     uint64              // the next ticket
-	inflight map[uint64]struct{} // tickets not yet released
-}
-
-func (f *fence) enter() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inflight == nil {
-		f.inflight = make(map[uint64]struct{})
-		f.cond.L = &f.mu
-	}
-	t := f.next
-	f.next++
-	f.inflight[t] = struct{}{}
-	f.held.Add(1)
-	return t
-}
-
-func (f *fence) leave(t uint64) {
-	f.mu.Lock()
-	delete(f.inflight, t)
-	f.held.Add(-1)
-	f.mu.Unlock()
-	f.cond.Broadcast()
-}
-
-// wait returns once every ticket taken before the call is released.
-func (f *fence) wait() {
-	if f.held.Load() == 0 {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	before := f.next
-	for f.older(before) {
-		f.cond.Wait()
-	}
-}
-
-func (f *fence) older(than uint64) bool {
-	for t := range f.inflight {
-		if t < than {
-			return true
-		}
-	}
-	return false
 }

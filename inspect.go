@@ -191,7 +191,7 @@ func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 	if c.closed() {
 		return false, ErrClientStopped
 	}
-	if c.reported() { // EventCancelRequested before the attempt's end is reported
+	if c.observing() { // EventCancelRequested before the attempt's end is reported
 		defer c.stops.leave(c.stops.enter())
 	}
 	j, err := c.store.Cancel(ctx, store.CancelParams{Now: c.now(), ID: id})
@@ -221,7 +221,7 @@ func (c *Client) Reschedule(ctx context.Context, id ID, runAt time.Time, priorit
 	if runAt.IsZero() && priority == nil {
 		return nil, &FieldError{Field: "run_at", Reason: "give a new run time or a new priority"}
 	}
-	if c.reported() { // EventRescheduled before the start of a job made due
+	if c.observing() { // EventRescheduled before the start of a job made due
 		defer c.starts.leave(c.starts.enter())
 	}
 	j, err := c.store.Reschedule(ctx, store.RescheduleParams{Now: c.now(), ID: id, RunAt: runAt, Priority: priority})
