@@ -140,6 +140,7 @@ func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full boo
 	}
 	clear(r)
 	*reuse = r
+	p.paced(err == nil && len(res.Jobs) == limit, len(res.Jobs))
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.LogAttrs(ctx, slog.LevelError, "claim jobs", slog.String("error", err.Error()))

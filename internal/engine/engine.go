@@ -93,6 +93,8 @@ type Engine struct {
 	svc  startstop.Service
 	wake chan struct{} // new work may be available
 
+	running atomic.Pointer[pool] // the running pool, for Pace
+
 	mu      sync.Mutex
 	pool    *pool              // the running pool, nil when stopped
 	callers map[*slot]struct{} // the slots of ProcessNext calls running
@@ -117,6 +119,11 @@ type pool struct {
 
 	spareMu sync.Mutex
 	spare   []*job.Job // finished jobs' copies, for the next claim to fill
+
+	behind  atomic.Bool   // the last claim filled every free worker (pace.go)
+	credit  atomic.Int64  // jobs enqueues may store while behind
+	paceMu  sync.Mutex    // guards claimed
+	claimed chan struct{} // closed at the next claim's end, for Pace
 }
 
 // takeSpare moves up to n job copies nobody uses any more into dst[:0].
@@ -189,6 +196,7 @@ func (e *Engine) run(ctx context.Context) {
 	e.mu.Lock()
 	e.pool = p
 	e.mu.Unlock()
+	e.running.Store(p)
 	var workers, loops sync.WaitGroup
 	for i := range e.cfg.Workers {
 		workers.Go(func() { e.work(p, &p.slots[i]) })
@@ -197,6 +205,7 @@ func (e *Engine) run(ctx context.Context) {
 	loops.Go(func() { e.complete(ctx, p) })
 	loops.Go(func() { e.heartbeat(ctx, p) })
 	workers.Wait()
+	e.running.Store(nil)
 	close(p.idle)
 	p.h.end() // the completer ends once it has written what is left
 	loops.Wait()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hopperq/hopper/job"
 )
@@ -40,8 +41,9 @@ type handoff struct {
 	hasJob  sync.Cond  // signalled once per job pushed while workers wait
 	jobs    []*job.Job // jobs[head:] are claimed and not yet taken
 	head    int
-	waiting int  // workers waiting in next
-	closed  bool // no more jobs will be pushed
+	waiting int          // workers waiting in next
+	idle    atomic.Int32 // waiting, read without the lock (Pace)
+	closed  bool         // no more jobs will be pushed
 
 	outs  []finished    // outcomes the completer has not taken
 	ended bool          // every worker has returned: no more outcomes
@@ -104,7 +106,9 @@ func (h *handoff) next(f finished, done bool) (*job.Job, bool) {
 			return nil, false
 		}
 		h.waiting++
+		h.idle.Add(1)
 		h.hasJob.Wait()
+		h.idle.Add(-1)
 		h.waiting--
 	}
 	j := h.jobs[h.head]
