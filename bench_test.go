@@ -3,19 +3,22 @@ package hopper_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/cputime"
+	"github.com/hopperq/hopper/internal/mixedload"
 	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
 	_ "github.com/hopperq/hopper/store/pgstore" // postgres://
 	"github.com/hopperq/hopper/store/sqlitestore"
 )
@@ -109,57 +112,81 @@ func endToEnd(b *testing.B, cfg hopper.Config) {
 	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/job")
 }
 
-// BenchmarkMixed is the mixed case: 8 producers each enqueueing one job
-// per call as fast as they can while 100 workers run them (no-op), b.N jobs
-// in all. It reports the enqueue rate (until the producers are done), the
-// work rate (until the last job completed) and the backlog left when the
-// producers finished: where enqueues and claims share a writer, the one
-// must not starve the other.
+// mixedDuration is how long BenchmarkMixed measures each load.
+var mixedDuration = flag.Duration("mixed.duration", 3*time.Second, "BenchmarkMixed: how long each load is measured (after 1s of warm-up)")
+
+// BenchmarkMixed is a steady stream of new jobs (internal/mixedload): 8
+// producers enqueue one job per call at 30%, 50% and 80% of the capacity
+// and flat out while 100 workers run them (no-op) and a subscription counts
+// completions, as an application with metrics does. The capacity is
+// measured first, in the same run: the same workers on a queue of 50,000
+// jobs filled beforehand. Each load reports inserted/s, worked/s,
+// worked/inserted, the backlog when its window ended and enqueue → handler
+// start p50 and p99. A worker that waited for events to be delivered once
+// fell to a tenth of the enqueue rate here (issue 19). Run it once per
+// load, with -benchtime 1x:
+//
+//	go test -run '^$' -bench BenchmarkMixed -benchtime 1x -mixed.duration 10s
 func BenchmarkMixed(b *testing.B) {
-	b.Run("store=memory", func(b *testing.B) { mixed(b, hopper.Config{}) })
+	b.Run("store=memory", func(b *testing.B) {
+		mixedLoads(b, func(context.Context) (store.Store, func(), error) {
+			st := memstore.New()
+			return st, func() { st.Close() }, nil
+		})
+	})
 	b.Run("store=sqlite", func(b *testing.B) {
-		st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		mixed(b, hopper.Config{Store: st, WorkerID: st.WorkerID()})
+		dir := b.TempDir()
+		var n atomic.Int64
+		mixedLoads(b, func(ctx context.Context) (store.Store, func(), error) {
+			st, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("mixed%d.db", n.Add(1))), sqlitestore.Options{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, func() { st.Close() }, nil
+		})
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		pgtest.ServerURL(b) // skips without a server
+		mixedLoads(b, func(ctx context.Context) (store.Store, func(), error) {
+			st, err := store.Open(ctx, pgtest.StoreURL(b, 0), store.OpenOptions{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, func() { st.Close() }, nil
+		})
 	})
 }
 
-func mixed(b *testing.B, cfg hopper.Config) {
-	const producers = 8
-	cfg.Concurrency = 100
-	c, ran, done := noopClient(b, cfg)
+func mixedLoads(b *testing.B, open func(context.Context) (store.Store, func(), error)) {
 	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cputime.Process()
-	start := time.Now()
-	c.Start()
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Go(func() {
-			for i := p; i < b.N; i += producers {
-				if _, err := c.Enqueue(ctx, "noop", nil, nil); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	enqueued := time.Since(start)
-	backlog := int64(b.N) - ran.Load()
-	<-done
-	if err := c.Stop(ctx); err != nil {
+	cfg := mixedload.Config{Open: open, Duration: *mixedDuration}
+	capacity, err := mixedload.MeasureCapacity(ctx, cfg)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/enqueued.Seconds(), "enqueued/s")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-	b.ReportMetric(float64(backlog), "backlog")
-	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/job")
+	b.Logf("capacity: %.0f jobs/s (%d jobs in %s)", capacity.Rate, capacity.Jobs, capacity.Took.Round(time.Millisecond))
+	for _, load := range mixedload.StandardLoads {
+		name := load.String() // "30%" reads "30pct" in a benchmark's name
+		if load.Fraction > 0 {
+			name = strings.TrimSuffix(name, "%") + "pct"
+		}
+		b.Run("load="+name, func(b *testing.B) {
+			var r mixedload.Result
+			for range b.N {
+				if r, err = mixedload.Run(ctx, cfg, capacity.Rate, load); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(capacity.Rate, "capacity/s")
+			b.ReportMetric(r.Inserted, "inserted/s")
+			b.ReportMetric(r.Worked, "worked/s")
+			b.ReportMetric(r.Ratio(), "worked/inserted")
+			b.ReportMetric(r.Worked/capacity.Rate, "worked/capacity")
+			b.ReportMetric(float64(r.Backlog), "backlog")
+			b.ReportMetric(float64(r.P50.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(r.P99.Microseconds()), "p99-µs")
+		})
+	}
 }
 
 // BenchmarkLatencyIdle measures enqueue → handler start on an idle pool: one

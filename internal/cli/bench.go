@@ -20,6 +20,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/jsondur"
+	"github.com/hopperq/hopper/internal/mixedload"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
 	"github.com/hopperq/hopper/store/pgstore"
@@ -33,6 +34,11 @@ type benchConfig struct {
 	jobs, workers     int
 	batch, latency    int
 	keep              bool
+	// --mixed
+	mixed            bool
+	producers        int
+	duration, warmup time.Duration
+	loads            string
 }
 
 // benchResult is what bench measured, and under which conditions.
@@ -63,7 +69,7 @@ type benchResult struct {
 func (a *app) benchCmd() *cobra.Command {
 	var cfg benchConfig
 	c := &cobra.Command{
-		Use:   "bench [--store memory|sqlite|postgres] [--jobs N] [--workers N] [--batch N] [--durability full|normal]",
+		Use:   "bench [--store memory|sqlite|postgres] [--jobs N] [--workers N] [--batch N] [--durability full|normal] [--mixed [--producers N] [--duration D] [--loads L]]",
 		Short: "Measure Hopper's own throughput and latency",
 		Long: `Measure Hopper on this machine, like "river bench": a client with a no-op job
 kind works jobs while N of them are enqueued in batches; it reports jobs
@@ -77,11 +83,24 @@ temporary directory, and --db is not used. With --store postgres, --db (or
 $HOPPER_DB) names the PostgreSQL database, and bench works in a new schema
 of its own there, hopper_bench_<random> (its hopper_schema parameter is
 replaced). Either is deleted afterwards unless --keep. Progress goes to
-stderr when it is a terminal.`,
+stderr when it is a terminal.
+
+With --mixed, it measures a steady stream instead: first the capacity, the
+rate the workers reach on a queue of --jobs jobs filled beforehand; then,
+for each of --loads, --producers goroutines enqueue one job per call at
+that rate (a percentage of the capacity, jobs per second, or max: as fast
+as they can) for --warmup and then --duration, while the workers run them
+and a subscription counts completions, as an application with metrics
+does. Each load reports jobs inserted and worked per second, the backlog
+(enqueued, not completed) when its window ended, and the latency from just
+before Enqueue to the handler's start. Each load and the capacity get a new
+database (a new file, a new schema).`,
 		Example: `  hopper bench
   hopper bench --store memory --jobs 1000000
   hopper bench --durability normal --workers 50 --json
-  hopper bench --store postgres --db postgres://app@db/app --workers 1000`,
+  hopper bench --store postgres --db postgres://app@db/app --workers 1000
+  hopper bench --mixed --duration 20s --loads 30%,50%,80%,max
+  hopper bench --mixed --store memory --producers 16 --loads 20000,max`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -96,6 +115,25 @@ stderr when it is a terminal.`,
 			case cfg.workers < 1 || cfg.workers > hopper.MaxConcurrency:
 				return usagef("bad --workers %d: must be between 1 and %d", cfg.workers, hopper.MaxConcurrency)
 			}
+			if cfg.mixed {
+				loads, err := mixedload.ParseLoads(cfg.loads)
+				switch {
+				case err != nil:
+					return usagef("bad --loads: %v", err)
+				case cfg.producers < 1:
+					return usagef("bad --producers %d: must be at least 1", cfg.producers)
+				case cfg.duration <= 0:
+					return usagef("bad --duration %s: must be positive", cfg.duration)
+				case cfg.warmup < 0:
+					return usagef("bad --warmup %s: must not be negative", cfg.warmup)
+				}
+				return a.benchMixed(cmd.Context(), cfg, loads)
+			}
+			for _, name := range []string{"producers", "duration", "warmup", "loads"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s needs --mixed", name)
+				}
+			}
 			return a.bench(cmd.Context(), cfg)
 		},
 	}
@@ -107,6 +145,11 @@ stderr when it is a terminal.`,
 	f.StringVar(&cfg.durability, "durability", "full", "sqlite only: full (fsync every commit) or normal (survives kill -9, not power loss)")
 	f.IntVar(&cfg.latency, "latency-jobs", 2000, "jobs enqueued one at a time to measure latency")
 	f.BoolVar(&cfg.keep, "keep", false, "keep the temporary database file (or PostgreSQL schema)")
+	f.BoolVar(&cfg.mixed, "mixed", false, "measure a steady stream of single-job enqueues against the capacity (see above)")
+	f.IntVar(&cfg.producers, "producers", mixedload.ProducersDefault, "--mixed: goroutines enqueueing one job per call")
+	f.DurationVar(&cfg.duration, "duration", mixedload.DurationDefault, "--mixed: how long each load is measured")
+	f.DurationVar(&cfg.warmup, "warmup", mixedload.WarmupDefault, "--mixed: how long producers run before each load's measurement")
+	f.StringVar(&cfg.loads, "loads", "30%,50%,80%,max", "--mixed: the producers' rates: a percentage of capacity, jobs/s, or max")
 	return c
 }
 

@@ -46,6 +46,11 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"serve", "--queues", "a:0"}, 2, []string{"--queues"}},
 		{[]string{"serve", "--workers", "0"}, 2, []string{"--workers"}},
 		{[]string{"bench", "--store", "paper"}, 2, []string{"--store"}},
+		{[]string{"bench", "--mixed", "--loads", "30%,fast"}, 2, []string{"--loads", `"fast"`}},
+		{[]string{"bench", "--mixed", "--loads", "-5%"}, 2, []string{"--loads", `"-5%"`}},
+		{[]string{"bench", "--mixed", "--producers", "0"}, 2, []string{"--producers"}},
+		{[]string{"bench", "--mixed", "--duration", "0s"}, 2, []string{"--duration"}},
+		{[]string{"bench", "--producers", "4"}, 2, []string{"--producers needs --mixed"}},
 		{[]string{"demo", "--duration", "0s"}, 2, []string{"--duration"}},
 	} {
 		r := hop(t, db, tc.args...)
@@ -229,6 +234,25 @@ func TestBench(t *testing.T) {
 	}
 	if _, err := os.Stat(res.File); err == nil {
 		t.Error("bench left its database behind")
+	}
+}
+
+// TestBenchMixed: bench --mixed measures the capacity, then each load
+// on a new database, and leaves no database behind.
+func TestBenchMixed(t *testing.T) {
+	t.Parallel()
+	r := hop(t, "unused.db", "bench", "--mixed", "--store", "memory", "--jobs", "2000", "--duration", "200ms", "--warmup", "0s",
+		"--loads", "20%,max").ok(t)
+	r.has(t, "store    memory", "capacity:", "steady producers: 8 goroutines", "worked/inserted", "20%", "max", "p99")
+	var res mixedResult
+	hop(t, "unused.db", "bench", "--mixed", "--json", "--durability", "normal", "--jobs", "300", "--workers", "4",
+		"--producers", "2", "--duration", "1s", "--warmup", "0s", "--loads", "500/s").ok(t).decode(&res)
+	if res.Store != "sqlite" || res.CapacityJobs != 300 || res.Capacity <= 0 || res.Producers != 2 || len(res.Loads) != 1 {
+		b, _ := json.Marshal(res)
+		t.Fatalf("bench --mixed: %s", b)
+	}
+	if l := res.Loads[0]; l.Load != "500/s" || l.Offered != 500 || l.Inserted <= 0 || l.Worked <= 0 || l.P99 < l.P50 || l.Samples == 0 {
+		t.Fatalf("bench --mixed: load %+v", l)
 	}
 }
 
