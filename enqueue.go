@@ -133,7 +133,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		jobs[i] = j
 	}
 	if inTx == nil {
-		c.engine.Pace(ctx, len(jobs)) // while the workers are behind, one claim per call (engine/pace.go)
+		c.engine.Pace(ctx) // while the workers are behind, one claim per call (engine/pace.go)
 	}
 	p := store.EnqueueParams{Now: t, Jobs: jobs}
 	var res []store.EnqueueResult

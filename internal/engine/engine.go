@@ -121,7 +121,7 @@ type pool struct {
 	spare   []*job.Job // finished jobs' copies, for the next claim to fill
 
 	behind  atomic.Bool   // the last claim filled every free worker (pace.go)
-	credit  atomic.Int64  // jobs enqueues may store while behind
+	credit  atomic.Int64  // enqueue calls Pace may let through while behind
 	paceMu  sync.Mutex    // guards claimed
 	claimed chan struct{} // closed at the next claim's end, for Pace
 }

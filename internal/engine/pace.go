@@ -14,10 +14,13 @@ import (
 // workers a fifth of what they inserted, the backlog growing without bound
 // (issue 19). So while the pool is behind — its last claim found more jobs
 // due than it had free workers for, and a worker is free again — an
-// enqueue waits, before it stores its jobs, until the pool has started as
-// many jobs since it fell behind as the enqueues let through meanwhile
-// stored, at most paceMax: the queue stops growing, the workers get their
-// share of the store and the CPU, and a job waits less in a shorter queue.
+// enqueue call waits, before it stores its jobs, until the pool has
+// started a job for each call let through since it fell behind, at most
+// paceMax: the workers get their share of the store and the CPU, and a job
+// waits less in a shorter queue. A call counts once however many jobs it
+// stores: what crowds the workers out is many small calls (each a lock
+// taken, a request to the writer), and a batch of 1,000 would otherwise
+// always wait the whole paceMax.
 //
 // The cost falls on enqueues made while jobs wait for free workers: one
 // claim's time (microseconds in memory, about one commit on a durable
@@ -28,22 +31,21 @@ import (
 // paceMax bounds how long Pace holds an enqueue.
 const paceMax = 10 * time.Millisecond
 
-// Pace returns, when the pool is behind, once the pool has started as many
-// jobs since it fell behind as the calls that Pace let through meanwhile
-// will store, n of them for this one, or paceMax has passed; at once
-// otherwise (an atomic load or two), and at once when ctx is done or the
-// pool stops.
-func (e *Engine) Pace(ctx context.Context, n int) {
+// Pace returns, when the pool is behind, once the pool has started a job
+// for each call Pace let through since it fell behind, this one included,
+// or paceMax has passed; at once otherwise (an atomic load or two), and at
+// once when ctx is done or the pool stops.
+func (e *Engine) Pace(ctx context.Context) {
 	p := e.running.Load()
 	if p == nil || !p.starved() {
 		return
 	}
 	var t *time.Timer
 	for {
-		if p.credit.Add(int64(-n)) >= 0 {
+		if p.credit.Add(-1) >= 0 {
 			return
 		}
-		p.credit.Add(int64(n))
+		p.credit.Add(1)
 		p.paceMu.Lock()
 		if p.claimed == nil {
 			p.claimed = make(chan struct{})
@@ -71,8 +73,8 @@ func (e *Engine) Pace(ctx context.Context, n int) {
 
 // paced records the claim that just ended: n jobs started, behind if it
 // filled every free worker (more jobs may be due). While the pool is
-// behind, each job started lets one more be enqueued (credit); it releases
-// the enqueues Pace holds.
+// behind, each job started lets one more enqueue call through (credit); it
+// releases the calls Pace holds.
 func (p *pool) paced(behind bool, n int) {
 	if behind {
 		if p.credit.Add(int64(n)) > claimBatch {
