@@ -132,8 +132,11 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		}
 		jobs[i] = j
 	}
-	if inTx == nil {
-		c.engine.Pace(ctx) // while the workers are behind, one claim per call (engine/pace.go)
+	if inTx == nil && len(jobs) == 1 {
+		// While the workers starve, a job started per call let through
+		// (engine/pace.go). Batches are not held: their calls are few, and
+		// an ingest of a backlog in batches is meant to be quick.
+		c.engine.Pace(ctx)
 	}
 	p := store.EnqueueParams{Now: t, Jobs: jobs}
 	var res []store.EnqueueResult
