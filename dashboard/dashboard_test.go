@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -486,6 +487,74 @@ func TestExecOutput(t *testing.T) {
 }
 
 // TestBulk: a selection, and every job matching a filter up to the
+// TestJobJSONReadable: a job's args and result show <, > and & as
+// themselves (escaped for HTML once, by the template), not as the
+// \u003e escapes Go's JSON encoder stored: "echo x >&2" reads as written.
+func TestJobJSONReadable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	res, err := e.c.Enqueue(context.Background(), "ok", map[string]any{"command": "sh", "args": []string{"-c", "echo <b> >&2"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := e.get("/jobs/"+strconv.FormatInt(int64(res.ID), 10), "").want(t, 200).body
+	if want := "echo &lt;b&gt; &gt;&amp;2"; !strings.Contains(page, want) {
+		t.Errorf("job page: no %q in\n%s", want, clip(page))
+	}
+	if strings.Contains(page, `\u003e`) || strings.Contains(page, `\u0026`) {
+		t.Errorf("job page shows JSON's HTML escapes:\n%s", clip(page))
+	}
+}
+
+// TestCancelRequestedShown: the "cancel requested" badge shows beside a
+// job that completed although its cancellation was requested, and not
+// beside a cancelled one, where it would only repeat the state.
+func TestCancelRequestedShown(t *testing.T) {
+	t.Parallel()
+	ws := kinds()
+	var c *hopper.Client
+	// self cancels itself while it runs, then fails (ending cancelled) or,
+	// with args true, completes.
+	hopper.Register(ws, "self", func(ctx context.Context, complete bool) (any, error) {
+		if _, err := c.Cancel(ctx, hopper.JobFromContext(ctx).ID); err != nil {
+			return nil, hopper.Permanent(err)
+		}
+		if complete {
+			return "done anyway", nil
+		}
+		return nil, errors.New("stopped")
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, c, Options{})
+	ctx := context.Background()
+	ids := map[bool]hopper.ID{}
+	for _, complete := range []bool{false, true} {
+		res, err := c.Enqueue(ctx, "self", complete, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[complete] = res.ID
+	}
+	e.run()
+	for complete, want := range map[bool]hopper.State{false: hopper.StateCancelled, true: hopper.StateCompleted} {
+		j := e.job(ids[complete])
+		if j.State != want || !j.CancelRequested {
+			t.Fatalf("job %d: %s, cancel requested %v; want %s, true", j.ID, j.State, j.CancelRequested, want)
+		}
+		page := e.get("/jobs/"+strconv.FormatInt(int64(j.ID), 10), "").want(t, 200).body
+		if got := strings.Contains(page, "cancel requested"); got != complete {
+			t.Errorf("%s job's page shows \"cancel requested\": %v, want %v", j.State, got, complete)
+		}
+	}
+	list := e.get("/jobs", "").want(t, 200).body
+	if n := strings.Count(list, `title="cancel requested"`); n != 1 {
+		t.Errorf("jobs list: %d cancel-requested marks, want 1 (the completed job's)", n)
+	}
+}
+
 // TestBulkConfirmCountsNow: the confirmation page counts the matching jobs
 // when it is shown, not from the stats the pages cache.
 func TestBulkConfirmCountsNow(t *testing.T) {

@@ -1,8 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/jsontext"
 )
 
 // funcs are the template functions, bound to h (prefix, time zone).
@@ -128,17 +127,12 @@ func dur(d time.Duration) string {
 	return short(d)
 }
 
-// pretty indents JSON for reading; text that is not JSON is returned as
-// it is.
+// pretty indents JSON for reading, with <, > and & as themselves (the
+// template escapes them for HTML), as jobs get shows them; text that is
+// not JSON is returned as it is.
 func pretty(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return string(b)
-	}
-	return out.String()
+	out, _ := jsontext.Indent(b, "", "  ")
+	return out
 }
 
 // trunc cuts s to at most n characters, marking the cut.

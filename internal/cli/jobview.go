@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/internal/jsontext"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -75,13 +76,16 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	return nil
 }
 
-// stateLine is the job's state, and for a running job whose cancellation
-// was requested, that it is being cancelled (a job cancelled since keeps
-// the request: "cancelled (cancellation requested)" said it twice).
+// stateLine is the job's state, with its cancellation request while it
+// runs, or when it completed anyway (a cancelled job says nothing more).
 func stateLine(j *hopper.Job) string {
 	s := j.State.String()
-	if j.CancelRequested && j.State == hopper.StateRunning {
+	switch {
+	case !j.CancelRequested:
+	case j.State == hopper.StateRunning:
 		s += " (cancellation requested)"
+	case j.State == hopper.StateCompleted:
+		s += " (its cancellation was requested while it ran)"
 	}
 	return s
 }
@@ -211,37 +215,11 @@ func printResult(w io.Writer, j *hopper.Job) {
 	fmt.Fprintln(w, indentJSON(j.Result))
 }
 
+// indentJSON indents b for reading (<, > and & as themselves), two
+// spaces in.
 func indentJSON(b []byte) string {
-	var buf bytes.Buffer
-	if json.Indent(&buf, b, "  ", "  ") != nil {
-		return "  " + string(b)
-	}
-	return "  " + unescapeHTML(buf.String())
-}
-
-// unescapeHTML turns the \u003c, \u003e and \u0026 escapes that Go's JSON
-// encoder writes for <, > and & back into the characters, for reading.
-func unescapeHTML(s string) string {
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+5 < len(s) && s[i+1] == 'u' {
-			if r, ok := map[string]byte{"003c": '<', "003e": '>', "0026": '&'}[s[i+2:i+6]]; ok {
-				b.WriteByte(r)
-				i += 5
-				continue
-			}
-		}
-		b.WriteString(s[i : i+2]) // an escape pair, copied whole
-		i++
-	}
-	return b.String()
+	out, _ := jsontext.Indent(b, "  ", "  ")
+	return "  " + out
 }
 
 func indent(s string) string {

@@ -158,19 +158,23 @@ func TestServeSignalAtStartup(t *testing.T) {
 	}
 }
 
-// TestStateLine: a cancellation request is news only while the job runs.
+// TestStateLine: jobs get shows a cancellation request beside a running
+// job, and beside one that completed anyway, but not beside a cancelled
+// job, where it would only repeat the state.
 func TestStateLine(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		state hopper.State
-		want  string
+	for _, c := range []struct {
+		state     hopper.State
+		requested bool
+		want      string
 	}{
-		{hopper.StateRunning, "running (cancellation requested)"},
-		{hopper.StateCancelled, "cancelled"},
-		{hopper.StateDead, "dead"},
+		{hopper.StateRunning, false, "running"},
+		{hopper.StateRunning, true, "running (cancellation requested)"},
+		{hopper.StateCancelled, true, "cancelled"},
+		{hopper.StateCompleted, true, "completed (its cancellation was requested while it ran)"},
 	} {
-		if got := stateLine(&hopper.Job{State: tc.state, CancelRequested: true}); got != tc.want {
-			t.Errorf("stateLine(%s, cancel requested) = %q, want %q", tc.state, got, tc.want)
+		if got := stateLine(&hopper.Job{State: c.state, CancelRequested: c.requested}); got != c.want {
+			t.Errorf("%s, cancel requested %v: %q, want %q", c.state, c.requested, got, c.want)
 		}
 	}
 }
