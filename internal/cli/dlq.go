@@ -75,7 +75,7 @@ not found, is not dead, or stayed dead (each is reported).`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return usagef("give job IDs or --all (not both): dlq retry ID... | dlq retry --all")
+				return usagef("give job IDs or --all (exactly one): dlq retry ID... | dlq retry --all")
 			}
 			ids, err := parseIDs(args)
 			if err != nil {

@@ -36,8 +36,8 @@ func TestDLQ(t *testing.T) {
 	if j := work(t, db, a)[0]; j.State != hopper.StateDead || len(j.Attempts) != 4 {
 		t.Fatalf("job %d after retry: %s, %d attempts", a, j.State, len(j.Attempts))
 	}
-	hop(t, db, "dlq", "retry").fails(t, 2, "give job IDs or --all")
-	hop(t, db, "dlq", "retry", "--all", "1").fails(t, 2, "give job IDs or --all")
+	hop(t, db, "dlq", "retry").fails(t, 2, "give job IDs or --all (exactly one)")
+	hop(t, db, "dlq", "retry", "--all", "1").fails(t, 2, "give job IDs or --all (exactly one)")
 	hop(t, db, "dlq", "retry", "x").fails(t, 2, `bad job ID "x"`)
 
 	// Purge.

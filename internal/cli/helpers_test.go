@@ -53,8 +53,8 @@ func (r result) fails(t *testing.T, code int, want ...string) {
 	if r.code != code {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.out, r.err)
 	}
-	if !strings.HasPrefix(r.err, "hopper: ") {
-		t.Errorf("stderr does not start with \"hopper: \": %q", r.err)
+	if !strings.HasPrefix(r.err, "hopper: ") || strings.HasPrefix(r.err, "hopper: hopper ") {
+		t.Errorf("stderr does not start with one \"hopper: \": %q", r.err)
 	}
 	for _, w := range want {
 		if !strings.Contains(r.err, w) {

@@ -188,9 +188,9 @@ func (a *app) jobsCancelCmd() *cobra.Command {
 		Short: "Cancel jobs",
 		Long: `Cancel jobs. A waiting job is cancelled at once. A running job is asked to
 stop: its server cancels it at its next lease renewal (within a third of
-its --lease, 10s by default), killing
-an exec job's processes; if it then fails it ends cancelled, if it completes
-anyway it ends completed. A job already cancelled is reported as such.
+its --lease, 10s by default), killing an exec job's processes; if it then
+fails it ends cancelled, if it completes anyway it ends completed. A job
+already cancelled is reported as such.
 
 Exit code: 0 if every job is cancelled or its cancellation requested
 (including jobs already cancelled); 1 if a job was not found or has

@@ -15,10 +15,13 @@ func (a *app) migrateCmd() *cobra.Command {
 		Use:   "migrate",
 		Short: "Create the database or bring its schema up to date",
 		Long: `Create the database if it does not exist, or upgrade its schema to this
-version of Hopper. "hopper serve" and the commands that change jobs do it
-too; the commands that only read (jobs list, stats, ...) never write, so on
-a database of an older schema they ask for this command. Running it again
-does nothing. Several processes may run it at once.`,
+version of Hopper. "hopper serve", enqueue, schedule add and demo do both
+too. The other commands that change jobs (jobs cancel, dlq retry, ...)
+upgrade an existing database but never create one: where there is none, or
+--db names a PostgreSQL schema that does not exist, they fail. The commands
+that only read (jobs list, stats, ...) never write, so on a database of an
+older schema they ask for this command. Running it again does nothing.
+Several processes may run it at once.`,
 		Example: "  hopper migrate\n  hopper --db sqlite:/var/lib/hopper/hopper.db migrate",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -127,8 +127,8 @@ func (a *app) root() *cobra.Command {
 schedules live in one store: by default the SQLite file ./hopper.db; --db
 (or $HOPPER_DB) takes another file or a store URL: sqlite:/var/lib/hopper.db,
 or postgres://user@host/db?hopper_schema=hopper for a PostgreSQL database
-that servers on many machines share. "hopper serve" works them; the other commands enqueue and inspect them, and
-may run while a server is running.
+that servers on many machines share. "hopper serve" works them; the other
+commands enqueue and inspect them, and may run while a server is running.
 
 Exit codes: 0 every target ended as asked (or already was); 1 the command
 failed for at least one target, or an operational error; 2 a usage error,
@@ -192,7 +192,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		if cmd.HasSubCommands() {
 			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
 		}
-		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+		return usagef("%s takes no arguments, got %q", subcommand(cmd), args[0])
 	}
 	return nil
 }
@@ -201,18 +201,24 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) < n:
-			return usagef("%s needs %s", cmd.CommandPath(), what)
+			return usagef("%s needs %s", subcommand(cmd), what)
 		case len(args) > n:
-			return usagef("%s takes only %s, got %d arguments: %s", cmd.CommandPath(), what, len(args), strings.Join(args, " "))
+			return usagef("%s takes only %s, got %d arguments: %s", subcommand(cmd), what, len(args), strings.Join(args, " "))
 		}
 		return nil
 	}
 }
 
+// subcommand is cmd's path without the root's name ("jobs get"), for
+// errors, which "hopper: " already begins.
+func subcommand(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
 func minArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usagef("%s needs %s", cmd.CommandPath(), what)
+			return usagef("%s needs %s", subcommand(cmd), what)
 		}
 		return nil
 	}

@@ -276,7 +276,11 @@ func (a *app) scheduleSetCmd(verb, short string) *cobra.Command {
 		Short: short,
 		Long: short + `.
 
-Exit code: 0 if the schedule is ` + map[string]string{"pause": "paused (or already was)", "resume": "active (or already was)", "rm": "removed"}[verb] + `; 1 if there is no schedule NAME.`,
+` + map[string]string{
+			"pause":  "Exit code: 0 if the schedule is paused (or already was); 1 if there is\nno schedule NAME.",
+			"resume": "Exit code: 0 if the schedule is active (or already was); 1 if there is\nno schedule NAME.",
+			"rm":     "Exit code: 0 if the schedule is removed; 1 if there is no schedule NAME.",
+		}[verb],
 		Args: exactArgs(1, "a schedule NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
