@@ -168,8 +168,9 @@ type RefusedAddrError struct {
 
 // Error says which address was refused, why, and how to allow it:
 // "localhost resolves to 127.0.0.1, a loopback address, which http jobs
-// may not reach unless allowed: hopper serve --http-allow 127.0.0.1
-// (kinds.HTTPPolicy.Allow in a program)".
+// may not reach unless allowed: hopper serve --http-allow 127.0.0.1 (and
+// HOPPER_HTTP_ALLOW=127.0.0.1 for hopper enqueue and schedule add, which
+// check too; kinds.HTTPPolicy.Allow in a program)".
 func (e *RefusedAddrError) Error() string {
 	var b strings.Builder
 	if e.Proxy {
@@ -185,9 +186,14 @@ func (e *RefusedAddrError) Error() string {
 	default:
 		fmt.Fprintf(&b, "%s resolves to %s, %s", e.Host, e.Addr, e.Reason)
 	}
-	fmt.Fprintf(&b, ", which http jobs may not reach unless allowed: hopper serve --http-allow %s (kinds.HTTPPolicy.Allow in a program)", e.Addr)
+	fmt.Fprintf(&b, ", which http jobs may not reach unless allowed: hopper serve --http-allow %s "+
+		"(and %s=%s for hopper enqueue and schedule add, which check too; kinds.HTTPPolicy.Allow in a program)", e.Addr, httpAllowEnv, e.Addr)
 	return b.String()
 }
+
+// httpAllowEnv is the variable whose addresses the hopper command's
+// enqueueing commands allow (cli.HTTPAllowEnv, which imports this package).
+const httpAllowEnv = "HOPPER_HTTP_ALLOW"
 
 // redirectError is a redirect the policy does not follow.
 type redirectError struct {

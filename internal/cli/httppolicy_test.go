@@ -54,7 +54,8 @@ func TestServeHTTPAllowFlag(t *testing.T) {
 func TestEnqueueHTTPPolicy(t *testing.T) {
 	db := newDB(t)
 	t.Setenv(HTTPAllowEnv, "")
-	hop(t, db, "enqueue", "http", "--url", "http://127.0.0.1:8080/").fails(t, ExitUsage, "127.0.0.1 is a loopback address", "--http-allow 127.0.0.1")
+	hop(t, db, "enqueue", "http", "--url", "http://127.0.0.1:8080/").fails(t, ExitUsage, "127.0.0.1 is a loopback address", "--http-allow 127.0.0.1",
+		HTTPAllowEnv+"=127.0.0.1 for hopper enqueue") // what allows it here, not only in serve
 	hop(t, db, "enqueue", "http", "--url", "http://[::ffff:10.0.0.1]/").fails(t, ExitUsage, "an IPv4-mapped form of 10.0.0.1, a private address")
 	hop(t, db, "schedule", "add", "s", "--every", "1m", "http", "--url", "http://169.254.169.254/").fails(t, ExitUsage, "169.254.169.254 is a link-local address")
 	hopIn(t, db, `{"kind":"http","args":{"url":"https://example.com/"}}`+"\n"+`{"kind":"http","args":{"url":"http://10.0.0.1/"}}`+"\n",
