@@ -157,7 +157,7 @@ func describeTimeout(sc *hopper.Schedule) string {
 	if hi != lo {
 		d = "between " + roughDuration(lo) + " and " + roughDuration(hi)
 	}
-	return fmt.Sprintf("no --timeout given: each job it fires times out after the schedule's period, %s (the time to the next tick, at least %s)",
+	return fmt.Sprintf("no --timeout given: each job it fires times out after %s (the schedule's period: the time to its next tick, but at least %s)",
 		d, roughDuration(hopper.MinScheduledTimeout))
 }
 

@@ -56,9 +56,10 @@ func TestScheduleAddTimeout(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	hop(t, db, "schedule", "add", "hourly", "--every", "1h", "exec", "--", "true").ok(t).
-		has(t, "no --timeout given", "times out after the schedule's period, 1h0m", "at least 1m")
+		has(t, "no --timeout given", "times out after 1h0m (the schedule's period", "at least 1m")
+	// Not "the schedule's period, 1m": its period is 10s.
 	hop(t, db, "schedule", "add", "fast", "--every", "10s", "exec", "--", "true").ok(t).
-		has(t, "period, 1m (")
+		has(t, "times out after 1m (the schedule's period: the time to its next tick, but at least 1m)")
 	hop(t, db, "schedule", "add", "twice", "--cron", "0 9,17 * * *", "exec", "--", "true").ok(t).
 		has(t, "between 8h0m and 16h0m")
 	hop(t, db, "schedule", "add", "own", "--every", "1h", "--timeout", "5m", "exec", "--", "true").ok(t).
