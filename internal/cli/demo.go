@@ -13,6 +13,7 @@ import (
 	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
+	"github.com/hopperq/hopper/store"
 	"github.com/spf13/cobra"
 )
 
@@ -41,11 +42,8 @@ when the demo ends.`,
 			if err := demoSupported(kinds.ExecSupported, runtime.GOOS); err != nil {
 				return err
 			}
-			again := a.self // the hints' commands, as this one was run
-			if cmd.Flags().Changed("db") {
-				again += " --db " + shellQuote([]string{a.db})
-			}
-			return a.demo(cmd.Context(), duration, again)
+			again, note := demoAgain(a.self, a.db, cmd.Flags().Changed("db"))
+			return a.demo(cmd.Context(), duration, again, note)
 		},
 	}
 	c.Flags().DurationVar(&duration, "duration", 30*time.Second, "the longest the demo runs the jobs")
@@ -62,9 +60,26 @@ func demoSupported(execSupported bool, goos string) error {
 	return fmt.Errorf("hopper demo runs shell commands (exec jobs), which are not supported on %s: they need Unix (Linux or macOS); the other commands, and serve --kinds http, work here", goos)
 }
 
+// demoAgain is the command the demo's hints suggest: self (the command as
+// it was run), with --db db if the database was given by --db. A URL's
+// password shows as xxxxx, as everywhere the command prints a URL, with a
+// note to print after them saying so: the hints are printed, and may be
+// shared, where the command line was only typed.
+func demoAgain(self, db string, dbGiven bool) (again, note string) {
+	if !dbGiven {
+		return self, ""
+	}
+	shown := store.Redacted(db)
+	if shown != db {
+		note = "(xxxxx stands for the password of the --db URL)\n"
+	}
+	return self + " --db " + shellQuote([]string{shown}), note
+}
+
 // demo runs the demo for at most duration; again is the command that runs
-// hopper on the same database, for the hints at the end.
-func (a *app) demo(ctx context.Context, duration time.Duration, again string) error {
+// hopper on the same database, for the hints at the end, and note a line
+// after them.
+func (a *app) demo(ctx context.Context, duration time.Duration, again, note string) error {
 	sigs, stop := a.signals()
 	defer stop()
 
@@ -176,8 +191,12 @@ loop:
 		fmt.Fprintf(out, "Job %d has failed %d of its %d attempts so far and is %s: %s serve (or a longer --duration) takes it to the dead-letter queue.\n",
 			ids[4], len(failing.Attempts), failing.MaxAttempts, failing.State, again)
 	}
-	fmt.Fprintf(out, "Everything is in %s; the schedule %s is paused (%s schedule resume %s lets %s serve fire it).\n\n", a.db, demoSchedule, again, demoSchedule, again)
-	fmt.Fprintf(out, "now try: %[1]s jobs list / %[1]s dlq list\n    and: %[1]s jobs get %[2]d / %[1]s dlq retry %[2]d / %[1]s stats / %[1]s serve\n", again, ids[4])
+	fmt.Fprintf(out, "Everything is in %s; the schedule %s is paused (%s schedule resume %s lets %s serve fire it).\n\n", s.db.name(), demoSchedule, again, demoSchedule, again)
+	retry := "" // only a dead job can be retried from the dead-letter queue
+	if failing.State == job.StateDead {
+		retry = fmt.Sprintf(" / %s dlq retry %d", again, ids[4])
+	}
+	fmt.Fprintf(out, "now try: %[1]s jobs list / %[1]s dlq list\n    and: %[1]s jobs get %[2]d%[3]s / %[1]s stats / %[1]s serve\n%[4]s", again, ids[4], retry, note)
 	return nil
 }
 

@@ -213,6 +213,39 @@ func TestDemoTwice(t *testing.T) {
 	}
 }
 
+// TestDemoCutShort: a demo that ends before its failing job is dead says
+// so and suggests no dlq retry of it (that would fail: it is not dead).
+func TestDemoCutShort(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	r := hop(t, db, "demo", "--duration", "1ms").ok(t) // the failing job's 3 attempts take 2s at least
+	r.has(t, "so far and is", "now try:", "jobs get")
+	if strings.Contains(r.out, "dlq retry") || !strings.Contains(r.out, "Everything is in "+db) {
+		t.Errorf("demo cut short:\n%s", r.out)
+	}
+}
+
+// TestDemoAgain: the demo's hints name --db as given, but with a URL's
+// password shown as xxxxx and a note saying so.
+func TestDemoAgain(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		db            string
+		given         bool
+		again, noteOf string
+	}{
+		{"x.db", false, "hopper", ""},
+		{"my db.db", true, "hopper --db 'my db.db'", ""},
+		{"postgres://u@h/d?sslmode=disable", true, "hopper --db 'postgres://u@h/d?sslmode=disable'", ""},
+		{"postgres://u:s3cret@h/d", true, "hopper --db postgres://u:xxxxx@h/d", "xxxxx stands for the password"},
+	} {
+		again, note := demoAgain("hopper", c.db, c.given)
+		if again != c.again || !strings.Contains(note, c.noteOf) || (c.noteOf == "") != (note == "") || strings.Contains(again+note, "s3cret") {
+			t.Errorf("demoAgain(%q, %v) = %q, %q; want %q and a note with %q", c.db, c.given, again, note, c.again, c.noteOf)
+		}
+	}
+}
+
 func TestBench(t *testing.T) {
 	t.Parallel()
 	r := hop(t, "unused.db", "bench", "--store", "memory", "--jobs", "3000", "--batch", "500", "--latency-jobs", "50").ok(t)
