@@ -33,7 +33,7 @@ Several processes may run it at once.`,
 // migrate opens the database read-write, which applies the schema, after a
 // read-only look that tells what there was to do.
 func (a *app) migrate(ctx context.Context) error {
-	db, err := parseDB(a.db)
+	db, err := parseDB(a.db, a.dbFrom())
 	if err != nil {
 		return err
 	}

@@ -311,3 +311,24 @@ func TestBenchPostgres(t *testing.T) {
 		t.Fatalf("bench left its schema %s behind (%v)", res.Schema, err)
 	}
 }
+
+// TestDBFromEnvironment: a bad database that came from $HOPPER_DB is named
+// so (the user passed no --db), and help shows $HOPPER_DB's URL, the
+// default of --db, without its password. Not parallel: it sets the
+// environment.
+func TestDBFromEnvironment(t *testing.T) {
+	t.Setenv("HOPPER_DB", "sqlit:x.db")
+	hop2 := func(args ...string) result { // without hop's --db
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), args, IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		return result{out.String(), errOut.String(), code, t}
+	}
+	hop2("jobs", "list").fails(t, ExitUsage, `bad $HOPPER_DB "sqlit:x.db": unknown scheme "sqlit"`)
+	hop2("--db", "sqlit:y.db", "jobs", "list").fails(t, ExitUsage, `bad --db "sqlit:y.db"`)
+	t.Setenv("HOPPER_DB", "postgres://u:s3cret@db.invalid/app")
+	r := hop2("--help").ok(t)
+	r.has(t, `(default "postgres://u:xxxxx@db.invalid/app")`)
+	if strings.Contains(r.out, "s3cret") {
+		t.Errorf("help shows $HOPPER_DB's password:\n%s", r.out)
+	}
+}

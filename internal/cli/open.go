@@ -51,25 +51,26 @@ func (d database) name() string {
 // a new database ("./sqlit:x.db" names that file); anything else is a path.
 // Every URL that cannot work — an unknown scheme (mysql://, postgress://),
 // or parameters its store refuses (hopper_schem=, a bad sslmode) — is a
-// usage error, found here before anything connects.
-func parseDB(s string) (database, error) {
+// usage error, found here before anything connects. Errors name s as
+// from: "--db" or "$HOPPER_DB".
+func parseDB(s, from string) (database, error) {
 	if strings.TrimSpace(s) == "" {
-		return database{}, usagef("--db must not be empty")
+		return database{}, usagef("%s must not be empty", from)
 	}
 	scheme, rest, ok := strings.Cut(s, ":")
 	if ok && isScheme(scheme) && !slices.Contains(store.Schemes(), strings.ToLower(scheme)) && !strings.HasPrefix(rest, "//") {
-		return database{}, usagef("bad --db %q: unknown scheme %q (registered: %s); for a file of that name, write ./%s",
-			store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "), s)
+		return database{}, usagef("bad %s %q: unknown scheme %q (registered: %s); for a file of that name, write ./%s",
+			from, store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "), s)
 	}
 	if ok && isScheme(scheme) {
 		switch lower := strings.ToLower(scheme); {
 		case !slices.Contains(store.Schemes(), lower):
-			return database{}, usagef("bad --db %q: unknown scheme %q (registered: %s)",
-				store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "))
+			return database{}, usagef("bad %s %q: unknown scheme %q (registered: %s)",
+				from, store.Redacted(s), scheme, strings.Join(store.Schemes(), ", "))
 		case lower == pgstore.Scheme || lower == pgstore.SchemeAlt:
 			_, opts, err := pgstore.ParseURL(s)
 			if err != nil {
-				return database{}, usagef("bad --db: %v", err)
+				return database{}, usagef("bad %s: %v", from, err)
 			}
 			return database{url: s, schema: cmp.Or(opts.Schema, pgstore.DefaultSchema)}, nil
 		case lower != sqlitestore.Scheme:
@@ -77,12 +78,12 @@ func parseDB(s string) (database, error) {
 		}
 		path, _, err := sqlitestore.ParseURL(s)
 		if err != nil {
-			return database{}, usagef("bad --db: %v", err)
+			return database{}, usagef("bad %s: %v", from, err)
 		}
 		return database{url: s, path: path}, nil
 	}
 	if strings.Contains(s, "?") {
-		return database{}, usagef(`bad --db %q: a file path must not contain "?", which a sqlite: URL reads as the start of its options`, s)
+		return database{}, usagef(`bad %s %q: a file path must not contain "?", which a sqlite: URL reads as the start of its options`, from, s)
 	}
 	return database{url: sqlitestore.Scheme + ":" + filepath.Clean(s), path: s}, nil
 }
@@ -179,7 +180,7 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 	if err := kinds.RegisterWith(ws, *ko); err != nil {
 		return nil, usageError{err}
 	}
-	db, err := parseDB(a.db)
+	db, err := parseDB(a.db, a.dbFrom())
 	if err != nil {
 		return nil, err
 	}

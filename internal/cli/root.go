@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hopperq/hopper/store"
 	"github.com/spf13/cobra"
 )
 
@@ -42,8 +43,10 @@ type IO struct {
 // app holds the global flags and the streams of one run.
 type app struct {
 	IO
-	db   string
-	json bool
+	db string
+	// dbEnv is $HOPPER_DB when it set db's default, else "".
+	dbEnv string
+	json  bool
 	// self is how the user runs this program again, in the commands hints
 	// suggest: "hopper" for Run, selfCommand() for Main.
 	self string
@@ -58,6 +61,15 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// dbFrom names where the database a uses was given, for errors:
+// "$HOPPER_DB" when it came from there, else "--db".
+func (a *app) dbFrom() string {
+	if a.dbEnv != "" && a.db == a.dbEnv {
+		return "$HOPPER_DB"
+	}
+	return "--db"
+}
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
@@ -145,9 +157,10 @@ New here? Run "hopper demo".`,
 	root.SetVersionTemplate("hopper {{.Version}}\n")
 	db := DefaultDB
 	if v, ok := os.LookupEnv("HOPPER_DB"); ok && v != "" {
-		db = v
+		db, a.dbEnv = v, v
 	}
 	root.PersistentFlags().StringVar(&a.db, "db", db, "database: a SQLite file path, or a store URL: sqlite:PATH or postgres://... (env HOPPER_DB)")
+	root.PersistentFlags().Lookup("db").DefValue = store.Redacted(db) // as help shows it: without $HOPPER_DB's password
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of tables, for scripts")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
