@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	neturl "net/url"
@@ -60,9 +61,23 @@ func Open(ctx context.Context, url string, o OpenOptions) (Store, error) {
 	open := openers[strings.ToLower(scheme)]
 	openersMu.RUnlock()
 	if open == nil {
-		return nil, fmt.Errorf("store URL %q: unknown scheme %q (registered: %s)", Redacted(url), scheme, strings.Join(Schemes(), ", "))
+		registered := cmp.Or(strings.Join(Schemes(), ", "), "none")
+		if pkg, ok := backendPackages[strings.ToLower(scheme)]; ok {
+			return nil, fmt.Errorf("store URL %q: scheme %q is not registered: import _ %q to register it (registered: %s)",
+				Redacted(url), scheme, pkg, registered)
+		}
+		return nil, fmt.Errorf("store URL %q: unknown scheme %q (registered: %s)", Redacted(url), scheme, registered)
 	}
 	return open(ctx, url, o)
+}
+
+// backendPackages are the packages of this module's backends by the
+// schemes they register, for the error of a program that forgot to import
+// one.
+var backendPackages = map[string]string{
+	"sqlite":     "github.com/hopperq/hopper/store/sqlitestore",
+	"postgres":   "github.com/hopperq/hopper/store/pgstore",
+	"postgresql": "github.com/hopperq/hopper/store/pgstore",
 }
 
 // Schemes lists the registered URL schemes, sorted.
