@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/internal/jsontext"
+	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/kinds"
 )
 
