@@ -39,7 +39,9 @@ type ServerInfo struct {
 	// record (every few seconds while it runs).
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
-	// Alive reports whether its last heart-beat is recent (within 10s). A
+	// Alive reports whether its last heart-beat is recent (within 10s) and
+	// the store has not found its process dead (SQLite: its lock file,
+	// within about a second of a kill -9; store.Server.Dead). A
 	// server that stopped cleanly is not listed at all; one that died or
 	// lost the store stays listed, not alive, for an hour.
 	Alive bool `json:"alive"`
@@ -73,7 +75,7 @@ func (c *Client) Servers(ctx context.Context) ([]ServerInfo, error) {
 	for i, r := range recs {
 		out[i] = ServerInfo{
 			ID: r.ID, Host: r.Host, PID: r.PID, Version: r.Version, Workers: r.Workers,
-			StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt, Alive: now.Sub(r.HeartbeatAt) < serverTTL,
+			StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt, Alive: !r.Dead && now.Sub(r.HeartbeatAt) < serverTTL,
 			Leader: r.Leader, Running: r.Running,
 		}
 	}

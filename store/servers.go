@@ -46,6 +46,11 @@ type Server struct {
 	// Running and Leader are set by ListServers only.
 	Running int
 	Leader  bool
+	// Dead is set by ListServers when the store knows the server's process
+	// has ended, whatever its last heart-beat says: on SQLite, its lock
+	// file is gone (a peer found it unlocked and rescued its jobs). A store
+	// that cannot tell leaves it false.
+	Dead bool
 }
 
 // RegisterServerParams are the arguments of Registry.RegisterServer.

@@ -2,6 +2,10 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/hopperq/hopper/store"
 )
@@ -76,10 +80,21 @@ func (s *Store) ListServers(ctx context.Context, p store.ListServersParams) ([]s
 			return nil, s.readErr(err)
 		}
 		sv.StartedAt, sv.HeartbeatAt = store.FromUnixNanos(started), store.FromUnixNanos(beat)
+		sv.Dead = s.lockGone(sv.ID)
 		out = append(out, sv)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
 	return out, nil
+}
+
+// lockGone reports whether worker's lock file is gone: every Store that
+// writes holds one from Open to Close, and a clean Stop removes the
+// server's record before its Store closes, so a listed server without one
+// is dead, found so by a peer that rescued its jobs (expireWorkers) — long
+// before its heart-beat grows old.
+func (s *Store) lockGone(worker string) bool {
+	_, err := os.Stat(filepath.Join(s.lockDir(), lockFileName(worker)))
+	return errors.Is(err, fs.ErrNotExist)
 }
