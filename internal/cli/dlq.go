@@ -138,7 +138,7 @@ func (a *app) retryAllDead(ctx context.Context, s *session) error {
 	}
 	var stayed []target
 	for after := hopper.ID(0); ; {
-		page, err := s.List(ctx, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, AfterID: after, Limit: 1000})
+		page, err := s.List(ctx, hopper.ListOptions{States: []hopper.State{hopper.StateDead}, AfterID: after, Limit: readPage})
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (a *app) retryAllDead(ctx context.Context, s *session) error {
 				stayed = append(stayed, target{ID: j.ID, State: j.State.String(), Error: stillDead(j)})
 			}
 		}
-		if len(page) < 1000 {
+		if len(page) < readPage {
 			break
 		}
 		after = page[len(page)-1].ID

@@ -111,13 +111,18 @@ the --after ID of the next page.`,
 	return c
 }
 
+// readPage is how many jobs the CLI asks a List call for when it pages
+// through more: well under hopper.MaxListLimit, so that one call's jobs
+// (their args and results) stay small in memory.
+const readPage = 1000
+
 // listPage lists up to limit jobs, paging through the store, and reports
 // whether more match.
 func listPage(ctx context.Context, s *session, o hopper.ListOptions, limit int) ([]*hopper.Job, bool, error) {
 	var out []*hopper.Job
 	want := limit + 1 // one more tells whether there is a next page
 	for len(out) < want {
-		o.Limit = min(want-len(out), 1000)
+		o.Limit = min(want-len(out), readPage)
 		page, err := s.List(ctx, o)
 		if err != nil {
 			return nil, false, err
