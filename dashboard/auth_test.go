@@ -11,6 +11,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/internal/logtest"
 )
 
@@ -44,13 +45,13 @@ func withCookies(cs ...*http.Cookie) http.Header {
 // to the token itself does not sign in, and sign-in deletes it.
 func TestSessionCookie(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Options{Auth: tokens(t)})
-	legacy := &http.Cookie{Name: "hopper_token", Value: adminToken}
+	e := newEnv(t, Options{Auth: dashtest.Tokens(t)})
+	legacy := &http.Cookie{Name: "hopper_token", Value: dashtest.AdminToken}
 	r := e.do(http.MethodGet, "/jobs", "", nil, withCookies(legacy)).want(t, http.StatusSeeOther)
 	if !strings.HasPrefix(r.Header.Get("Location"), "/login") {
 		t.Errorf("the old cookie holding the token: to %q, want the sign-in page", r.Header.Get("Location"))
 	}
-	r = e.do(http.MethodPost, "/login", "", url.Values{"token": {adminToken}}, withCookies(legacy)).want(t, http.StatusSeeOther)
+	r = e.do(http.MethodPost, "/login", "", url.Values{"token": {dashtest.AdminToken}}, withCookies(legacy)).want(t, http.StatusSeeOther)
 	var session *http.Cookie
 	deleted := false
 	for _, c := range r.Cookies() {
@@ -61,7 +62,7 @@ func TestSessionCookie(t *testing.T) {
 			deleted = true
 		}
 	}
-	if session == nil || strings.Contains(session.Value, adminToken) || !deleted {
+	if session == nil || strings.Contains(session.Value, dashtest.AdminToken) || !deleted {
 		t.Fatalf("sign-in: session %v, old cookie deleted %v", session, deleted)
 	}
 	page := e.do(http.MethodGet, "/jobs", "", nil, withCookies(session)).want(t, http.StatusOK)
@@ -89,10 +90,10 @@ func TestSessionCookie(t *testing.T) {
 // in before keeps working.
 func TestSignInThrottled(t *testing.T) {
 	t.Parallel()
-	auth := tokens(t)
+	auth := dashtest.Tokens(t)
 	auth.MaxFailures = 2
 	e := newEnv(t, Options{Auth: auth})
-	session := e.signIn(readToken, nil)
+	session := e.signIn(dashtest.ReadToken, nil)
 	for range 2 {
 		e.post("/login", "", url.Values{"token": {"wrong-token-000000000"}}).want(t, http.StatusUnauthorized)
 	}
@@ -103,8 +104,8 @@ func TestSignInThrottled(t *testing.T) {
 	e.get("/jobs", "wrong-token-000000000").want(t, http.StatusTooManyRequests)
 	// A right guess is not checked either; a session signed in before
 	// keeps working.
-	e.post("/login", "", url.Values{"token": {readToken}}).want(t, http.StatusTooManyRequests)
-	e.get("/jobs", readToken).want(t, http.StatusTooManyRequests)
+	e.post("/login", "", url.Values{"token": {dashtest.ReadToken}}).want(t, http.StatusTooManyRequests)
+	e.get("/jobs", dashtest.ReadToken).want(t, http.StatusTooManyRequests)
 	e.do(http.MethodGet, "/jobs", "", nil, withCookies(session)).want(t, http.StatusOK)
 }
 
@@ -113,17 +114,17 @@ func TestSignInThrottled(t *testing.T) {
 func TestDashboardAudit(t *testing.T) {
 	t.Parallel()
 	var logs logtest.Buffer
-	auth := tokens(t)
+	auth := dashtest.Tokens(t)
 	e := newEnv(t, Options{Auth: auth, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	waiting := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	other := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	ids := []string{strconv.FormatInt(int64(waiting), 10), strconv.FormatInt(int64(other), 10)}
-	session := e.signIn(execToken, nil)
-	e.get("/jobs", readToken).want(t, http.StatusOK)
-	e.post("/jobs/"+ids[0]+"/cancel", readToken, url.Values{}).want(t, http.StatusForbidden)
+	session := e.signIn(dashtest.ExecToken, nil)
+	e.get("/jobs", dashtest.ReadToken).want(t, http.StatusOK)
+	e.post("/jobs/"+ids[0]+"/cancel", dashtest.ReadToken, url.Values{}).want(t, http.StatusForbidden)
 	e.do(http.MethodPost, "/jobs/"+ids[0]+"/cancel", "", url.Values{}, withCookies(session)).want(t, http.StatusSeeOther)
-	e.post("/bulk", writeToken, url.Values{"action": {"cancel"}, "ids": ids, "confirm": {"1"}}).want(t, http.StatusSeeOther)
-	e.post("/bulk", adminToken, url.Values{"action": {"delete"}, "all": {"1"}, "state": {"cancelled"}, "confirm": {"1"}, "upto": {ids[1]}}).want(t, http.StatusSeeOther)
+	e.post("/bulk", dashtest.WriteToken, url.Values{"action": {"cancel"}, "ids": ids, "confirm": {"1"}}).want(t, http.StatusSeeOther)
+	e.post("/bulk", dashtest.AdminToken, url.Values{"action": {"delete"}, "all": {"1"}, "state": {"cancelled"}, "confirm": {"1"}, "upto": {ids[1]}}).want(t, http.StatusSeeOther)
 	e.do(http.MethodPost, "/logout", "", url.Values{}, withCookies(session)).want(t, http.StatusSeeOther)
 
 	want := [][]string{
@@ -153,15 +154,15 @@ func TestDashboardAudit(t *testing.T) {
 // dashboard (it enqueues nothing): cancel yes, delete no.
 func TestExecScopeInDashboard(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Options{Auth: tokens(t)})
+	e := newEnv(t, Options{Auth: dashtest.Tokens(t)})
 	id := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	path := "/jobs/" + strconv.FormatInt(int64(id), 10)
-	body := e.get(path, execToken).want(t, http.StatusOK).body
+	body := e.get(path, dashtest.ExecToken).want(t, http.StatusOK).body
 	if !strings.Contains(body, `id="cancel"`) || strings.Contains(body, `id="delete"`) {
 		t.Errorf("exec token: want cancel and no delete")
 	}
 	del := url.Values{"action": {"delete"}, "ids": {strconv.FormatInt(int64(id), 10)}, "confirm": {"1"}}
-	if r := e.post("/bulk", execToken, del).want(t, http.StatusForbidden); !strings.Contains(r.body, "change jobs but not delete them") {
+	if r := e.post("/bulk", dashtest.ExecToken, del).want(t, http.StatusForbidden); !strings.Contains(r.body, "change jobs but not delete them") {
 		t.Errorf("exec token deleting: %s", clip(r.body))
 	}
 }

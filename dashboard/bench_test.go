@@ -15,6 +15,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/backoff"
+	"github.com/hopperq/hopper/internal/dashtest"
 )
 
 // BenchmarkPages measures the dashboard's pages against a SQLite store of
@@ -31,12 +32,12 @@ import (
 func BenchmarkPages(b *testing.B) {
 	path := benchStore(b)
 	ctx := context.Background()
-	c, err := hopper.Open(ctx, "sqlite:"+path, hopper.Config{Logger: quiet()})
+	c, err := hopper.Open(ctx, "sqlite:"+path, hopper.Config{Logger: dashtest.Quiet()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.StopNow()
-	h := New(c, Options{Logger: quiet()}).(*handler)
+	h := New(c, Options{Logger: dashtest.Quiet()}).(*handler)
 	defer h.Close()
 	mid, err := c.List(ctx, hopper.ListOptions{Limit: 1, AfterID: 500_000})
 	if err != nil || len(mid) == 0 {
@@ -113,7 +114,7 @@ func benchStore(b *testing.B) string {
 	hopper.RegisterRaw(ws, "sync_crm", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return nil, errors.New("crm: 503 Service Unavailable")
 	}, &hopper.EnqueueOptions{Queue: "crm", Retry: &hour})
-	c, err := hopper.Open(ctx, "sqlite:"+tmp, hopper.Config{Workers: ws, Logger: quiet(), Concurrency: 200,
+	c, err := hopper.Open(ctx, "sqlite:"+tmp, hopper.Config{Workers: ws, Logger: dashtest.Quiet(), Concurrency: 200,
 		CompletedRetention: -1, CancelledRetention: -1, DeadRetention: -1, DeadMaxCount: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -159,7 +160,7 @@ func benchStore(b *testing.B) string {
 	if err := c.Stop(ctx); err != nil {
 		b.Fatal(err)
 	}
-	c, err = hopper.Open(ctx, "sqlite:"+tmp, hopper.Config{Workers: ws, Logger: quiet(),
+	c, err = hopper.Open(ctx, "sqlite:"+tmp, hopper.Config{Workers: ws, Logger: dashtest.Quiet(),
 		CompletedRetention: -1, CancelledRetention: -1, DeadRetention: -1, DeadMaxCount: -1})
 	if err != nil {
 		b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/internal/pipenet"
 )
 
@@ -83,12 +84,12 @@ func TestFormTooLarge(t *testing.T) {
 func TestStreamWriteDeadline(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, err := hopper.NewClient(hopper.Config{Logger: quiet()})
+		c, err := hopper.NewClient(hopper.Config{Logger: dashtest.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.StopNow()
-		h := New(c, Options{Logger: quiet()}).(*handler)
+		h := New(c, Options{Logger: dashtest.Quiet()}).(*handler)
 		defer h.Close()
 		const writeTimeout = time.Minute
 		conn, closed := pipenet.Serve(t, &http.Server{Handler: h, WriteTimeout: writeTimeout})

@@ -8,62 +8,26 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/job"
-	"github.com/hopperq/hopper/store"
-	"github.com/hopperq/hopper/store/memstore"
 )
 
-// gatedStore is a memory store whose CancelMatching call number at (from
-// 1) waits, once, until release is closed or its context ends, as a
-// durable store's batch may take a while; entered is closed when it
-// starts waiting. A call whose context has ended fails, as a durable
-// store's does.
-type gatedStore struct {
-	store.Store
-	at      int32
-	calls   atomic.Int32
-	entered chan struct{}
-	release chan struct{}
-}
-
-func newGatedStore(at int) *gatedStore {
-	return &gatedStore{Store: memstore.New(), at: int32(at), entered: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (g *gatedStore) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
-	if g.calls.Add(1) == g.at {
-		close(g.entered)
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-		}
-	}
-	if err := context.Cause(ctx); err != nil {
-		return store.MatchResult{}, err
-	}
-	return g.Store.CancelMatching(ctx, p)
-}
-
-// bulkJobs is the number of jobs the bulk tests act on: three batches.
-const bulkJobs = 2*hopper.BulkBatch + 500
-
-// gatedEnv is a dashboard on a client of g holding bulkJobs jobs
+// gatedEnv is a dashboard on a client of g holding dashtest.BulkJobs jobs
 // scheduled in queue "bulk", and one in queue "other", whose ID it
 // returns.
-func gatedEnv(t *testing.T, g *gatedStore) (*env, hopper.ID) {
+func gatedEnv(t *testing.T, g *dashtest.GatedStore) (*env, hopper.ID) {
 	t.Helper()
-	c, err := hopper.NewClient(hopper.Config{Store: g, Workers: kinds(), Logger: quiet()})
+	c, err := hopper.NewClient(hopper.Config{Store: g, Workers: dashtest.Kinds(), Logger: dashtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
 	e := newEnvOn(t, c, Options{})
-	reqs := make([]hopper.EnqueueRequest, bulkJobs)
+	reqs := make([]hopper.EnqueueRequest, dashtest.BulkJobs)
 	for i := range reqs {
 		reqs[i] = hopper.EnqueueRequest{Kind: "ok", Options: &hopper.EnqueueOptions{Queue: "bulk", Delay: time.Hour}}
 	}
@@ -97,18 +61,6 @@ func (e *env) postCtx(ctx context.Context, target string, form url.Values) respo
 	return response{Response: res, body: string(b)}
 }
 
-// within waits for ch, failing the test after a generous bound.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(time.Minute):
-		t.Fatalf("waited a minute for %s", what)
-		panic("unreachable")
-	}
-}
-
 // count returns how many jobs of queue are in state st.
 func (e *env) count(queue string, st hopper.State) int {
 	e.t.Helper()
@@ -124,7 +76,7 @@ func (e *env) count(queue string, st hopper.State) int {
 // every job it selected.
 func TestBulkOutlivesRequest(t *testing.T) {
 	t.Parallel()
-	g := newGatedStore(1)
+	g := dashtest.NewGatedStore(1)
 	e, _ := gatedEnv(t, g)
 	sub := e.c.Subscribe(job.EventCancelled)
 	defer sub.Unsubscribe()
@@ -132,23 +84,23 @@ func TestBulkOutlivesRequest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	answered := make(chan response, 1)
 	go func() { answered <- e.postCtx(ctx, "/bulk", form) }()
-	within(t, g.entered, "the action to start")
+	dashtest.Within(t, g.Entered, "the action to start")
 	cancel() // the client goes away while the first batch runs
-	close(g.release)
-	within(t, answered, "the request to end")
+	close(g.Release)
+	dashtest.Within(t, answered, "the request to end")
 	task := e.h.bulks.last()
-	within(t, task.done, "the action to end")
+	dashtest.Within(t, task.done, "the action to end")
 	cancelled := 0
-	for cancelled < bulkJobs {
+	for cancelled < dashtest.BulkJobs {
 		select {
 		case <-sub.C:
 			cancelled++
 		default:
-			t.Fatalf("%d jobs cancelled, want %d: %s", cancelled, bulkJobs, task.snapshot().Message)
+			t.Fatalf("%d jobs cancelled, want %d: %s", cancelled, dashtest.BulkJobs, task.snapshot().Message)
 		}
 	}
-	if n := e.count("bulk", hopper.StateCancelled); n != bulkJobs {
-		t.Errorf("%d jobs of the queue cancelled, want %d", n, bulkJobs)
+	if n := e.count("bulk", hopper.StateCancelled); n != dashtest.BulkJobs {
+		t.Errorf("%d jobs of the queue cancelled, want %d", n, dashtest.BulkJobs)
 	}
 	if n := e.count("other", hopper.StateScheduled); n != 1 {
 		t.Errorf("the job of another queue: %d scheduled, want 1", n)
@@ -161,14 +113,14 @@ func TestBulkOutlivesRequest(t *testing.T) {
 // second action is refused meanwhile.
 func TestBulkProgressPage(t *testing.T) {
 	t.Parallel()
-	g := newGatedStore(2) // the second batch waits
+	g := dashtest.NewGatedStore(2) // the second batch waits
 	e, other := gatedEnv(t, g)
 	e.h.bulkInline = 0
 	form := confirmedCancel(t, e)
 	if r := e.post("/bulk", "", form).want(t, http.StatusSeeOther); r.Header.Get("Location") != "/bulk" {
 		t.Fatalf("a long action: to %q, want its progress page", r.Header.Get("Location"))
 	}
-	within(t, g.entered, "the second batch")
+	dashtest.Within(t, g.Entered, "the second batch")
 	page := e.get("/bulk", "").want(t, http.StatusOK).body
 	for _, want := range []string{`data-state="running"`, `Cancel all jobs in queue &#34;bulk&#34;`,
 		`<progress id="bulk-progress" max="2500" value="1000">`, "1,000 of 2,500 jobs done (40%)",
@@ -189,8 +141,8 @@ func TestBulkProgressPage(t *testing.T) {
 		t.Errorf("the refused action ran: job %d is %s", other, st)
 	}
 
-	close(g.release)
-	within(t, e.h.bulks.last().done, "the action to end")
+	close(g.Release)
+	dashtest.Within(t, e.h.bulks.last().done, "the action to end")
 	page = e.get("/bulk", "").want(t, http.StatusOK).body
 	for _, want := range []string{`data-state="done"`, "Cancelled 2,500 of 2,500 jobs.", "2,500 of 2,500 jobs done (100%)"} {
 		if !strings.Contains(page, want) {
@@ -203,8 +155,8 @@ func TestBulkProgressPage(t *testing.T) {
 	if strings.Contains(e.get("/jobs", "").body, `id="bulk-banner"`) {
 		t.Errorf("jobs page once done: still a banner")
 	}
-	if n := e.count("bulk", hopper.StateCancelled); n != bulkJobs {
-		t.Errorf("%d jobs cancelled, want %d", n, bulkJobs)
+	if n := e.count("bulk", hopper.StateCancelled); n != dashtest.BulkJobs {
+		t.Errorf("%d jobs cancelled, want %d", n, dashtest.BulkJobs)
 	}
 }
 
@@ -213,19 +165,19 @@ func TestBulkProgressPage(t *testing.T) {
 // the page says so. Actions are refused after Close.
 func TestBulkCloseStops(t *testing.T) {
 	t.Parallel()
-	g := newGatedStore(2)
+	g := dashtest.NewGatedStore(2)
 	e, other := gatedEnv(t, g)
 	e.h.bulkInline = 0
 	e.post("/bulk", "", confirmedCancel(t, e)).want(t, http.StatusSeeOther)
-	within(t, g.entered, "the second batch")
+	dashtest.Within(t, g.Entered, "the second batch")
 	e.h.Close()
 	task := e.h.bulks.last()
-	within(t, task.done, "the action to end") // Close waited for it
+	dashtest.Within(t, task.done, "the action to end") // Close waited for it
 	if n := e.count("bulk", hopper.StateCancelled); n != hopper.BulkBatch {
 		t.Errorf("%d jobs cancelled, want the first batch, %d", n, hopper.BulkBatch)
 	}
-	if n := e.count("bulk", hopper.StateScheduled); n != bulkJobs-hopper.BulkBatch {
-		t.Errorf("%d jobs still scheduled, want %d", n, bulkJobs-hopper.BulkBatch)
+	if n := e.count("bulk", hopper.StateScheduled); n != dashtest.BulkJobs-hopper.BulkBatch {
+		t.Errorf("%d jobs still scheduled, want %d", n, dashtest.BulkJobs-hopper.BulkBatch)
 	}
 	page := e.get("/bulk", "").want(t, http.StatusOK).body
 	for _, want := range []string{`data-state="stopped"`, "Cancel stopped after 1,000 of 2,500 jobs: the server is stopping."} {

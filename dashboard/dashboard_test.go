@@ -19,6 +19,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpapi"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/dashtest"
 )
 
 // TestPages: every page answers with its status, the security headers and
@@ -208,7 +209,7 @@ func TestSearch(t *testing.T) {
 // page.
 func TestScopes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Options{Auth: tokens(t)})
+	e := newEnv(t, Options{Auth: dashtest.Tokens(t)})
 	waiting := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	dead := e.enqueue("fail", nil)
 	e.run()
@@ -227,7 +228,7 @@ func TestScopes(t *testing.T) {
 
 	// Read: pages without buttons, actions refused.
 	for _, path := range []string{"/", "/jobs", "/dlq", jobPath(waiting), jobPath(dead), "/schedules", "/servers"} {
-		body := e.get(path, readToken).want(t, 200).body
+		body := e.get(path, dashtest.ReadToken).want(t, 200).body
 		for _, button := range []string{`name="action"`, `id="cancel"`, `id="retry"`, `id="delete"`, `id="reschedule"`, `name="ids"`} {
 			if strings.Contains(body, button) {
 				t.Errorf("read token, %s: shows %s", path, button)
@@ -244,41 +245,41 @@ func TestScopes(t *testing.T) {
 		{"/bulk", url.Values{"action": {"cancel"}, "ids": {strconv.FormatInt(int64(waiting), 10)}, "confirm": {"1"}}},
 		{"/schedules/x/pause", url.Values{}},
 	} {
-		e.post(a.path, readToken, a.form).want(t, http.StatusForbidden)
+		e.post(a.path, dashtest.ReadToken, a.form).want(t, http.StatusForbidden)
 	}
 	if st := e.job(waiting).State; st != hopper.StateScheduled {
 		t.Fatalf("after refused posts, the waiting job is %s", st)
 	}
 
 	// Write: cancel yes, delete no.
-	body := e.get(jobPath(waiting), writeToken).want(t, 200).body
+	body := e.get(jobPath(waiting), dashtest.WriteToken).want(t, 200).body
 	if !strings.Contains(body, `id="cancel"`) || strings.Contains(body, `id="delete"`) {
 		t.Errorf("write token, waiting job: want cancel and no delete")
 	}
-	if strings.Contains(e.get(jobPath(dead), writeToken).body, `id="delete"`) {
+	if strings.Contains(e.get(jobPath(dead), dashtest.WriteToken).body, `id="delete"`) {
 		t.Errorf("write token: offered delete")
 	}
 	del := url.Values{"action": {"delete"}, "ids": {strconv.FormatInt(int64(dead), 10)}, "confirm": {"1"}}
-	if body := e.post("/bulk", writeToken, del).want(t, http.StatusForbidden).body; !strings.Contains(body, "you need an admin token") {
+	if body := e.post("/bulk", dashtest.WriteToken, del).want(t, http.StatusForbidden).body; !strings.Contains(body, "you need an admin token") {
 		t.Errorf("write token deleting: %s", body)
 	}
-	e.post(jobPath(waiting)+"/cancel", writeToken, url.Values{}).want(t, http.StatusSeeOther)
+	e.post(jobPath(waiting)+"/cancel", dashtest.WriteToken, url.Values{}).want(t, http.StatusSeeOther)
 	if st := e.job(waiting).State; st != hopper.StateCancelled {
 		t.Errorf("write token's cancel: %s", st)
 	}
 
 	// Admin: delete.
-	if !strings.Contains(e.get(jobPath(dead), adminToken).body, `id="delete"`) {
+	if !strings.Contains(e.get(jobPath(dead), dashtest.AdminToken).body, `id="delete"`) {
 		t.Errorf("admin token: no delete button")
 	}
-	e.post("/bulk", adminToken, del).want(t, http.StatusSeeOther)
+	e.post("/bulk", dashtest.AdminToken, del).want(t, http.StatusSeeOther)
 	if _, err := e.c.Get(context.Background(), dead); err == nil {
 		t.Errorf("admin delete: the job is still there")
 	}
 
 	// ReadOnly caps every token.
 	e.h.auth.ReadOnly = true
-	e.post(jobPath(waiting)+"/cancel", adminToken, url.Values{}).want(t, http.StatusForbidden)
+	e.post(jobPath(waiting)+"/cancel", dashtest.AdminToken, url.Values{}).want(t, http.StatusForbidden)
 }
 
 // TestCrossOrigin: a post from another site is refused (CSRF), whatever
@@ -322,7 +323,7 @@ func TestCrossOrigin(t *testing.T) {
 // never redirects off the dashboard; sign-out forgets the cookie.
 func TestSignIn(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Options{Auth: tokens(t), Prefix: "/ops"})
+	e := newEnv(t, Options{Auth: dashtest.Tokens(t), Prefix: "/ops"})
 	body := e.get("/ops/login?next=%2Fops%2Fdlq", "").want(t, 200).body
 	if !strings.Contains(body, `name="token"`) || !strings.Contains(body, `value="/ops/dlq"`) {
 		t.Fatalf("sign-in page: %s", clip(body))
@@ -331,7 +332,7 @@ func TestSignIn(t *testing.T) {
 	if len(r.Cookies()) != 0 || !strings.Contains(r.body, "not valid") {
 		t.Errorf("bad token: cookies %v", r.Cookies())
 	}
-	r = e.post("/ops/login", "", url.Values{"token": {readToken}, "next": {"/ops/dlq"}}).want(t, http.StatusSeeOther)
+	r = e.post("/ops/login", "", url.Values{"token": {dashtest.ReadToken}, "next": {"/ops/dlq"}}).want(t, http.StatusSeeOther)
 	if loc := r.Header.Get("Location"); loc != "/ops/dlq" {
 		t.Errorf("signed in: to %q", loc)
 	}
@@ -341,7 +342,7 @@ func TestSignIn(t *testing.T) {
 			cookie = c
 		}
 	}
-	if cookie == nil || strings.Contains(cookie.Value, readToken) || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/ops/" || cookie.Secure ||
+	if cookie == nil || strings.Contains(cookie.Value, dashtest.ReadToken) || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/ops/" || cookie.Secure ||
 		cookie.MaxAge != int(httpauth.DefaultSessionLifetime.Seconds()) && cookie.MaxAge != int(httpauth.DefaultSessionLifetime.Seconds())-1 {
 		t.Fatalf("cookie: %+v", cookie)
 	}
@@ -351,14 +352,14 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("signed-in page: no sign-out")
 	}
 	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/elsewhere", "/ops\\@evil", ""} {
-		r := e.post("/ops/login", "", url.Values{"token": {readToken}, "next": {next}})
+		r := e.post("/ops/login", "", url.Values{"token": {dashtest.ReadToken}, "next": {next}})
 		if loc := r.Header.Get("Location"); loc != "/ops/" {
 			t.Errorf("next=%q: to %q, want /ops/", next, loc)
 		}
 	}
 	// Secure over TLS, or when told.
-	e2 := newEnv(t, Options{Auth: tokens(t), SecureCookie: true})
-	r = e2.post("/login", "", url.Values{"token": {adminToken}})
+	e2 := newEnv(t, Options{Auth: dashtest.Tokens(t), SecureCookie: true})
+	r = e2.post("/login", "", url.Values{"token": {dashtest.AdminToken}})
 	if c := r.Cookies(); len(c) != 1 || !c[0].Secure {
 		t.Errorf("SecureCookie: %v", c)
 	}
@@ -511,7 +512,7 @@ func TestJobJSONReadable(t *testing.T) {
 // beside a cancelled one, where it would only repeat the state.
 func TestCancelRequestedShown(t *testing.T) {
 	t.Parallel()
-	ws := kinds()
+	ws := dashtest.Kinds()
 	var c *hopper.Client
 	// self cancels itself while it runs, then fails (ending cancelled) or,
 	// with args true, completes.
@@ -524,7 +525,7 @@ func TestCancelRequestedShown(t *testing.T) {
 		}
 		return nil, errors.New("stopped")
 	}, nil)
-	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet()})
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: dashtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -837,7 +838,7 @@ func TestOptions(t *testing.T) {
 					t.Errorf("%+v: panic %v, want one naming the field", bad, r)
 				}
 			}()
-			c, _ := hopper.NewClient(hopper.Config{Logger: quiet()})
+			c, _ := hopper.NewClient(hopper.Config{Logger: dashtest.Quiet()})
 			defer c.StopNow()
 			New(c, bad)
 		}()
@@ -914,7 +915,7 @@ func TestStoreCalls(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	calls := map[string]int{}
-	c, err := hopper.NewClient(hopper.Config{Workers: kinds(), Logger: quiet(), OnStoreCall: func(op string, _ time.Duration, _ error) {
+	c, err := hopper.NewClient(hopper.Config{Workers: dashtest.Kinds(), Logger: dashtest.Quiet(), OnStoreCall: func(op string, _ time.Duration, _ error) {
 		mu.Lock()
 		calls[op]++
 		mu.Unlock()

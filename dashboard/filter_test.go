@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/internal/logtest"
 	"github.com/hopperq/hopper/internal/pgtest"
 	_ "github.com/hopperq/hopper/store/pgstore" // postgres://
@@ -25,7 +26,7 @@ func TestFilterNamesNoJobHas(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			var log logtest.Buffer
-			cfg := hopper.Config{Workers: kinds(), Logger: quiet()}
+			cfg := hopper.Config{Workers: dashtest.Kinds(), Logger: dashtest.Quiet()}
 			var c *hopper.Client
 			var err error
 			switch name {

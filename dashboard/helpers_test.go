@@ -2,10 +2,7 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,15 +13,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/httpauth"
-)
-
-// Tokens of the test environments that have tokens.
-const (
-	readToken  = "read-token-0123456789"
-	writeToken = "write-token-0123456789"
-	adminToken = "admin-token-0123456789"
-	execToken  = "exec-token-0123456789"
+	"github.com/hopperq/hopper/internal/dashtest"
 )
 
 // env is a client on the in-memory store with a few kinds, and its
@@ -35,38 +24,9 @@ type env struct {
 	h *handler
 }
 
-// kinds registers the test kinds: "ok" succeeds, "fail" fails for good,
-// "flaky" fails its first attempt for good and succeeds when retried,
-// "exec" fails with a result shaped as the exec kind's, "block" runs until
-// the client stops.
-func kinds() *hopper.Workers {
-	ws := hopper.NewWorkers()
-	hopper.RegisterRaw(ws, "ok", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return map[string]any{"sent": true}, nil
-	}, nil)
-	hopper.RegisterRaw(ws, "fail", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return nil, hopper.Permanent(errors.New("smtp: 550 mailbox unavailable"))
-	}, nil)
-	hopper.RegisterRaw(ws, "flaky", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		if j := hopper.JobFromContext(ctx); j != nil && len(j.Attempts) == 0 {
-			return nil, hopper.Permanent(errors.New("upstream timed out"))
-		}
-		return "ok the second time", nil
-	}, nil)
-	hopper.RegisterRaw(ws, "exec", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return map[string]any{"exit_code": 2, "duration": "1.5s", "stdout_tail": "compiling…\nlinking…\n",
-			"stderr_tail": "ld: cannot find -lfoo\n"}, hopper.Permanent(errors.New("exit status 2"))
-	}, nil)
-	hopper.RegisterRaw(ws, "block", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		<-ctx.Done() // runs until the client stops
-		return nil, ctx.Err()
-	}, nil)
-	return ws
-}
-
 func newEnv(t *testing.T, o Options) *env {
 	t.Helper()
-	c, err := hopper.NewClient(hopper.Config{Workers: kinds(), Logger: quiet()})
+	c, err := hopper.NewClient(hopper.Config{Workers: dashtest.Kinds(), Logger: dashtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +37,7 @@ func newEnv(t *testing.T, o Options) *env {
 func newEnvOn(t *testing.T, c *hopper.Client, o Options) *env {
 	t.Helper()
 	if o.Logger == nil {
-		o.Logger = quiet()
+		o.Logger = dashtest.Quiet()
 	}
 	if o.Location == nil {
 		o.Location = time.UTC
@@ -91,18 +51,6 @@ func newEnvOn(t *testing.T, c *hopper.Client, o Options) *env {
 		c.StopNow()
 	})
 	return &env{t: t, c: c, h: h}
-}
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// tokens returns an Auth with a read, a write, an exec and an admin
-// token, which logs nothing.
-func tokens(t *testing.T) *httpauth.Auth {
-	a := &httpauth.Auth{Logger: quiet()}
-	if err := a.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken + ",runner=exec:" + execToken); err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // enqueue adds a job and returns its ID.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/internal/logtest"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
@@ -19,7 +20,7 @@ func TestServersPage(t *testing.T) {
 	t.Parallel()
 	ms := memstore.New()
 	leading := make(chan struct{}, 1)
-	c, err := hopper.NewClient(hopper.Config{Store: ms, WorkerID: "web-1", Concurrency: 4, Workers: kinds(),
+	c, err := hopper.NewClient(hopper.Config{Store: ms, WorkerID: "web-1", Concurrency: 4, Workers: dashtest.Kinds(),
 		Logger: logtest.Signal("leading maintenance", leading)})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/dashboard"
+	"github.com/hopperq/hopper/internal/dashtest"
 	"github.com/hopperq/hopper/job"
 	_ "github.com/hopperq/hopper/store/sqlitestore"
 )
@@ -197,7 +198,7 @@ const marker = `window.__hopperNoReload = true`
 // file), and the screenshots of the README.
 func browseOverview(t *testing.T, ctx context.Context) {
 	c, err := hopper.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "hopper.db")+"?durability=normal", // the history is thousands of commits
-		hopper.Config{Workers: kinds(), Logger: quiet(), ExternalKinds: []string{"send_email", "resize_image", "nightly_report"}})
+		hopper.Config{Workers: dashtest.Kinds(), Logger: dashtest.Quiet(), ExternalKinds: []string{"send_email", "resize_image", "nightly_report"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func browseRetryFromDLQ(t *testing.T, ctx context.Context) {
 			return nil, ctx.Err()
 		}
 	}, nil)
-	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: quiet(), Concurrency: 2})
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: dashtest.Quiet(), Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +531,7 @@ func browseCrossOrigin(t *testing.T, ctx context.Context) {
 // browseSignIn: with tokens, the dashboard asks for one, and a read token
 // sees no action.
 func browseSignIn(t *testing.T, ctx context.Context) {
-	e := newEnv(t, dashboard.Options{Auth: tokens(t)})
+	e := newEnv(t, dashboard.Options{Auth: dashtest.Tokens(t)})
 	id := e.enqueue("ok", &hopper.EnqueueOptions{Delay: time.Hour})
 	url := serve(t, e)
 	jobURL := fmt.Sprintf("%s/jobs/%d", url, id)
@@ -539,7 +540,7 @@ func browseSignIn(t *testing.T, ctx context.Context) {
 	if status := submit(t, ctx, "#sign-in"); status != http.StatusUnauthorized {
 		t.Errorf("bad token: status %d", status)
 	}
-	run(t, ctx, "sign in", chromedp.WaitVisible(chromedp.ID("login-error")), chromedp.SendKeys(chromedp.ID("token"), readToken))
+	run(t, ctx, "sign in", chromedp.WaitVisible(chromedp.ID("login-error")), chromedp.SendKeys(chromedp.ID("token"), dashtest.ReadToken))
 	submit(t, ctx, "#sign-in")
 	run(t, ctx, "the job, read-only", chromedp.WaitVisible(chromedp.CSS(`#job[data-state="scheduled"]`)))
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != jobURL {
