@@ -81,6 +81,57 @@ func TestDLQ(t *testing.T) {
 	}
 }
 
+// TestScheduleTimesInZone: a schedule's next_run_at (and its other times)
+// is in its zone with the zone's offset, as its next_runs are, whether
+// added, got or listed; a schedule without a zone shows UTC.
+func TestScheduleTimesInZone(t *testing.T) {
+	t.Parallel()
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: store})
+			type sched struct {
+				NextRunAt string   `json:"next_run_at"`
+				CreatedAt string   `json:"created_at"`
+				NextRuns  []string `json:"next_runs"`
+			}
+			check := func(how string, s sched, offsets ...string) {
+				t.Helper()
+				if len(s.NextRuns) == 0 || s.NextRunAt != s.NextRuns[0] {
+					t.Errorf("%s: next_run_at %q, next_runs %q: want next_run_at = next_runs[0]", how, s.NextRunAt, s.NextRuns)
+				}
+				for _, ts := range []string{s.NextRunAt, s.CreatedAt} {
+					if !slices.ContainsFunc(offsets, func(o string) bool { return strings.HasSuffix(ts, o) }) {
+						t.Errorf("%s: %q, want a time with offset %q", how, ts, offsets)
+					}
+				}
+			}
+			var s sched
+			e.do("POST", "/api/v1/schedules", `{"name":"ny","cron":"0 9 * * *","time_zone":"America/New_York","kind":"ok"}`).ok(http.StatusCreated, &s)
+			check("added", s, "-05:00", "-04:00")
+			e.do("GET", "/api/v1/schedules/ny", "").ok(http.StatusOK, &s)
+			check("got", s, "-05:00", "-04:00")
+			e.do("POST", "/api/v1/schedules/ny/pause", "").ok(http.StatusOK, &s)
+			if !strings.HasSuffix(s.NextRunAt, "-05:00") && !strings.HasSuffix(s.NextRunAt, "-04:00") {
+				t.Errorf("paused: next_run_at %q, want New York time", s.NextRunAt)
+			}
+			e.do("POST", "/api/v1/schedules/ny/resume", "").ok(http.StatusOK, &s)
+			check("resumed", s, "-05:00", "-04:00")
+			e.do("POST", "/api/v1/schedules", `{"name":"utc","every":"1h","kind":"ok"}`).ok(http.StatusCreated, &s)
+			check("no zone", s, "Z")
+			var all struct {
+				Schedules []sched `json:"schedules"`
+			}
+			e.do("GET", "/api/v1/schedules", "").ok(http.StatusOK, &all)
+			if len(all.Schedules) != 2 {
+				t.Fatalf("listed %d schedules, want 2", len(all.Schedules))
+			}
+			check("listed", all.Schedules[0], "-05:00", "-04:00")
+			check("listed", all.Schedules[1], "Z")
+		})
+	}
+}
+
 func TestSchedules(t *testing.T) {
 	t.Parallel()
 	for _, store := range stores {

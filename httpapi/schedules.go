@@ -15,11 +15,12 @@ import (
 	"github.com/hopperq/hopper/kinds"
 )
 
-// scheduleView is a schedule as the API shows it: its public JSON with
-// next_runs, its next NextRuns fire times in its own zone (a cron
-// schedule's time_zone, else UTC) — empty while it is paused, and only the
-// next one for a fixed-delay schedule (the ones after depend on when its
-// jobs finish).
+// scheduleView is a schedule as the API shows it: its public JSON, its
+// times (next_run_at, last_fire_at, last_skip_at, created_at) in its own
+// zone (a cron schedule's time_zone, else UTC) as RFC 3339 with that
+// zone's offset, with next_runs, its next NextRuns fire times in the same
+// zone — empty while it is paused, and only the next one for a
+// fixed-delay schedule (the ones after depend on when its jobs finish).
 type scheduleView struct {
 	*hopper.Schedule
 	NextRuns []time.Time
@@ -42,12 +43,33 @@ func (v scheduleView) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// view returns sc as the API shows it, its times in its zone: the stores
+// return them in UTC, which next_run_at showed beside next_runs in the
+// schedule's zone.
 func view(sc *hopper.Schedule) scheduleView {
-	return scheduleView{Schedule: sc, NextRuns: nextRuns(sc, NextRuns)}
+	loc := zone(sc)
+	v := *sc
+	for _, t := range []*time.Time{&v.NextRunAt, &v.LastFireAt, &v.LastSkipAt, &v.CreatedAt} {
+		if !t.IsZero() {
+			*t = t.In(loc)
+		}
+	}
+	return scheduleView{Schedule: &v, NextRuns: nextRuns(sc, loc, NextRuns)}
 }
 
-// nextRuns returns up to n fire times of sc from its next one, in its zone.
-func nextRuns(sc *hopper.Schedule, n int) []time.Time {
+// zone returns the zone sc's times are shown in: a cron schedule's
+// time_zone, else UTC.
+func zone(sc *hopper.Schedule) *time.Location {
+	if sc.TimeZone != "" && !sc.FixedDelay {
+		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
+			return l
+		}
+	}
+	return time.UTC
+}
+
+// nextRuns returns up to n fire times of sc from its next one, in loc.
+func nextRuns(sc *hopper.Schedule, loc *time.Location, n int) []time.Time {
 	out := []time.Time{}
 	if sc.Paused || sc.NextRunAt.IsZero() {
 		return out
@@ -55,12 +77,6 @@ func nextRuns(sc *hopper.Schedule, n int) []time.Time {
 	r, _, err := sc.Rule()
 	if err != nil {
 		return out
-	}
-	loc := time.UTC
-	if sc.TimeZone != "" && !sc.FixedDelay {
-		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
-			loc = l
-		}
 	}
 	t := sc.NextRunAt
 	out = append(out, t.In(loc))
