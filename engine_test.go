@@ -648,3 +648,31 @@ func TestSlowSubscriberDropsAndDLQPurge(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitOnUnstartedClient pins what Wait's comment says: a client that
+// was never started runs nothing, so Wait returns only when ctx is done —
+// or when another client sharing the store runs the job.
+func TestWaitOnUnstartedClient(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "ok", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
+		st := memstore.New()
+		idle, err := hopper.NewClient(hopper.Config{Workers: ws, Store: st, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { idle.StopNow() })
+		id := enqueue(t, idle, "ok", nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		j, err := idle.Wait(ctx, id)
+		if !errors.Is(err, context.DeadlineExceeded) || j == nil || j.State != hopper.StateAvailable {
+			t.Fatalf("Wait on a client never started: %v, %v; want the job still available at the deadline", j, err)
+		}
+		newClient(t, hopper.Config{Workers: ws, Store: st}) // started: it runs the job
+		if j := wait(t, idle, id); j.State != hopper.StateCompleted {
+			t.Fatalf("Wait once another client runs the job: %s, want completed", j.State)
+		}
+	})
+}

@@ -156,6 +156,14 @@ const waitPoll = 100 * time.Millisecond
 // returns it, or until ctx is done. The job's Result holds its handler's
 // JSON result; LastError says why it failed. Jobs run by other processes on
 // a shared store are seen within 100ms.
+//
+// Wait only watches: it does not run the job. On a client that was never
+// started (Start), or that has no worker for the job's kind or queue, it
+// returns only when another process sharing the store runs the job — if
+// none does, it waits until ctx is done, with no other sign. Give it a ctx
+// with a deadline, or start the client first. Wait works on a client
+// whether started or not, so that a program may wait for jobs that others
+// run.
 func (c *Client) Wait(ctx context.Context, id ID) (*Job, error) {
 	var tick *time.Ticker
 	for {
