@@ -11,6 +11,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/jsontext"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -27,10 +28,12 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	field("state", stateLine(j))
 	field("queue", j.Queue)
 	field("priority", j.Priority)
-	field("attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
+	field("attempt", attemptLine(j))
 	field("created", fullTime(j.CreatedAt))
 	field("run at", fullTime(j.RunAt))
-	if !j.StartedAt.IsZero() {
+	// A waiting job's started time is its last attempt's, which ended:
+	// the Attempts table shows it, beside the attempt's outcome.
+	if !j.StartedAt.IsZero() && !j.State.Waiting() {
 		field("started", fullTime(j.StartedAt))
 	}
 	if !j.FinishedAt.IsZero() {
@@ -86,6 +89,27 @@ func stateLine(j *hopper.Job) string {
 		s += " (cancellation requested)"
 	case j.State == hopper.StateCompleted:
 		s += " (its cancellation was requested while it ran)"
+	}
+	return s
+}
+
+// attemptLine is the "attempt" field: the attempts counted of the
+// allowed, and the attempts a shutdown released, which do not count (a
+// released job shows "attempt 0" above an Attempts row numbered 1).
+func attemptLine(j *hopper.Job) string {
+	s := fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts)
+	released := 0
+	for _, a := range j.Attempts {
+		if a.Outcome == job.OutcomeReleased {
+			released++
+		}
+	}
+	switch released {
+	case 0:
+	case 1:
+		s += " (+1 released by a shutdown, not counted)"
+	default:
+		s += fmt.Sprintf(" (+%d released by shutdowns, not counted)", released)
 	}
 	return s
 }

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -176,5 +178,36 @@ func TestStateLine(t *testing.T) {
 		if got := stateLine(&hopper.Job{State: c.state, CancelRequested: c.requested}); got != c.want {
 			t.Errorf("%s, cancel requested %v: %q, want %q", c.state, c.requested, got, c.want)
 		}
+	}
+}
+
+// TestPrintJobReleased: a job a shutdown gave back shows the released
+// attempt as not counted beside "attempt 0", and no started time of its
+// own (the Attempts table has the released attempt's).
+func TestPrintJobReleased(t *testing.T) {
+	t.Parallel()
+	started := time.Date(2026, 11, 23, 10, 36, 27, 0, time.UTC)
+	j := &hopper.Job{ID: 9, Kind: "ok", State: hopper.StateAvailable, Attempt: 0, MaxAttempts: 25,
+		RunAt: started.Add(time.Minute), StartedAt: started,
+		Attempts: []hopper.Attempt{{Attempt: 1, StartedAt: started, Outcome: job.OutcomeReleased}}}
+	var b strings.Builder
+	if err := printJob(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "0 of 25 (+1 released by a shutdown, not counted)\n") {
+		t.Errorf("the attempt line does not say the released attempt is not counted:\n%s", out)
+	}
+	if strings.Contains(out, "started:") {
+		t.Errorf("a waiting job shows its released attempt's start as its own:\n%s", out)
+	}
+	j.State, j.Attempt = hopper.StateRunning, 1
+	j.Attempts = append(j.Attempts, hopper.Attempt{Attempt: 1, StartedAt: started, Outcome: job.OutcomeReleased})
+	b.Reset()
+	if err := printJob(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "1 of 25 (+2 released by shutdowns, not counted)\n") || !strings.Contains(out, "started:") {
+		t.Errorf("a running job twice released:\n%s", out)
 	}
 }
