@@ -261,7 +261,7 @@ func (a *api) wrap(rt route) http.Handler {
 		if rt.scope != httpauth.None {
 			p, err := a.auth.Allow(r, rt.scope)
 			if err != nil {
-				writeError(w, authError(err))
+				writeError(w, rt.authError(err))
 				return
 			}
 			httpauth.Identify(r, p)
@@ -278,6 +278,19 @@ func (a *api) wrap(rt route) http.Handler {
 		h = httpauth.Audit(a.log, rt.method+" "+rt.pattern, h)
 	}
 	return h
+}
+
+// authError is authError(err) for this route: a token that may not
+// enqueue is told what enqueueing needs, exec jobs included, rather than
+// only "write" and then, with a write token, "exec".
+func (rt route) authError(err error) *Error {
+	e := authError(err)
+	var se *httpauth.ScopeError
+	enqueue := rt.method == http.MethodPost && (rt.pattern == Prefix+"/jobs" || rt.pattern == Prefix+"/jobs/batch")
+	if enqueue && errors.As(err, &se) && !se.ReadOnly {
+		e.Message = "enqueueing needs write scope, and exec jobs exec or admin (this token has " + se.Have.String() + " scope)"
+	}
+	return e
 }
 
 // needExec checks, inside a route whose body holds jobs of the exec kind

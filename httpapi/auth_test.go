@@ -43,6 +43,12 @@ func TestExecScope(t *testing.T) {
 		e.doAs(writeToken, "POST", tc.path, tc.body).fails(403, CodeForbidden, "",
 			"enqueueing exec jobs runs commands on the server: it needs an exec or admin token (this one has write scope)")
 	}
+	// A read token is told at once what enqueueing an exec job needs, not
+	// "write" and then, with a write token, "exec".
+	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs/batch"} {
+		e.doAs(readToken, "POST", path, batch).fails(403, CodeForbidden, "",
+			"enqueueing needs write scope, and exec jobs exec or admin (this token has read scope)")
+	}
 	if n := e.count(); n != 0 {
 		t.Fatalf("a write token's refused exec jobs: %d jobs stored", n)
 	}
