@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,8 +23,7 @@ func TestServeBounds(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 	srv := c.serveHTTP()
 	defer c.stop(srv.server)
 	addr := strings.TrimPrefix(srv.url, "http://")

@@ -28,8 +28,7 @@ func TestCancelAcrossCrash(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 
 	// The job records its process ID, so that the test can end the sleep
 	// its killed server leaves behind, and the times it started.

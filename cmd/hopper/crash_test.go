@@ -63,6 +63,17 @@ type hop struct {
 	files   []*os.File // given to serve as descriptors 3, 4, … (cmd.ExtraFiles), as a shell or a service manager may
 }
 
+// newHop returns a hop on the SQLite file hopper.db in dir, with its
+// servers' logs in dir/logs.
+func newHop(t *testing.T, dir string) *hop {
+	t.Helper()
+	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
+	if err := os.Mkdir(c.logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // run runs hopper with args and returns its stdout; it fails the test on
 // a non-zero exit.
 func (c *hop) run(stdin string, args ...string) string {
@@ -268,8 +279,7 @@ func TestCrashSafety(t *testing.T) {
 	)
 	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 	outFile := filepath.Join(dir, "out.txt")
 
 	// Before the kills: a job in the dead-letter queue and a schedule.

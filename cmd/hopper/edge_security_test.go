@@ -46,8 +46,7 @@ func newEdge(t *testing.T) *hop {
 		t.Skip("builds the binary and runs it; skipped with -short")
 	}
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 	return c
 }
 

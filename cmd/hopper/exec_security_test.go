@@ -40,11 +40,8 @@ var servingURL = regexp.MustCompile(`http=(http://\S+)`)
 // HOPPER_TOKENS (adminToken) and no exec allow-list.
 func newSecurityHop(t *testing.T) *hop {
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs"),
-		env: []string{"HOPPER_TOKENS=admin:" + adminToken, cli.ExecAllowEnv + "="}}
-	if err := os.Mkdir(c.logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c := newHop(t, dir)
+	c.env = []string{"HOPPER_TOKENS=admin:" + adminToken, cli.ExecAllowEnv + "="}
 	return c
 }
 

@@ -26,8 +26,7 @@ func TestExecDiesWithServer(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 	pids, fifo := filepath.Join(dir, "pids"), filepath.Join(dir, "ready")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,8 +23,7 @@ func TestPeerDeathRescuedAtOnce(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	c := &hop{t: t, bin: hopperBin(t), db: filepath.Join(dir, "hopper.db"), logs: filepath.Join(dir, "logs")}
-	os.Mkdir(c.logs, 0o755)
+	c := newHop(t, dir)
 	marker := filepath.Join(dir, "ran-once")
 	// The first attempt blocks (until its server dies); the second ends.
 	script := fmt.Sprintf("if [ -e %s ]; then exit 0; fi; touch %s; exec sleep 600", marker, marker)
