@@ -50,6 +50,10 @@ type Job struct {
 	// the client's (resolved by the process that runs it), NoTimeout none.
 	Timeout   time.Duration `json:"timeout,omitempty"`
 	UniqueKey string        `json:"unique_key,omitempty"`
+	// Debounce, with a UniqueKey, is an instruction to Enqueue, not part
+	// of the record: a store does not keep it, and jobs it returns have it
+	// zero. See Debounce.
+	Debounce Debounce `json:"-"`
 	// Retry overrides the retry policy for this job; nil uses the kind's or
 	// the client's (resolved by the process that runs it).
 	Retry *backoff.Policy `json:"retry,omitempty"`
@@ -81,6 +85,41 @@ type Job struct {
 	// (Schedule, FireTime) is unique in a store.
 	Schedule string    `json:"schedule,omitempty"`
 	FireTime time.Time `json:"fire_time,omitzero"`
+}
+
+// Debounce makes an Enqueue of a job with a unique key coalesce with the
+// job waiting under that key: many enqueues of one key within Period give
+// one run, with the last args (store.ApplyDebounce says exactly how). The
+// zero value means no debounce.
+type Debounce struct {
+	// Period is how long after the latest enqueue the job runs: each
+	// enqueue of the key pushes the waiting job's run-at to its own time
+	// plus Period. Positive when set.
+	Period time.Duration
+	// MaxWait, if positive, bounds the pushing: the run-at is never moved
+	// past the waiting job's creation (its first enqueue) plus MaxWait.
+	// Zero means no bound; otherwise at least Period.
+	MaxWait time.Duration
+}
+
+// IsZero reports whether d is the zero Debounce: no debounce.
+func (d Debounce) IsZero() bool { return d == Debounce{} }
+
+// Check returns a *FieldError, its field under prefix ("debounce"),
+// unless d is the zero Debounce or a valid one: Period positive, MaxWait
+// zero or at least Period.
+func (d Debounce) Check(prefix string) error {
+	switch {
+	case d.IsZero():
+		return nil
+	case d.Period <= 0:
+		return Invalid(prefix+".period", "must be positive, got %s", d.Period)
+	case d.MaxWait < 0:
+		return Invalid(prefix+".max_wait", "must not be negative, got %s", d.MaxWait)
+	case d.MaxWait > 0 && d.MaxWait < d.Period:
+		return Invalid(prefix+".max_wait", "%s is shorter than the period %s: give a max wait of at least the period, or none", d.MaxWait, d.Period)
+	}
+	return nil
 }
 
 // Limits on what a job may carry. Enqueue refuses larger input with a
@@ -264,6 +303,20 @@ func (j *Job) Validate(now time.Time) error {
 		if err := j.Retry.Validate(); err != nil {
 			return Invalid("retry", "%v", err)
 		}
+	}
+	if err := j.Debounce.Check("debounce"); err != nil {
+		return err
+	}
+	if !j.Debounce.IsZero() {
+		switch {
+		case j.UniqueKey == "":
+			return Invalid("debounce", "needs a unique key: the key names what the enqueues coalesce on")
+		case !j.RunAt.IsZero():
+			return Invalid("run_at", "a debounced job runs its period after the latest enqueue: give no run_at or delay")
+		case j.Func != nil:
+			return Invalid("debounce", "a Func job cannot be debounced: it has no args to replace")
+		}
+		j.RunAt = now.Add(j.Debounce.Period)
 	}
 	if err := CheckTime("run_at", j.RunAt); err != nil {
 		return err

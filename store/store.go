@@ -23,8 +23,13 @@ type Store interface {
 	// Enqueue inserts jobs, already validated (job.Job.Validate), in order,
 	// assigning IDs. A job whose UniqueKey matches a job that is waiting or
 	// running is not inserted: its result carries the existing ID and
-	// Duplicate. A job with a Func fails with job.ErrNotDurable on durable
-	// stores. Either all jobs are inserted or none.
+	// Duplicate — unless the job has a Debounce: then a waiting holder
+	// takes it in (ApplyDebounce; the result carries the holder's ID and
+	// Debounced), and a running holder gives up its key (TakeOverKey) to
+	// the job, which is inserted. A job with a Func fails with
+	// job.ErrNotDurable on durable stores. Either all jobs are inserted
+	// (or merged) or none. Jobs are taken in order: a debounced job merges
+	// into an earlier job of the same call too.
 	Enqueue(ctx context.Context, p EnqueueParams) ([]EnqueueResult, error)
 
 	// Claim promotes waiting jobs whose run-at has come to available, then
@@ -232,7 +237,8 @@ type EnqueueParams struct {
 // Enqueue, EnqueueTx or FireSchedule call was given, is one those take:
 // not nil, prepared by job.Job.Validate (scheduled or available, run-at and
 // creation time set), and within the bounds of its integer fields
-// (job.CheckMaxAttempts, job.CheckPriority). Every store calls it on each
+// (job.CheckMaxAttempts, job.CheckPriority), its Debounce, if any, valid
+// and with a unique key. Every store calls it on each
 // job before it changes anything, so that all of them refuse what one of
 // them could not hold; the error is a *job.FieldError naming the field.
 func CheckNewJob(j *job.Job, i, n int) error {
@@ -247,6 +253,12 @@ func CheckNewJob(j *job.Job, i, n int) error {
 	if err == nil {
 		err = job.CheckPriority("priority", j.Priority)
 	}
+	if err == nil {
+		err = j.Debounce.Check("debounce")
+	}
+	if err == nil && !j.Debounce.IsZero() && j.UniqueKey == "" {
+		err = job.Invalid("debounce", "needs a unique key")
+	}
 	if fe := (*job.FieldError)(nil); errors.As(err, &fe) {
 		return job.Invalid(fe.Field, "job %d of %d (%s): %s", i+1, n, j.Kind, fe.Reason)
 	}
@@ -257,6 +269,7 @@ func CheckNewJob(j *job.Job, i, n int) error {
 type EnqueueResult struct {
 	ID        job.ID
 	Duplicate bool      // an unfinished job with the same unique key exists; ID is that job's
+	Debounced bool      // the job was merged into the waiting job holding its key (ApplyDebounce); ID is that job's
 	State     job.State // state of the job with ID
 }
 

@@ -206,6 +206,60 @@ func ApplyReschedule(j *job.Job, runAt time.Time, priority *int, now time.Time) 
 	return nil
 }
 
+// DebounceRunAt returns the run-at a debounced enqueue at now of a job
+// with debounce d gives the waiting job j holding its key: now+d.Period,
+// but no later than j.CreatedAt+d.MaxWait (with a MaxWait), and, for a
+// retrying job, no earlier than the run-at its backoff chose.
+func DebounceRunAt(j *job.Job, d job.Debounce, now time.Time) time.Time {
+	r := now.Add(d.Period)
+	if d.MaxWait > 0 {
+		if deadline := j.CreatedAt.Add(d.MaxWait); deadline.Before(r) {
+			r = deadline
+		}
+	}
+	if j.State == job.StateRetrying && r.Before(j.RunAt) {
+		r = j.RunAt
+	}
+	return r.UTC()
+}
+
+// ApplyDebounce merges the job in, enqueued at now with a Debounce, into
+// the waiting job j that holds its unique key: j takes in's args, its
+// run-at becomes DebounceRunAt (its state scheduled or available by it and
+// now, as ApplyReschedule sets it), and everything else of j stays — its
+// ID, kind, queue, priority, attempts and creation time, which the next
+// merge's MaxWait counts from. A job that is not waiting is left unchanged
+// and the error wraps job.ErrNotWaiting: a running holder is not merged
+// into (its attempt has the old args); the store gives the key to a new
+// job instead (TakeOverKey).
+func ApplyDebounce(j *job.Job, in *job.Job, now time.Time) error {
+	if !j.State.Waiting() {
+		return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
+	}
+	r := DebounceRunAt(j, in.Debounce, now)
+	to := job.WaitingState(r, now)
+	if err := job.CheckTransition(j.ID, j.State, to); err != nil {
+		return err
+	}
+	j.Args = in.Args
+	j.RunAt, j.State = r, to
+	return nil
+}
+
+// TakeOverKey gives the unique key of the running job j up, for a
+// debounced enqueue of the key to insert a new waiting job holding it:
+// the attempt under way has the old args, so the next run must be a job
+// of its own, and only one job holds a key at a time. j keeps running;
+// its UniqueKey is cleared. A job that is not running is left unchanged
+// and the error wraps job.ErrConflict.
+func TakeOverKey(j *job.Job) error {
+	if j.State != job.StateRunning {
+		return fmt.Errorf("take over the key of job %d: it is %s, not running: %w", j.ID, j.State, job.ErrConflict)
+	}
+	j.UniqueKey = ""
+	return nil
+}
+
 // ApplyRetryDead takes the dead job j out of the dead-letter queue at now:
 // available, Attempt=0, Crashes=0, RunAt=now, FinishedAt cleared,
 // CancelRequested cleared; its history and LastError are kept.

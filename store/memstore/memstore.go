@@ -15,6 +15,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -204,13 +205,42 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 	for i, j := range p.Jobs {
 		// An earlier job of this same call holds its key by now too.
 		if h := s.unique[j.UniqueKey]; j.UniqueKey != "" && h != nil {
-			res[i] = store.EnqueueResult{ID: h.id, Duplicate: true, State: h.state}
-			continue
+			if j.Debounce.IsZero() {
+				res[i] = store.EnqueueResult{ID: h.id, Duplicate: true, State: h.state}
+				continue
+			}
+			if r, insert := s.debounce(h, j, j.CreatedAt); !insert { // CreatedAt: the enqueue's time
+				res[i] = r
+				continue
+			}
 		}
 		e := s.insert(j)
 		res[i] = store.EnqueueResult{ID: e.id, State: e.state}
 	}
 	return res, nil
+}
+
+// debounce applies a debounced enqueue of j at now to h, the holder of
+// its key: a waiting holder takes j in (store.ApplyDebounce); a running
+// one gives its key up (store.TakeOverKey) and insert is true, for the
+// caller to insert j.
+func (s *Store) debounce(h *entry, j *job.Job, now time.Time) (res store.EnqueueResult, insert bool) {
+	var v job.Job
+	h.view(&v)
+	if h.state == job.StateRunning && store.TakeOverKey(&v) == nil {
+		o := *h.opt()
+		o.unique = v.UniqueKey
+		h.c.opt = &o // a running entry has its cold part
+		delete(s.unique, j.UniqueKey)
+		return res, true
+	}
+	if err := store.ApplyDebounce(&v, j, now); err != nil {
+		// Not reached: a holder is waiting or running. Leave it be.
+		return store.EnqueueResult{ID: h.id, Duplicate: true, State: h.state}, false
+	}
+	h.args = clone(v.Args)
+	s.update(h, &v)
+	return store.EnqueueResult{ID: h.id, Debounced: true, State: h.state}, false
 }
 
 // insert adds a validated job whose unique key is free.

@@ -200,6 +200,18 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 		return s.w.submit(ctx, rows)
 	}
 	var res []store.EnqueueResult
+	if debounced(rows.jobs) {
+		var keys map[string]floorKey
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+			res, keys, err = s.enqueueEach(ctx, tx, rows, false)
+			return err
+		})
+		if err != nil {
+			return nil, s.translate(err)
+		}
+		s.notifyKeys(keys)
+		return res, nil
+	}
 	if rows.keyed {
 		// An explicit transaction: if a key's holder finishes between the
 		// INSERT and the look-up of holders, the job is inserted in a
@@ -246,7 +258,12 @@ func (s *Store) EnqueueTx(ctx context.Context, tx any, p store.EnqueueParams) ([
 	if err := s.sameDatabase(ctx, t); err != nil {
 		return nil, err
 	}
-	res, err := s.insert(ctx, t, rows, notifyInTx)
+	var res []store.EnqueueResult
+	if debounced(rows.jobs) {
+		res, _, err = s.enqueueEach(ctx, t, rows, true)
+	} else {
+		res, err = s.insert(ctx, t, rows, notifyInTx)
+	}
 	if err != nil {
 		return nil, s.translate(err)
 	}

@@ -67,6 +67,8 @@ type jobWriter interface {
 	scanRow(q string, args []any, dest ...any) error
 	// insertN runs insertSQL[n] with args (nInsertCols per row).
 	insertN(n int, args []any) (sql.Result, error)
+	// update runs a statement that changes rows.
+	update(q string, args ...any) error
 	// counts returns the changes to lane_counts that go with the
 	// statements' (see counts.go).
 	counts() countDeltas
@@ -74,6 +76,12 @@ type jobWriter interface {
 
 // counts implements jobWriter: the running request's changes.
 func (w *writer) counts() countDeltas { return w.req }
+
+// update implements jobWriter.
+func (w *writer) update(q string, args ...any) error {
+	_, err := w.exec(q, args...)
+	return err
+}
 
 // insertN runs insertSQL[n], prepared once per row count.
 func (w *writer) insertN(n int, args []any) (sql.Result, error) {
@@ -224,8 +232,17 @@ func plain(jobs []*job.Job) bool {
 // enqueueRows inserts the jobs of r through q, unless a job's schedule tick
 // exists (job.ErrDuplicate, nothing inserted) or its unique key is held by
 // a waiting or running job, or by an earlier job of r (then its result
-// names that job, Duplicate).
+// names that job, Duplicate); a debounced job is applied to the holder of
+// its key (debounce.go).
 func enqueueRows(q jobWriter, r *newRows) ([]store.EnqueueResult, error) {
+	if debounced(r.jobs) {
+		return enqueueEach(q, r)
+	}
+	return enqueueBatch(q, r)
+}
+
+// enqueueBatch is enqueueRows for jobs none of which is debounced.
+func enqueueBatch(q jobWriter, r *newRows) ([]store.EnqueueResult, error) {
 	type tick struct {
 		name string
 		at   int64

@@ -35,6 +35,8 @@ func (a appTx) exec(q string, args ...any) error {
 
 func (a appTx) counts() countDeltas { return a.deltas }
 
+func (a appTx) update(q string, args ...any) error { return a.exec(q, args...) }
+
 func (a appTx) scanRow(q string, args []any, dest ...any) error {
 	return a.tx.QueryRowContext(a.ctx, q, args...).Scan(dest...)
 }

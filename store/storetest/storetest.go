@@ -43,7 +43,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	t.Helper()
 	seen := make(map[string]bool)
 	for _, group := range [][]testCase{
-		enqueueCases(), claimCases(), finishCases(), uniqueCases(),
+		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
 		listCases(), concurrencyCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
 	} {
