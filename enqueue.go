@@ -22,6 +22,11 @@ type EnqueueResult struct {
 	// Duplicate is set when the unique key was taken: ID is the existing
 	// job's and nothing was inserted.
 	Duplicate bool
+	// Debounced is set when the job was merged into the waiting job
+	// holding its unique key (EnqueueOptions.Debounce): ID is that job's,
+	// which now has this call's args and a pushed run-at, and nothing was
+	// inserted.
+	Debounced bool
 	// State is the job's state: scheduled, available, or the existing job's.
 	State State
 }
@@ -155,9 +160,9 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	out := make([]EnqueueResult, len(res))
 	inserted := false
 	for i, r := range res {
-		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, State: r.State}
-		inserted = inserted || !r.Duplicate
-		if listening && !r.Duplicate {
+		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, Debounced: r.Debounced, State: r.State}
+		inserted = inserted || !r.Duplicate // a debounced job's run-at moved
+		if listening && !r.Duplicate && !r.Debounced {
 			j := jobs[i]
 			j.ID = r.ID
 			c.transition(Event{Type: job.EventEnqueued, Job: j, At: t})
@@ -222,6 +227,7 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 	*j = job.Job{
 		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
 		Timeout: own.Timeout, Retry: own.Retry.Clone(), UniqueKey: own.UniqueKey, RunAt: own.RunAt,
+		Debounce: own.Debounce,
 	}
 	if own.Delay > 0 {
 		j.RunAt = t.Add(own.Delay)

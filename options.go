@@ -56,7 +56,24 @@ type EnqueueOptions struct {
 	// dedupes concurrent or repeated requests for pending work, not work
 	// done, for no set time.
 	UniqueKey string
+	// Debounce, with a UniqueKey, coalesces the enqueues of the key: while
+	// a job with the key waits, an enqueue does not add a job but gives the
+	// waiting one its args and pushes its run-at to now+Period (never past
+	// its first enqueue plus MaxWait, if set); EnqueueResult.Debounced says
+	// so. Many enqueues within the period thus give one run, with the last
+	// args. If the job with the key is already running, its attempt keeps
+	// its args and a new job is enqueued, which takes the key over: the
+	// next run has the latest args. A debounced job runs Period after its
+	// enqueue: set no Delay or RunAt. The job keeps its other options
+	// (queue, priority, …) of the enqueue that created it. Debounce and
+	// unique keys share one namespace: a plain enqueue of a key a
+	// debounced job holds is a Duplicate, as for any unique key.
+	Debounce Debounce
 }
+
+// Debounce is EnqueueOptions.Debounce: Period (positive) and MaxWait (zero
+// for none, else at least Period). See job.Debounce.
+type Debounce = job.Debounce
 
 // PriorityZero is the EnqueueOptions.Priority that means "priority 0",
 // where a plain 0 means "unset" and falls back to the kind's or Config's
@@ -104,12 +121,22 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 	switch {
 	case o.Timeout < 0 && o.Timeout != NoTimeout:
 		return bad("timeout", "must not be negative, got %s", o.Timeout)
-	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != ""):
-		return bad("delay", "delay, run_at and unique_key are set per job, not here")
+	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != "" || !o.Debounce.IsZero()):
+		return bad("delay", "delay, run_at, unique_key and debounce are set per job, not here")
 	case o.Delay < 0:
 		return bad("delay", "must not be negative, got %s", o.Delay)
 	case o.Delay > 0 && !o.RunAt.IsZero():
 		return bad("delay", "set delay or run_at, not both")
+	}
+	if err := o.Debounce.Check(prefix + "debounce"); err != nil {
+		return err
+	}
+	switch {
+	case o.Debounce.IsZero():
+	case o.UniqueKey == "":
+		return bad("debounce", "needs a unique_key: the key names what the enqueues coalesce on")
+	case o.Delay != 0 || !o.RunAt.IsZero():
+		return bad("debounce", "a debounced job runs its period after the latest enqueue: set no delay or run_at")
 	}
 	if o.Retry != nil {
 		if err := o.Retry.Validate(); err != nil {
