@@ -27,11 +27,15 @@ type enqueued struct {
 	// Duplicate: the unique key was taken, ID is the job holding it and
 	// nothing was inserted.
 	Duplicate bool `json:"duplicate"`
+	// Debounced: the job was merged into the job waiting with its unique
+	// key (debounce), ID is that job's and nothing was inserted.
+	Debounced bool `json:"debounced"`
 }
 
 // enqueue handles POST /jobs: one job. 201 with the new job's ID, or 200
 // with the existing job's when its unique key was taken (or 409 duplicate
-// if the client is configured with hopper.UniqueError).
+// if the client is configured with hopper.UniqueError) or it was debounced
+// into it.
 func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	var jr wire.Job
 	if err := decodeBody(r, &jr); err != nil {
@@ -53,12 +57,12 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpauth.Note(r, "job", res.ID, "kind", req.Kind, "duplicate", res.Duplicate)
+	httpauth.Note(r, "job", res.ID, "kind", req.Kind, "duplicate", res.Duplicate, "debounced", res.Debounced)
 	status := http.StatusCreated
-	if res.Duplicate {
+	if res.Duplicate || res.Debounced {
 		status = http.StatusOK
 	}
-	reply(w, status, enqueued{ID: res.ID, State: res.State, Duplicate: res.Duplicate})
+	reply(w, status, enqueued{ID: res.ID, State: res.State, Duplicate: res.Duplicate, Debounced: res.Debounced})
 	return nil
 }
 
@@ -67,6 +71,7 @@ type batchResult struct {
 	Jobs       []enqueued `json:"jobs"`
 	Enqueued   int        `json:"enqueued"`
 	Duplicates int        `json:"duplicates"`
+	Debounced  int        `json:"debounced"`
 }
 
 // enqueueBatch handles POST /jobs/batch: {"jobs": [...]}, all enqueued in
@@ -136,10 +141,13 @@ func (a *api) batchReply(w http.ResponseWriter, r *http.Request, res []hopper.En
 	httpauth.Note(r, "jobs", len(res), httpauth.IDs(ids), "kinds", strings.Join(slices.Sorted(maps.Keys(kindSet)), ","))
 	out := batchResult{Jobs: make([]enqueued, len(res))}
 	for i, x := range res {
-		out.Jobs[i] = enqueued{ID: x.ID, State: x.State, Duplicate: x.Duplicate}
-		if x.Duplicate {
+		out.Jobs[i] = enqueued{ID: x.ID, State: x.State, Duplicate: x.Duplicate, Debounced: x.Debounced}
+		switch {
+		case x.Duplicate:
 			out.Duplicates++
-		} else {
+		case x.Debounced:
+			out.Debounced++
+		default:
 			out.Enqueued++
 		}
 	}

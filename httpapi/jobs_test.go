@@ -374,3 +374,37 @@ func TestEnqueueDocumentForms(t *testing.T) {
 	}
 	e.do("POST", "/api/v1/jobs", `{"kind":"ok","retry":"fixed:0s"}`).fails(400, CodeInvalid, "retry", "DELAY must be positive")
 }
+
+// TestEnqueueDebounce: a debounced enqueue of a key whose job waits merges
+// into it (200, debounced, its args replaced); bad debounces name their
+// field.
+func TestEnqueueDebounce(t *testing.T) {
+	t.Parallel()
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: store})
+			var first, second enqueued
+			e.do("POST", "/api/v1/jobs", `{"kind":"typed","args":{"n":1},"unique_key":"d","debounce":{"period":"1h","max_wait":"2h"}}`).ok(http.StatusCreated, &first)
+			if first.Debounced || first.Duplicate || first.State != hopper.StateScheduled {
+				t.Fatalf("first: %+v", first)
+			}
+			e.do("POST", "/api/v1/jobs", `{"kind":"typed","args":{"n":2},"unique_key":"d","debounce":{"period":3600}}`).ok(http.StatusOK, &second)
+			if !second.Debounced || second.Duplicate || second.ID != first.ID {
+				t.Errorf("second: %+v, want debounced into job %d", second, first.ID)
+			}
+			if j := e.job(first.ID); string(j.Args) != `{"n":2}` {
+				t.Errorf("job args %s, want the last enqueue's", j.Args)
+			}
+			var batch batchResult
+			e.do("POST", "/api/v1/jobs/batch", `{"jobs":[{"kind":"typed","args":{"n":3},"unique_key":"d","debounce":{"period":"1h"}},{"kind":"ok"}]}`).ok(http.StatusCreated, &batch)
+			if batch.Debounced != 1 || batch.Enqueued != 1 || !batch.Jobs[0].Debounced || batch.Jobs[0].ID != first.ID {
+				t.Errorf("batch: %+v", batch)
+			}
+			e.do("POST", "/api/v1/jobs", `{"kind":"ok","debounce":{"period":"1s"}}`).fails(400, CodeInvalid, "debounce", "unique")
+			e.do("POST", "/api/v1/jobs", `{"kind":"ok","unique_key":"x","debounce":{}}`).fails(400, CodeInvalid, "debounce.period", "missing")
+			e.do("POST", "/api/v1/jobs", `{"kind":"ok","unique_key":"x","debounce":{"period":"1m","max_wait":"1s"}}`).fails(400, CodeInvalid, "debounce.max_wait", "shorter")
+			e.do("POST", "/api/v1/jobs", `{"kind":"ok","unique_key":"x","delay":"1s","debounce":{"period":"1m"}}`).fails(400, CodeInvalid, "debounce", "delay")
+		})
+	}
+}

@@ -60,6 +60,7 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 			reqs                []hopper.EnqueueRequest
 			lines               []int
 			enqueued, dupes, ln int
+			debounced           int
 		)
 		flush := func() error {
 			if len(reqs) == 0 {
@@ -75,9 +76,12 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 				return fmt.Errorf("%w (%d jobs enqueued before this batch)", err, enqueued)
 			}
 			for _, r := range res {
-				if r.Duplicate {
+				switch {
+				case r.Duplicate:
 					dupes++
-				} else {
+				case r.Debounced:
+					debounced++
+				default:
 					enqueued++
 				}
 			}
@@ -127,8 +131,11 @@ func (a *app) bulkEnqueue(ctx context.Context, external []string) error {
 		if dupes > 0 {
 			fmt.Fprintf(a.Err, "hopper: %d %s not enqueued: %s unique key is held by a waiting or running job\n", dupes, plural(dupes, "job", "jobs"), plural(dupes, "its", "their"))
 		}
+		if debounced > 0 {
+			fmt.Fprintf(a.Err, "hopper: %d %s debounced: merged into the job waiting with %s key\n", debounced, plural(debounced, "job", "jobs"), plural(debounced, "its", "their"))
+		}
 		if a.json {
-			return printJSON(a.Out, map[string]int{"enqueued": enqueued, "duplicates": dupes})
+			return printJSON(a.Out, map[string]int{"enqueued": enqueued, "duplicates": dupes, "debounced": debounced})
 		}
 		_, err := fmt.Fprintln(a.Out, enqueued)
 		return err

@@ -21,13 +21,16 @@ arguments; no shell is involved (use sh -c '...' for one).
 
 It prints the job's ID (the job itself with --json). A job whose --unique
 key is held by a waiting or running job is not enqueued: the ID of that job
-is printed instead, and a note goes to stderr.
+is printed instead, and a note goes to stderr. With --debounce PERIOD as
+well, a job waiting with the key takes this job's args and runs PERIOD after
+the latest enqueue (but no later than --debounce-max after the first): its
+ID is printed, and a note goes to stderr.
 
 With --bulk it reads jobs as JSON lines from stdin, one per line:
 
   {"kind":"exec","args":{"command":"echo","args":["hi"]},"queue":"q","priority":1,
    "delay":"5s","run_at":"2030-01-02T15:04:05Z","max_attempts":3,"timeout":"30s",
-   "unique_key":"k","retry_backoff":"fixed:5s"}
+   "unique_key":"k","debounce":{"period":"5s","max_wait":"1m"},"retry_backoff":"fixed:5s"}
 
 Only kind is required. Kinds other than exec and http are refused (a typo
 would wait forever) unless listed in --external-kinds: kinds that programs
@@ -47,6 +50,7 @@ func (a *app) enqueueCmd() *cobra.Command {
   hopper enqueue --queue reports --priority -1 --max-attempts 3 exec --env TZ=UTC -- ./report.sh daily
   hopper enqueue --delay 10m --retry-backoff list:5s,30s,300s http --url https://example.com/hook --data '{"a":1}' --header 'Content-Type: application/json'
   hopper enqueue --at 2030-01-02T15:04:05Z --unique nightly-backup exec -- backup.sh
+  hopper enqueue --unique reindex:42 --debounce 5s --debounce-max 1m exec -- ./reindex 42
   hopper enqueue --bulk < jobs.jsonl
   hopper enqueue --bulk --external-kinds send_email,resize_image < jobs.jsonl`,
 		Args: noArgs,
@@ -146,8 +150,11 @@ func (a *app) enqueueOne(ctx context.Context, fs *pflag.FlagSet, kind string, ar
 		if err != nil {
 			return flagError(fs, err)
 		}
-		if res.Duplicate {
+		switch {
+		case res.Duplicate:
 			fmt.Fprintf(a.Err, "hopper: not enqueued: job %d (%s) holds unique key %q\n", res.ID, res.State, opts.UniqueKey)
+		case res.Debounced:
+			fmt.Fprintf(a.Err, "hopper: debounced: merged into job %d (%s), waiting with key %q\n", res.ID, res.State, opts.UniqueKey)
 		}
 		if !a.json {
 			_, err := fmt.Fprintln(a.Out, res.ID)

@@ -102,6 +102,18 @@ func TestEnqueueOptions(t *testing.T) {
 		t.Fatalf("duplicate: %+v", r)
 	}
 
+	// A debounced enqueue of a key whose job waits merges into it: its ID,
+	// a note, the job's args replaced.
+	did := hop(t, db, "enqueue", "--unique", "sync-1", "--debounce", "1h", "--debounce-max", "2h", "exec", "--", "echo", "one").ok(t).id(t)
+	r = hop(t, db, "enqueue", "--unique", "sync-1", "--debounce", "1h", "exec", "--", "echo", "two").ok(t)
+	if r.id(t) != did || !strings.Contains(r.err, "debounced") || !strings.Contains(r.err, "sync-1") {
+		t.Fatalf("debounced: %+v", r)
+	}
+	json.Unmarshal(getJobJSON(t, db, did).Args, &a)
+	if a.Command != "echo" || strings.Join(a.Args, " ") != "two" {
+		t.Fatalf("debounced job's args %+v, want the last enqueue's", a)
+	}
+
 	// exec takes the flags after the command as the command's.
 	id = hop(t, db, "enqueue", "exec", "ls", "-la", "--color").ok(t).id(t)
 	json.Unmarshal(getJobJSON(t, db, id).Args, &a)

@@ -23,6 +23,8 @@ type jobFlags struct {
 	maxAttempts int
 	timeout     time.Duration
 	unique      string
+	debounce    time.Duration
+	debounceMax time.Duration
 	backoff     string
 }
 
@@ -42,6 +44,8 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 		fs.DurationVar(&f.delay, "delay", 0, "run no earlier than this long from now, e.g. 10m")
 		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
 		fs.StringVar(&f.unique, "unique", "", "unique key: while a job with this key waits or runs, enqueue returns that job instead")
+		fs.DurationVar(&f.debounce, "debounce", 0, "with --unique: merge into the job waiting with the key (its args replaced) and run it this long after the latest enqueue, e.g. 5s")
+		fs.DurationVar(&f.debounceMax, "debounce-max", 0, "with --debounce: run no later than this long after the first enqueue of the key, e.g. 1m (default no bound)")
 	}
 }
 
@@ -76,6 +80,15 @@ func (f *jobFlags) document(fs *pflag.FlagSet) wire.Job {
 	if set("unique") {
 		j.UniqueKey = &f.unique
 	}
+	if set("debounce") || set("debounce-max") {
+		j.Debounce = &wire.Debounce{}
+		if set("debounce") {
+			j.Debounce.Period = (*wire.Duration)(&f.debounce)
+		}
+		if set("debounce-max") {
+			j.Debounce.MaxWait = (*wire.Duration)(&f.debounceMax)
+		}
+	}
 	return j
 }
 
@@ -96,6 +109,7 @@ func (f *jobFlags) options(fs *pflag.FlagSet) (*hopper.EnqueueOptions, error) {
 var flagOf = map[string]string{
 	"queue": "--queue", "priority": "--priority", "max_attempts": "--max-attempts", "timeout": "--timeout",
 	"retry": "--retry-backoff", "delay": "--delay", "run_at": "--at", "unique_key": "--unique",
+	"debounce": "--debounce", "debounce.period": "--debounce", "debounce.max_wait": "--debounce-max",
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
 	"overlap": "--overlap", "name": "NAME",
 }

@@ -35,10 +35,39 @@ type Job struct {
 	Delay     *Duration `json:"delay"`
 	RunAt     *string   `json:"run_at"`
 	UniqueKey *string   `json:"unique_key"`
+	// Debounce, with unique_key, coalesces the enqueues of the key
+	// (hopper.EnqueueOptions.Debounce).
+	Debounce *Debounce `json:"debounce"`
 	// RetryBackoff is the compact retry policy of older --bulk lines.
 	//
 	// Deprecated: give retry, which takes the compact string too.
 	RetryBackoff *string `json:"retry_backoff"`
+}
+
+// Debounce is a job request's debounce: {"period": "5s", "max_wait":
+// "1m"}, each a Go duration string or a number of seconds.
+type Debounce struct {
+	Period  *Duration `json:"period"`
+	MaxWait *Duration `json:"max_wait"`
+}
+
+// options returns the hopper.Debounce d describes.
+func (d *Debounce) options() (hopper.Debounce, error) {
+	var out hopper.Debounce
+	if d.Period == nil {
+		return out, job.Invalid("debounce.period", "missing: a debounce needs its period, e.g. \"5s\"")
+	}
+	if err := Given("debounce.period", d.Period.D() <= 0, "", d.Period.D()); err != nil {
+		return out, err
+	}
+	out.Period = d.Period.D()
+	if d.MaxWait != nil {
+		if err := Given("debounce.max_wait", d.MaxWait.D() <= 0, "no max wait", d.MaxWait.D()); err != nil {
+			return out, err
+		}
+		out.MaxWait = d.MaxWait.D()
+	}
+	return out, nil
 }
 
 // Request checks j and returns the request it describes, at now (what a
@@ -66,6 +95,11 @@ func (j *Job) Request(now time.Time) (hopper.EnqueueRequest, error) {
 			return none, err
 		}
 		o.UniqueKey = *j.UniqueKey
+	}
+	if j.Debounce != nil {
+		if o.Debounce, err = j.Debounce.options(); err != nil {
+			return none, err
+		}
 	}
 	var args any
 	if len(j.Args) > 0 && string(j.Args) != "null" {
