@@ -47,6 +47,13 @@
 // (Register) and the client's (Config.Defaults); each unset field falls back
 // to the next level, then to Hopper's defaults (DefaultMaxAttempts, …).
 //
+// A unique key (EnqueueOptions.UniqueKey) dedupes: while a job with the
+// key waits or runs, an enqueue of the key returns that job. With a
+// Debounce as well, it coalesces: a job waiting with the key takes the
+// latest args and runs Debounce.Period after the latest enqueue, no later
+// than Debounce.MaxWait after its first (EnqueueResult.Debounced), so a
+// burst of enqueues gives one run with the last args.
+//
 // # Clients and stores
 //
 // A Client enqueues, inspects and (once started) runs jobs. Its store

@@ -207,6 +207,42 @@ func Example_stepping() {
 	// t+1h0m0s: nothing due
 }
 
+// A debounced enqueue merges into the job waiting with its unique key:
+// three enqueues within the period give one run, with the last args, a
+// period after the last enqueue.
+func Example_debounce() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.Register(ws, "reindex", func(ctx context.Context, rev int) (any, error) {
+		return fmt.Sprintf("indexed revision %d", rev), nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+	opts := &hopper.EnqueueOptions{UniqueKey: "reindex:doc-7", Debounce: hopper.Debounce{Period: time.Minute, MaxWait: 10 * time.Minute}}
+	for rev := 1; rev <= 3; rev++ {
+		res, err := c.Enqueue(ctx, "reindex", rev, opts)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("revision %d: job %d, debounced %v\n", rev, res.ID, res.Debounced)
+	}
+	ran, err := c.RunReady(ctx, time.Now().Add(2*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	for _, j := range ran {
+		fmt.Printf("ran job %d: %s\n", j.ID, j.Result)
+	}
+	// Output:
+	// revision 1: job 1, debounced false
+	// revision 2: job 1, debounced true
+	// revision 3: job 1, debounced true
+	// ran job 1: "indexed revision 3"
+}
+
 // email is the args of the send_email kind; Register calls its Validate.
 type email struct {
 	To      string `json:"to"`
