@@ -31,4 +31,5 @@ type Attempt struct {
 const (
 	OutcomeInterrupted = "interrupted" // worker lost (store.ErrorWorkerLost)
 	OutcomeReleased    = "released"    // shutdown gave the job back; the attempt does not count
+	OutcomeSnoozed     = "snoozed"     // the handler snoozed the job (Snooze); the attempt does not count
 )

@@ -22,7 +22,8 @@ type State uint8
 // The job states. Each comment says who moves jobs in and out.
 const (
 	// StateScheduled: in from Enqueue or Reschedule with a run-at in the
-	// future; out to Available when its time comes (promotion, done by the
+	// future, or from Running when the handler snoozed the job (its
+	// attempt not counted); out to Available when its time comes (promotion, done by the
 	// store at claim time) or to Cancelled.
 	StateScheduled State = 1
 	// StateAvailable: in from Enqueue (run-at reached), promotion, a released
@@ -30,8 +31,9 @@ const (
 	// it, or to Cancelled.
 	StateAvailable State = 2
 	// StateRunning: in from a claim; out to Completed, Retrying, Dead or
-	// Cancelled when the attempt ends, or back to Available when the attempt
-	// is released by shutdown or rescued after its lease expired.
+	// Cancelled when the attempt ends, to Scheduled when the handler
+	// snoozes the job, or back to Available when the attempt is released by
+	// shutdown or rescued after its lease expired.
 	StateRunning State = 3
 	// StateRetrying: in from a failed attempt with attempts left, waiting for
 	// its backoff; out to Available when the backoff has passed, to
@@ -132,9 +134,10 @@ func CanTransition(from, to State) bool {
 		// claim, cancel, reschedule into the future or in place
 		return to == StateRunning || to == StateCancelled || to == StateScheduled || to == StateAvailable
 	case StateRunning:
-		// attempt ends; or released by shutdown / rescued after lease expiry
+		// attempt ends; snoozed by its handler; or released by shutdown /
+		// rescued after lease expiry
 		return to == StateCompleted || to == StateRetrying || to == StateDead ||
-			to == StateCancelled || to == StateAvailable
+			to == StateCancelled || to == StateAvailable || to == StateScheduled
 	case StateDead:
 		// DLQ retry
 		return to == StateAvailable

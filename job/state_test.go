@@ -27,7 +27,7 @@ func TestCanTransition(t *testing.T) {
 		new_: {sch, ava},
 		sch:  {sch, ava, can},
 		ava:  {sch, ava, run, can},
-		run:  {ava, ret, com, can, dea},
+		run:  {sch, ava, ret, com, can, dea}, // sch: snoozed by its handler
 		ret:  {sch, ava, can, dea},
 		com:  {},
 		can:  {},

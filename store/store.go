@@ -313,8 +313,9 @@ type Outcome struct {
 	ID      job.ID
 	Attempt int // the attempt being finished; fences against lost leases
 	// State is the job's next state: Completed, Retrying (with RunAt),
-	// Dead, Cancelled, or Available for an attempt released by shutdown
-	// (the attempt is then not counted).
+	// Dead, Cancelled, Scheduled (with RunAt) for an attempt whose handler
+	// snoozed the job, or Available for an attempt released by shutdown
+	// (the attempt is then not counted, snoozed or released).
 	State  job.State
 	RunAt  time.Time   // next run-at for Retrying
 	Result []byte      // JSON result for Completed

@@ -53,6 +53,8 @@ func FinishState(o Outcome, cancelRequested bool) job.State {
 //   - completed: Result=o.Result, LastError cleared, FinishedAt=now, Crashes=0;
 //   - retrying: RunAt=o.RunAt, LastError=o.Error, Crashes=0;
 //   - dead, cancelled: LastError=o.Error (if any), FinishedAt=now, Crashes=0;
+//   - scheduled (snoozed by its handler): Attempt-1 (the attempt does not
+//     count), RunAt=o.RunAt, Crashes=0;
 //   - available (released by shutdown): Attempt-1 (the attempt does not
 //     count), RunAt and Crashes unchanged.
 func ApplyFinish(j *job.Job, o Outcome, now time.Time) (bool, error) {
@@ -83,6 +85,9 @@ func ApplyFinish(j *job.Job, o Outcome, now time.Time) (bool, error) {
 		j.RunAt, j.Crashes = o.RunAt.UTC(), 0
 	case job.StateDead, job.StateCancelled:
 		j.FinishedAt, j.Crashes = now, 0
+	case job.StateScheduled:
+		j.Attempt--
+		j.RunAt, j.Crashes = o.RunAt.UTC(), 0
 	case job.StateAvailable:
 		j.Attempt--
 	}

@@ -44,8 +44,8 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.* FROM unnest($1::bigint[], $2
 		result = CASE WHEN ` + finishTo + ` = 'completed' THEN NULLIF(x.res, '')::json ELSE j.result END,
 		finished_at = CASE WHEN ` + finishTo + ` IN ('completed', 'cancelled', 'dead') THEN $9 ELSE j.finished_at END,
 		crashes = CASE WHEN ` + finishTo + ` = 'available' THEN j.crashes ELSE 0 END,
-		run_at = CASE WHEN ` + finishTo + ` = 'retrying' THEN x.run ELSE j.run_at END,
-		attempt = CASE WHEN ` + finishTo + ` = 'available' THEN j.attempt - 1 ELSE j.attempt END
+		run_at = CASE WHEN ` + finishTo + ` IN ('retrying', 'scheduled') THEN x.run ELSE j.run_at END,
+		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id
 	RETURNING j.id, j.state::text`
@@ -110,7 +110,8 @@ func (a *finishArrays) add(i int, o store.Outcome, rec, recC string) {
 // repetition, in the same transaction, applied in the order given). An
 // outcome whose target state the state machine forbids fails the whole
 // call with a *job.TransitionError, changing nothing. A job that becomes
-// available or retrying wakes the listening Stores (after the commit).
+// available, retrying or scheduled (snoozed) wakes the listening Stores
+// (after the commit).
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		switch o.State {
 		case job.StateAvailable: // released: its key is not at hand
 			release = true
-		case job.StateRetrying:
+		case job.StateRetrying, job.StateScheduled: // snoozed
 			retry = true
 		}
 		k := seen[o.ID]

@@ -47,8 +47,8 @@ func finishSetClause(st, run, msg, res, rec, now string) string {
 	result = CASE WHEN ` + to + ` = 'completed' THEN ` + res + ` ELSE result END,
 	finished_at = CASE WHEN ` + to + ` IN ('completed', 'cancelled', 'dead') THEN ` + now + ` ELSE finished_at END,
 	crashes = CASE WHEN ` + to + ` = 'available' THEN crashes ELSE 0 END,
-	run_at = CASE WHEN ` + to + ` = 'retrying' THEN ` + run + ` ELSE run_at END,
-	attempt = CASE WHEN ` + to + ` = 'available' THEN attempt - 1 ELSE attempt END`
+	run_at = CASE WHEN ` + to + ` IN ('retrying', 'scheduled') THEN ` + run + ` ELSE run_at END,
+	attempt = CASE WHEN ` + to + ` IN ('available', 'scheduled') THEN attempt - 1 ELSE attempt END`
 }
 
 // sqlFinish applies one outcome, fenced by state and attempt; the attempt

@@ -110,6 +110,36 @@ func finishCases() []testCase {
 			}
 			wantTime(t, "FinishedAt", g.FinishedAt, at(1500))
 		}},
+		{"FinishSnoozedRestoresAttemptAndWaits", func(t *testing.T, e *env) {
+			id := e.add(t0, &job.Job{Kind: "k", MaxAttempts: 1})
+			c := e.claimExpect(t0, job.DefaultQueue, id)
+			rec := record(c, at(100), job.OutcomeSnoozed, "snoozed for 5s")
+			e.finishOne(at(100), c, store.Outcome{State: job.StateScheduled, RunAt: at(5100), Record: rec})
+			g := e.get(id)
+			if g.State != job.StateScheduled || g.Attempt != 0 || !g.RunAt.Equal(at(5100)) || g.Crashes != 0 || g.LastError != "" || !g.FinishedAt.IsZero() {
+				t.Errorf("snoozed job: got state %s attempt %d run-at %v crashes %d last error %q finished %v, want scheduled 0 %v 0 \"\" zero",
+					g.State, g.Attempt, g.RunAt, g.Crashes, g.LastError, g.FinishedAt, at(5100))
+			}
+			wantNoLease(t, "snoozed job", g)
+			wantLastAttempt(t, "snoozed job", g, 1, rec)
+			if ids := e.claimIDs(at(5099), 10); len(ids) != 0 {
+				t.Errorf("claim before the snooze ends: got %v, want none", ids)
+			}
+			// Its only attempt was not used up: it runs again, attempt 1 of 1.
+			again := e.claimExpect(at(5100), job.DefaultQueue, id)
+			if again.Attempt != 1 {
+				t.Errorf("claim after the snooze: attempt %d, want 1", again.Attempt)
+			}
+			// A snooze of a job whose cancel was requested cancels it.
+			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(5200), ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			reached := e.finish(at(5300), store.Outcome{ID: id, Attempt: 1, State: job.StateScheduled, RunAt: at(9000),
+				Record: record(again, at(5300), job.OutcomeSnoozed, "snoozed for 3.7s")})
+			if !reached[0] || e.state(id) != job.StateCancelled {
+				t.Errorf("snooze after a cancel request: got %s, want cancelled", e.state(id))
+			}
+		}},
 		{"FinishReleasedRestoresAttempt", func(t *testing.T, e *env) {
 			c := e.crashedThenRunning() // attempt 2, crashes 1, run-at t0+1.001s
 			rec := record(c, at(2500), job.OutcomeReleased, "")

@@ -56,6 +56,7 @@ func oracleCases() []testCase {
 					{State: job.StateDead, Error: "fatal"},
 					{State: job.StateCancelled, Error: "stopped"},
 					{State: job.StateAvailable},
+					{State: job.StateScheduled, RunAt: at(60000)}, // snoozed
 				} {
 					cases = append(cases, &tc{name: fmt.Sprintf("%s cancel=%v", o.State, cancel), cancel: cancel, o: o})
 				}
@@ -134,6 +135,7 @@ func oracleCases() []testCase {
 				{name: "dead", o: store.Outcome{State: job.StateDead, Error: "fatal"}},
 				{name: "cancelled", o: store.Outcome{State: job.StateCancelled, Error: "stop"}},
 				{name: "released", o: store.Outcome{State: job.StateAvailable}},
+				{name: "snoozed", o: store.Outcome{State: job.StateScheduled, RunAt: at(5000)}},
 				{name: "plain success again", o: store.Outcome{State: job.StateCompleted}},
 			}
 			outs := make([]store.Outcome, len(cases))
@@ -143,8 +145,11 @@ func oracleCases() []testCase {
 				j := e.claimExpect(at(10), q, c.id)
 				c.o.ID, c.o.Attempt = j.ID, j.Attempt
 				c.o.Record = record(j, at(500), c.o.State.String(), c.o.Error)
-				if c.o.State == job.StateAvailable {
+				switch c.o.State {
+				case job.StateAvailable:
 					c.o.Record.Outcome = job.OutcomeReleased
+				case job.StateScheduled:
+					c.o.Record.Outcome, c.o.Record.Error = job.OutcomeSnoozed, "snoozed for 4.5s"
 				}
 				if c.edit != nil {
 					c.edit(&c.o.Record)
