@@ -18,6 +18,7 @@ const (
 	DefaultLeaseDuration      = 30 * time.Second
 	DefaultRescueInterval     = 10 * time.Second
 	DefaultMaxCrashes         = 3
+	DefaultMaxSnoozes         = 100
 	DefaultCompletedRetention = 24 * time.Hour
 	DefaultCancelledRetention = 24 * time.Hour
 	DefaultDeadRetention      = 7 * 24 * time.Hour
@@ -101,6 +102,13 @@ type Config struct {
 	// under it this many times in a row: a poison pill (default 3;
 	// negative: never).
 	MaxCrashes int
+	// MaxSnoozes is how many times in a row a job's handler may snooze it
+	// (Snooze) without the attempt counting; a further snooze counts as a
+	// failed attempt, retried or dead-lettered as any failure, so that no
+	// handler (nor a server it calls answering 429 forever) keeps a job
+	// waiting without end (default 100; negative: never snooze, every
+	// snooze counts).
+	MaxSnoozes int
 
 	// CompletedRetention, CancelledRetention and DeadRetention say how long
 	// finished jobs are kept (defaults 24h, 24h and 7 days; negative: forever).
@@ -227,6 +235,12 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.MaxCrashes = DefaultMaxCrashes
 	case cfg.MaxCrashes < 0:
 		cfg.MaxCrashes = 0 // never
+	}
+	switch {
+	case cfg.MaxSnoozes == 0:
+		cfg.MaxSnoozes = DefaultMaxSnoozes
+	case cfg.MaxSnoozes < 0:
+		cfg.MaxSnoozes = 0 // every snooze counts
 	}
 	for _, r := range []struct {
 		d   *time.Duration

@@ -1,6 +1,8 @@
 package hopper
 
 import (
+	"time"
+
 	"github.com/hopperq/hopper/job"
 )
 
@@ -72,6 +74,22 @@ func Permanent(err error) error { return job.Permanent(err) }
 
 // IsPermanent reports whether err was wrapped by Permanent.
 func IsPermanent(err error) bool { return job.IsPermanent(err) }
+
+// Snooze returns the error a handler returns to run its job again after d
+// without burning an attempt — on meeting a rate limit (an HTTP 429), say:
+// the job goes back to waiting (scheduled, EventSnoozed) with run-at
+// now+d, its attempt not counted against MaxAttempts, with no backoff and
+// no dead-letter queue; the attempt's record says "snoozed for d", and the
+// job's LastError stays what it was. A negative d is 0. At most
+// Config.MaxSnoozes snoozes in a row are taken so; a further one counts
+// as a failed attempt. A job whose cancel was requested ends cancelled.
+// Wrap a cause in a SnoozeError to keep it in the record.
+func Snooze(d time.Duration) error { return job.Snooze(d) }
+
+// SnoozeError is the error Snooze returns: Delay, and Err, an optional
+// cause shown in the attempt's record ("snoozed for 30s: 429 Too Many
+// Requests").
+type SnoozeError = job.SnoozeError
 
 // stoppedError is ErrClientStopped: a condition of its own that is also
 // ErrClosed.

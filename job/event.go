@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -18,6 +19,7 @@ const (
 	EventCancelled       EventType = "cancelled"        // cancelled, waiting or running
 	EventCancelRequested EventType = "cancel_requested" // Cancel hit a running job
 	EventReleased        EventType = "released"         // given back by shutdown, waiting again
+	EventSnoozed         EventType = "snoozed"          // its handler snoozed it (Snooze): waiting again, the attempt not counted
 	EventRescued         EventType = "rescued"          // worker died; back to waiting (or dead)
 	EventRescheduled     EventType = "rescheduled"      // new run-at or priority
 	EventRetried         EventType = "retried"          // taken out of the dead-letter queue
@@ -54,4 +56,38 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
+}
+
+// SnoozeError is a handler's request to run the job again after Delay
+// without counting the attempt: the job goes back to waiting (scheduled)
+// with run-at now+Delay, its attempt not counted against MaxAttempts, no
+// backoff and no dead-letter queue. The attempt's record says "snoozed"
+// with Error's text. Err, if set, says why (a 429 response, say).
+type SnoozeError struct {
+	Delay time.Duration
+	Err   error
+}
+
+// Error implements error: "snoozed for 30s", then ": " and Err's text.
+func (e *SnoozeError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("snoozed for %s", e.Delay)
+	}
+	return fmt.Sprintf("snoozed for %s: %v", e.Delay, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *SnoozeError) Unwrap() error { return e.Err }
+
+// Snooze returns the error a handler returns to run its job again after d
+// without counting the attempt (see SnoozeError). A negative d is 0.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
+
+// SnoozeOf returns the *SnoozeError err wraps, or nil.
+func SnoozeOf(err error) *SnoozeError {
+	var s *SnoozeError
+	if errors.As(err, &s) {
+		return s
+	}
+	return nil
 }

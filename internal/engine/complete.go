@@ -136,6 +136,8 @@ func eventOf(s job.State) job.EventType {
 		return job.EventDead
 	case job.StateCancelled:
 		return job.EventCancelled
+	case job.StateScheduled:
+		return job.EventSnoozed
 	default:
 		return job.EventReleased
 	}

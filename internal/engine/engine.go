@@ -37,6 +37,9 @@ type Handler func(ctx context.Context, j *job.Job) (result []byte, err error)
 type Settings struct {
 	Timeout time.Duration // 0: none
 	Retry   backoff.Policy
+	// MaxSnoozes is how many snoozes in a row a job may take
+	// (job.SnoozeError); a further one counts as a failed attempt.
+	MaxSnoozes int
 }
 
 // Resolver finds the handler and settings of a job. An error fails the

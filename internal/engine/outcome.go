@@ -30,6 +30,13 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		return released(j, dur)
 	case errors.Is(cause, errCancelRequested) || j.CancelRequested:
 		o.State = job.StateCancelled
+	case snoozable(j, set, err):
+		sn := job.SnoozeOf(err)
+		o.State = job.StateScheduled
+		o.RunAt = snoozeUntil(now, sn.Delay)
+		o.Record.Error = truncate(sn.Error(), job.MaxErrorSize)
+		o.Record.Outcome = job.OutcomeSnoozed
+		return o // the job's LastError stays: a snooze is not a failure
 	case job.IsPermanent(err):
 		o.State = job.StateDead
 	case j.Attempt >= j.MaxAttempts:
@@ -41,6 +48,9 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		o.Record.Backoff = d
 	}
 	if err != nil {
+		if sn := job.SnoozeOf(err); sn != nil {
+			err = fmt.Errorf("%w (snoozed %d times in a row, the most allowed: counts as a failed attempt)", err, set.MaxSnoozes)
+		}
 		o.Error = truncate(err.Error(), job.MaxErrorSize)
 		o.Record.Error = o.Error
 		if len(res) <= job.MaxResultSize {
@@ -80,4 +90,37 @@ func prevBackoff(j *job.Job) time.Duration {
 		}
 	}
 	return 0
+}
+
+// snoozable reports whether err snoozes j (job.SnoozeError): unless j has
+// already snoozed set.MaxSnoozes times in a row (consecutiveSnoozes), when
+// the snooze counts as a failed attempt, so that a handler (or a server
+// answering 429 forever) cannot keep a job waiting without end.
+func snoozable(j *job.Job, set Settings, err error) bool {
+	return job.SnoozeOf(err) != nil && consecutiveSnoozes(j) < set.MaxSnoozes
+}
+
+// consecutiveSnoozes counts the snoozed attempts at the end of j's
+// history, passing over those released by shutdown.
+func consecutiveSnoozes(j *job.Job) int {
+	n := 0
+	for i := len(j.Attempts) - 1; i >= 0; i-- {
+		switch j.Attempts[i].Outcome {
+		case job.OutcomeSnoozed:
+			n++
+		case job.OutcomeReleased:
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// snoozeUntil is now+d, within the times stores keep.
+func snoozeUntil(now time.Time, d time.Duration) time.Time {
+	t := now.Add(d)
+	if t.After(job.MaxTime) || t.Before(now) {
+		return job.MaxTime
+	}
+	return t
 }
