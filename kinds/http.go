@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ const DefaultHTTPTimeout = time.Minute
 // connection error fails the attempt, which is retried. A 4xx response fails
 // the job permanently (the request itself is wrong), except 408 Request
 // Timeout and 429 Too Many Requests, which are retried; RetryOn4xx retries
-// every 4xx.
+// every 4xx. A 429 or 503 response with a Retry-After header snoozes the
+// job instead (hopper.Snooze): it runs again after the delay the server
+// asked for, kept within MinHTTPRetryAfter to MaxHTTPRetryAfter, without
+// burning an attempt (at most hopper's Config.MaxSnoozes times in a row).
 //
 // The URL, the header values and the body must be valid UTF-8: args are
 // JSON text, which cannot carry other bytes exactly (a binary body cannot
@@ -110,6 +114,37 @@ func isToken(s string) bool {
 	return true
 }
 
+// The bounds of the delay a Retry-After header snoozes an http job for: a
+// server cannot make a job wait longer than MaxHTTPRetryAfter at a time,
+// nor call it again at once (Retry-After: 0) — and Config.MaxSnoozes bounds
+// how many times in a row it can do either.
+const (
+	MinHTTPRetryAfter = time.Second
+	MaxHTTPRetryAfter = time.Hour
+)
+
+// retryAfter returns the delay resp's Retry-After header asks for (seconds,
+// or an HTTP date counted from now), within MinHTTPRetryAfter to
+// MaxHTTPRetryAfter, and whether it has one that parses.
+func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		d = MaxHTTPRetryAfter // also for more seconds than a uint64 holds
+		if err == nil && n < uint64(MaxHTTPRetryAfter/time.Second) {
+			d = time.Duration(n) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	} else {
+		return 0, false
+	}
+	return min(max(d, MinHTTPRetryAfter), MaxHTTPRetryAfter), true
+}
+
 // errHTTPTimeout is the cause of a context ended by the request's timeout.
 var errHTTPTimeout = errors.New("http timeout")
 
@@ -191,12 +226,19 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 		return res, nil
 	case code < 500:
 		err := statusError(method, shown, resp, res.BodyExcerpt)
+		if d, ok := retryAfter(resp, time.Now()); ok && code == http.StatusTooManyRequests {
+			return res, &hopper.SnoozeError{Delay: d, Err: err}
+		}
 		if a.RetryOn4xx || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests {
 			return res, err
 		}
 		return res, hopper.Permanent(err)
 	default:
-		return res, statusError(method, shown, resp, res.BodyExcerpt)
+		err := statusError(method, shown, resp, res.BodyExcerpt)
+		if d, ok := retryAfter(resp, time.Now()); ok && resp.StatusCode == http.StatusServiceUnavailable {
+			return res, &hopper.SnoozeError{Delay: d, Err: err}
+		}
+		return res, err
 	}
 }
 

@@ -36,6 +36,9 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		o.RunAt = snoozeUntil(now, sn.Delay)
 		o.Record.Error = truncate(sn.Error(), job.MaxErrorSize)
 		o.Record.Outcome = job.OutcomeSnoozed
+		if len(res) <= job.MaxResultSize {
+			o.Record.Result = res // what the handler returned with it
+		}
 		return o // the job's LastError stays: a snooze is not a failure
 	case job.IsPermanent(err):
 		o.State = job.StateDead
