@@ -94,14 +94,18 @@ func stateLine(j *hopper.Job) string {
 }
 
 // attemptLine is the "attempt" field: the attempts counted of the
-// allowed, and the attempts a shutdown released, which do not count (a
-// released job shows "attempt 0" above an Attempts row numbered 1).
+// allowed, and the attempts a shutdown released or the handler snoozed,
+// which do not count (a released job shows "attempt 0" above an Attempts
+// row numbered 1).
 func attemptLine(j *hopper.Job) string {
 	s := fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts)
-	released := 0
+	released, snoozed := 0, 0
 	for _, a := range j.Attempts {
-		if a.Outcome == job.OutcomeReleased {
+		switch a.Outcome {
+		case job.OutcomeReleased:
 			released++
+		case job.OutcomeSnoozed:
+			snoozed++
 		}
 	}
 	switch released {
@@ -110,6 +114,13 @@ func attemptLine(j *hopper.Job) string {
 		s += " (+1 released by a shutdown, not counted)"
 	default:
 		s += fmt.Sprintf(" (+%d released by shutdowns, not counted)", released)
+	}
+	switch snoozed {
+	case 0:
+	case 1:
+		s += " (+1 snoozed by its handler, not counted)"
+	default:
+		s += fmt.Sprintf(" (+%d snoozed by its handler, not counted)", snoozed)
 	}
 	return s
 }
