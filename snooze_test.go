@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hopperq/hopper"
@@ -106,4 +107,29 @@ func TestSnoozeBounded(t *testing.T) {
 	if j = stepAt(t, c, now, true); j.State != hopper.StateDead || j.Attempt != 2 {
 		t.Errorf("last: state %s attempt %d, want dead after attempt 2", j.State, j.Attempt)
 	}
+}
+
+// TestSnoozeInThePool: a started client runs a snoozed job again after the
+// delay (the dispatcher wakes for its run-at), its one attempt unburnt.
+func TestSnoozeInThePool(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "api", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if calls++; calls == 1 {
+				return nil, hopper.Snooze(45 * time.Second)
+			}
+			return "ok", nil
+		}, nil)
+		c := newClient(t, hopper.Config{Workers: ws, Defaults: hopper.EnqueueOptions{MaxAttempts: 1}})
+		start := time.Now()
+		j := wait(t, c, enqueue(t, c, "api", nil, nil))
+		if j.State != hopper.StateCompleted || j.Attempt != 1 || calls != 2 {
+			t.Fatalf("got state %s attempt %d after %d calls, want completed, attempt 1, 2 calls", j.State, j.Attempt, calls)
+		}
+		if got := time.Since(start); got != 45*time.Second {
+			t.Errorf("took %s, want the 45s snooze", got)
+		}
+	})
 }

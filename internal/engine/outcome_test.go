@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -19,8 +20,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	set := Settings{Retry: backoff.Fixed(5 * time.Second)}
+	set := Settings{Retry: backoff.Fixed(5 * time.Second), MaxSnoozes: 2}
 	boom := errors.New("boom")
+	snoozed := []job.Attempt{{Outcome: "retrying"}, {Outcome: job.OutcomeSnoozed}, {Outcome: job.OutcomeReleased}, {Outcome: job.OutcomeSnoozed}}
 	half := func() float64 { return 0.5 }
 	for _, tc := range []struct {
 		name   string
@@ -41,6 +43,12 @@ func TestDecide(t *testing.T) {
 		{"shutdown releases", job.Job{Attempt: 2, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 		{"shutdown beats exhaustion", job.Job{Attempt: 3, MaxAttempts: 3}, boom, errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 		{"lost lease gives back", job.Job{Attempt: 1, MaxAttempts: 3}, boom, errLeaseLost, job.StateAvailable, time.Time{}, job.OutcomeReleased},
+		{"snooze on the last attempt", job.Job{Attempt: 3, MaxAttempts: 3}, job.Snooze(time.Minute), nil, job.StateScheduled, now.Add(time.Minute), job.OutcomeSnoozed},
+		{"snooze wrapped", job.Job{Attempt: 1, MaxAttempts: 3, Attempts: snoozed[:2]}, fmt.Errorf("api: %w", job.Snooze(time.Second)), nil, job.StateScheduled, now.Add(time.Second), job.OutcomeSnoozed},
+		{"snooze past the limit fails", job.Job{Attempt: 1, MaxAttempts: 3, Attempts: snoozed}, job.Snooze(time.Minute), nil, job.StateRetrying, now.Add(5 * time.Second), "retrying"},
+		{"snooze past the limit on the last attempt", job.Job{Attempt: 3, MaxAttempts: 3, Attempts: snoozed}, job.Snooze(time.Minute), nil, job.StateDead, time.Time{}, "dead"},
+		{"cancel beats snooze", job.Job{Attempt: 1, MaxAttempts: 3}, job.Snooze(time.Minute), errCancelRequested, job.StateCancelled, time.Time{}, "cancelled"},
+		{"shutdown beats snooze", job.Job{Attempt: 1, MaxAttempts: 3}, job.Snooze(time.Minute), errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 	} {
 		o := decide(&tc.j, set, nil, tc.err, tc.cause, time.Second, now, half)
 		if o.State != tc.want || !o.RunAt.Equal(tc.runAt) || o.Record.Outcome != tc.record {
@@ -49,7 +57,7 @@ func TestDecide(t *testing.T) {
 		if o.Attempt != tc.j.Attempt {
 			t.Errorf("%s: outcome fences attempt %d, want %d", tc.name, o.Attempt, tc.j.Attempt)
 		}
-		if tc.err != nil && tc.want != job.StateAvailable && o.Error == "" {
+		if tc.err != nil && tc.want != job.StateAvailable && tc.want != job.StateScheduled && o.Error == "" {
 			t.Errorf("%s: the error was not recorded", tc.name)
 		}
 	}
