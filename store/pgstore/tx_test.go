@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -176,5 +177,45 @@ func TestEnqueueTxOtherDatabase(t *testing.T) {
 	defer own.Rollback(ctx)
 	if res, err := s.EnqueueTx(ctx, own, store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "k")}}); err != nil || len(res) != 1 {
 		t.Fatalf("EnqueueTx on the store's database: %v, %v", res, err)
+	}
+}
+
+// TestEnqueueTxDebounce: a debounced job enqueued in the application's
+// transaction merges into the job waiting with its key, and the merge is
+// undone with a rollback.
+func TestEnqueueTxDebounce(t *testing.T) {
+	t.Parallel()
+	s := openIn(t, freshSchema(t), pgstore.Options{})
+	ctx := t.Context()
+	debounced := func(n string) *job.Job {
+		j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 3, Args: []byte(`{"n":` + n + `}`), UniqueKey: "d",
+			Debounce: job.Debounce{Period: time.Minute}}
+		if err := j.Validate(t0); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	first := enqueue(t, s, debounced("1"))[0]
+	for _, commit := range []bool{false, true} {
+		tx, err := conn(t).Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.EnqueueTx(ctx, tx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{debounced("2"), debounced("3")}})
+		if err != nil || !res[0].Debounced || !res[1].Debounced || res[1].ID != first {
+			t.Fatalf("EnqueueTx: %+v, %v; want both debounced into job %d", res, err, first)
+		}
+		want := `{"n": 1}`
+		if commit {
+			err, want = tx.Commit(ctx), `{"n": 3}`
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err := s.Get(ctx, first); err != nil || strings.ReplaceAll(string(j.Args), " ", "") != strings.ReplaceAll(want, " ", "") {
+			t.Errorf("commit %v: args %s, %v; want %s", commit, j.Args, err, want)
+		}
 	}
 }

@@ -322,3 +322,44 @@ func TestEnqueueTxWakes(t *testing.T) {
 		t.Fatalf("Wait: %+v, %v; want completed with result 42", j, err)
 	}
 }
+
+// TestEnqueueTxDebounce: a debounced job enqueued in the application's
+// transaction merges into the job waiting with its key (committed, or
+// enqueued earlier in the transaction), and the merge is undone with a
+// rollback.
+func TestEnqueueTxDebounce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hopper.db")
+	s := open(t, path, sqlitestore.Options{})
+	db := appDB(t, path)
+	debounced := func(n string) *job.Job {
+		j := &job.Job{Kind: "k", Queue: job.DefaultQueue, MaxAttempts: 3, Args: []byte(`{"n":` + n + `}`), UniqueKey: "d",
+			Debounce: job.Debounce{Period: time.Minute}}
+		if err := j.Validate(t0); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	first := enqueue(t, s, debounced("1"))[0]
+	tx := begin(t, db)
+	res := enqueueTx(t, s, tx, debounced("2"), debounced("3"))
+	for i, r := range res {
+		if !r.Debounced || r.ID != first {
+			t.Errorf("job %d in the transaction: %+v, want debounced into job %d", i, r, first)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.Get(t.Context(), first); err != nil || string(j.Args) != `{"n":1}` {
+		t.Errorf("after the rollback: %s, %v; want the first args", j.Args, err)
+	}
+	tx = begin(t, db)
+	enqueueTx(t, s, tx, debounced("4"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.Get(t.Context(), first); err != nil || string(j.Args) != `{"n":4}` {
+		t.Errorf("after the commit: %s, %v; want the transaction's args", j.Args, err)
+	}
+}
