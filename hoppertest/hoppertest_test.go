@@ -24,7 +24,9 @@ type fakeTB struct {
 
 func (f *fakeTB) Helper() {}
 
-func (f *fakeTB) Errorf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
 
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.Errorf(format, args...)
