@@ -16,7 +16,8 @@ type Attempt struct {
 	Duration time.Duration `json:"duration"`
 	Worker   string        `json:"worker,omitempty"`
 	// Outcome is the state the attempt led to, or "interrupted" when the
-	// worker died, or "released" when shutdown gave the job back.
+	// worker died, "released" when shutdown gave the job back, or
+	// "snoozed" when the handler snoozed it (its Error says for how long).
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Result is what the handler returned with its error, if anything: a
