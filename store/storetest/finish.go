@@ -243,7 +243,7 @@ func finishCases() []testCase {
 				t.Fatalf("Claim: got IDs %v, want %v", idsOf(cl), ids)
 			}
 			a, b := e.get(ids[0]), e.get(ids[1])
-			for _, st := range []job.State{job.StateScheduled, job.StateRunning} {
+			for _, st := range []job.State{job.StateRunning} { // running -> scheduled is a snooze
 				_, err := e.s.Finish(e.ctx, store.FinishParams{Now: at(10), Outcomes: []store.Outcome{
 					{ID: a.ID, Attempt: 1, State: job.StateCompleted, Record: record(a, at(10), "completed", "")},
 					{ID: b.ID, Attempt: 1, State: st, RunAt: at(5000), Record: record(b, at(10), st.String(), "")},
