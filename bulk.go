@@ -97,7 +97,7 @@ func (c *Client) CancelMatching(ctx context.Context, o BulkOptions) (BulkResult,
 func (c *Client) RetryMatching(ctx context.Context, o BulkOptions) (BulkResult, error) {
 	return c.bulk(ctx, "retry", o, store.RetryStates, &c.starts, c.store.RetryMatching, func(r store.MatchResult, at time.Time) {
 		if r.Changed > 0 {
-			c.engine.Notify()
+			c.notify()
 		}
 		for _, j := range r.Jobs {
 			c.transition(Event{Type: job.EventRetried, Job: j, At: at})

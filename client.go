@@ -38,6 +38,9 @@ type Client struct {
 
 	statsCache statsCache // for StatsCached
 
+	wake   wakeHub // who waits for work: the engine, remote long polls (wake.go)
+	remote remote  // the remote workers this client serves (remote.go)
+
 	mu      sync.Mutex
 	state   clientState
 	stopped chan struct{}
@@ -83,10 +86,10 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 	}
 	sort.Strings(queues)
-	var wake <-chan struct{}
 	if w, ok := cl.store.(store.Waker); ok {
-		wake = w.Wake()
+		cl.wake.store = w.Wake() // fanned out by cl.wake.forward
 	}
+	cl.remote.init(c.Remote.Key)
 	if clk, ok := cl.store.(store.Clock); ok {
 		cl.clock = clk.Now
 	}
@@ -113,15 +116,14 @@ func NewClient(cfg Config) (*Client, error) {
 		Logger:        c.Logger,
 		Observe:       cl.observe,
 		Observing:     cl.observing,
-		Wake:          wake,
 	})
 	cl.maint = maintenance.New(maintenance.Config{
 		Store:              cl.store,
 		Logger:             c.Logger,
 		Now:                cl.now,
 		Observe:            cl.observe,
-		OnFire:             func(job.ID) { cl.engine.Notify() },
-		OnRescue:           cl.engine.Notify,
+		OnFire:             func(job.ID) { cl.notify() },
+		OnRescue:           cl.notify,
 		MakeJob:            cl.scheduledJob,
 		RescueInterval:     c.RescueInterval,
 		MaxCrashes:         c.MaxCrashes,
@@ -168,6 +170,7 @@ func (c *Client) Start() error {
 		return ErrClientStopped
 	}
 	c.state = clientStarted
+	c.wake.forward(c.engine.Notify)
 	c.maint.Start()
 	c.engine.Start()
 	return nil
@@ -203,6 +206,8 @@ func (c *Client) Stop(ctx context.Context) error {
 		gone = c.maint.Leave() // listed, alive, while the workers finish
 	}
 	c.engine.Stop(ctx)
+	c.wake.fwd.Stop()
+	c.remote.close()
 	gone()
 	c.reports.close()
 	c.events.close()

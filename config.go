@@ -143,6 +143,11 @@ type Config struct {
 	// Default: slog.Default().
 	Logger *slog.Logger
 
+	// Remote configures the remote workers this client serves
+	// (RegisterWorker, FetchJobs…; the HTTP worker protocol). The zero
+	// value is usable.
+	Remote RemoteOptions
+
 	// WorkerID names this client in leases (default: the store's own name
 	// for this process if it has one, else host:pid:random).
 	WorkerID string
@@ -259,6 +264,14 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.DeadMaxCount = DefaultDeadMaxCount
 	case cfg.DeadMaxCount < 0:
 		cfg.DeadMaxCount = 0 // no cap
+	}
+	switch r := cfg.Remote; {
+	case len(r.Key) > 0 && len(r.Key) < 32:
+		return cfg, fieldErr("Remote.Key", "must be at least 32 bytes, got %d", len(r.Key))
+	case r.MaxWorkers < 0:
+		return cfg, fieldErr("Remote.MaxWorkers", "must not be negative")
+	case r.MaxLongPolls < 0:
+		return cfg, fieldErr("Remote.MaxLongPolls", "must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -60,7 +60,7 @@ func (c *Client) retryDead(ctx context.Context, p store.RetryDeadParams) (int, e
 				}
 			}
 		}
-		c.engine.Notify()
+		c.notify()
 	}
 	return n, nil
 }

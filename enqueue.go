@@ -174,7 +174,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		// application's transaction exist only once it commits; the store's
 		// Waker tells the dispatcher then (a claim now would only wait for
 		// the transaction's locks).
-		c.engine.Notify()
+		c.notify()
 	}
 	return out, nil
 }

@@ -237,7 +237,7 @@ func (c *Client) Reschedule(ctx context.Context, id ID, runAt time.Time, priorit
 		return j, err
 	}
 	c.transition(Event{Type: job.EventRescheduled, Job: j, At: c.now()})
-	c.engine.Notify() // the new run-at may be earlier than the one it sleeps until
+	c.notify() // the new run-at may be earlier than the one it sleeps until
 	return j, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ type ServerInfo struct {
 	Leader bool `json:"leader"`
 	// Running is how many jobs the store has running under its ID.
 	Running int `json:"running"`
+	// Remote reports a remote worker (Client.RegisterWorker): a program
+	// in any language working over the HTTP worker protocol, whose Host
+	// is "NAME@HOST" as it registered and whose Workers are its slots.
+	Remote bool `json:"remote"`
 }
 
 // Servers lists the servers working the store — started clients, in any
@@ -76,7 +81,7 @@ func (c *Client) Servers(ctx context.Context) ([]ServerInfo, error) {
 		out[i] = ServerInfo{
 			ID: r.ID, Host: r.Host, PID: r.PID, Version: r.Version, Workers: r.Workers,
 			StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt, Alive: !r.Dead && now.Sub(r.HeartbeatAt) < serverTTL,
-			Leader: r.Leader, Running: r.Running,
+			Leader: r.Leader, Running: r.Running, Remote: strings.HasPrefix(r.ID, store.RemoteWorkerPrefix),
 		}
 	}
 	return out, nil

@@ -34,22 +34,27 @@ import (
 	"time"
 )
 
-// Scope is what a token may do; each scope includes the ones below it.
+// Scope is what a token may do. Read, Write, Exec and Admin form a ladder,
+// each including the ones below it; Worker stands beside it: a worker
+// token may run jobs over the worker protocol (register, fetch, heartbeat,
+// complete, fail) and nothing else — not even read — and of the ladder
+// only Admin may run jobs too (Includes).
 type Scope int
 
 // The scopes, weakest first. Their values are not stable across
-// versions: compare them with each other, never with numbers.
+// versions: compare them with Includes, never with numbers.
 const (
-	None  Scope = iota // no valid token
-	Read               // list, get, count, stats, schedules: nothing changes
-	Write              // also enqueue, cancel, reschedule, retry, pause, resume
-	Exec               // also enqueue jobs of the exec kind: commands run on the server
-	Admin              // also purge, delete, add and remove schedules
+	None   Scope = iota // no valid token
+	Worker              // only the worker protocol: run jobs of its queues
+	Read                // list, get, count, stats, schedules: nothing changes
+	Write               // also enqueue, cancel, reschedule, retry, pause, resume
+	Exec                // also enqueue jobs of the exec kind: commands run on the server
+	Admin               // also purge, delete, add and remove schedules; and the worker protocol
 )
 
-var scopeNames = [...]string{None: "none", Read: "read", Write: "write", Exec: "exec", Admin: "admin"}
+var scopeNames = [...]string{None: "none", Worker: "worker", Read: "read", Write: "write", Exec: "exec", Admin: "admin"}
 
-// String returns "read", "write", "exec", "admin" or "none".
+// String returns "read", "write", "exec", "admin", "worker" or "none".
 func (s Scope) String() string {
 	if s >= None && s <= Admin {
 		return scopeNames[s]
@@ -57,14 +62,31 @@ func (s Scope) String() string {
 	return fmt.Sprintf("scope(%d)", int(s))
 }
 
-// ParseScope parses "read", "write", "exec" or "admin", in any case.
+// Includes reports whether a request of scope s may do what needs need:
+// Worker needs a worker or admin token; Read and above need that rung of
+// the ladder or a higher one, which a worker token is not on; None needs
+// nothing.
+func (s Scope) Includes(need Scope) bool {
+	switch {
+	case need == None:
+		return true
+	case need == Worker:
+		return s == Worker || s == Admin
+	case s == Worker:
+		return false
+	}
+	return s >= need
+}
+
+// ParseScope parses "read", "write", "exec", "admin" or "worker", in any
+// case.
 func ParseScope(s string) (Scope, error) {
-	for sc := Read; sc <= Admin; sc++ {
+	for sc := Worker; sc <= Admin; sc++ {
 		if scopeNames[sc] == strings.ToLower(strings.TrimSpace(s)) {
 			return sc, nil
 		}
 	}
-	return None, fmt.Errorf("scope %q: want read, write, exec or admin", s)
+	return None, fmt.Errorf("scope %q: want read, write, exec, admin or worker", s)
 }
 
 // CookieName is the cookie that holds a dashboard session (NewSession).
@@ -139,6 +161,9 @@ type token struct {
 	sum   [sha256.Size]byte // of the secret: compared in constant time, whatever its length
 	key   []byte            // signs its sessions; derived from the secret
 	scope Scope
+	// queues, for a Worker token, are the only queues it may work (nil:
+	// every queue).
+	queues []string
 }
 
 // MinSecretLen is the shortest secret Add accepts.
@@ -151,7 +176,16 @@ const maxNameLen = 128
 // spaces), its secret and its scope. Two tokens may not share a name or a
 // secret.
 func (a *Auth) Add(name, secret string, scope Scope) error {
-	if err := a.add(name, secret, scope); err != nil {
+	if err := a.add(name, secret, scope, nil); err != nil {
+		return fmt.Errorf("token %s: %w", name, err)
+	}
+	return nil
+}
+
+// AddWorker adds a token of scope Worker that may work only queues (none:
+// every queue): its workers register for those queues alone.
+func (a *Auth) AddWorker(name, secret string, queues []string) error {
+	if err := a.add(name, secret, Worker, queues); err != nil {
 		return fmt.Errorf("token %s: %w", name, err)
 	}
 	return nil
@@ -159,7 +193,7 @@ func (a *Auth) Add(name, secret string, scope Scope) error {
 
 // add is Add, with errors that do not name the token (the parsers name
 // it by where it was written).
-func (a *Auth) add(name, secret string, scope Scope) error {
+func (a *Auth) add(name, secret string, scope Scope, queues []string) error {
 	switch {
 	case name == "" || len(name) > maxNameLen:
 		return fmt.Errorf("name %q: want 1 to %d characters", name, maxNameLen)
@@ -169,8 +203,15 @@ func (a *Auth) add(name, secret string, scope Scope) error {
 		return fmt.Errorf("secret shorter than %d characters", MinSecretLen)
 	case strings.ContainsAny(secret, " \t\r\n,;"):
 		return fmt.Errorf("secret must not contain spaces, commas or semicolons")
-	case scope < Read || scope > Admin:
+	case scope < Worker || scope > Admin:
 		return fmt.Errorf("bad scope %v", scope)
+	case len(queues) > 0 && scope != Worker:
+		return fmt.Errorf("only a worker token is limited to queues")
+	}
+	for _, q := range queues {
+		if strings.TrimSpace(q) == "" {
+			return fmt.Errorf("an empty queue name")
+		}
 	}
 	sum := sha256.Sum256([]byte(secret))
 	for _, t := range a.tokens {
@@ -183,7 +224,7 @@ func (a *Auth) add(name, secret string, scope Scope) error {
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte("hopper dashboard session key v1"))
-	a.tokens = append(a.tokens, token{name: name, sum: sum, key: mac.Sum(nil), scope: scope})
+	a.tokens = append(a.tokens, token{name: name, sum: sum, key: mac.Sum(nil), scope: scope, queues: queues})
 	return nil
 }
 
@@ -201,6 +242,17 @@ type Principal struct {
 	// Session is set when the request came with a dashboard session
 	// rather than the token itself.
 	Session bool
+}
+
+// Queues returns the queues the worker token named name is limited to
+// (nil: every queue, or no such worker token).
+func (a *Auth) Queues(name string) []string {
+	for i := range a.tokens {
+		if a.tokens[i].name == name {
+			return a.tokens[i].queues
+		}
+	}
+	return nil
 }
 
 // Why requests are refused. ErrNoToken, ErrBadToken and ErrBadSession are
@@ -284,12 +336,16 @@ func (a *Auth) authenticate(r *http.Request, now time.Time) (Principal, error) {
 	return Principal{}, ErrNoToken
 }
 
-// limit caps s at Read in ReadOnly mode.
+// limit caps s at Read in ReadOnly mode, where a worker token, which
+// would change jobs, may do nothing.
 func (a *Auth) limit(s Scope) Scope {
-	if a.ReadOnly {
-		return min(s, Read)
+	switch {
+	case !a.ReadOnly:
+		return s
+	case s == Worker:
+		return None
 	}
-	return s
+	return min(s, Read)
 }
 
 // lookup returns the token whose secret is secret, or nil.
@@ -335,8 +391,8 @@ func (a *Auth) Allow(r *http.Request, need Scope) (Principal, error) {
 	if err != nil {
 		return p, a.refuse(r, err, now)
 	}
-	if p.Scope < need {
-		err := &ScopeError{Have: p.Scope, Need: need, ReadOnly: a.ReadOnly && need > Read}
+	if !p.Scope.Includes(need) {
+		err := &ScopeError{Have: p.Scope, Need: need, ReadOnly: a.ReadOnly && (need > Read || need == Worker)}
 		a.failed(r, ReasonScope, err, now, "token", p.Name)
 		return p, err
 	}

@@ -96,7 +96,7 @@ func TestTokenSpecs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ spec, err string }{
 		{"read", "token #1: want [NAME=]SCOPE:SECRET"},
-		{"read:rrrrrrrrrrrrrrrr,root:aaaaaaaaaaaaaaaa", `token #2: scope "root": want read, write, exec or admin`},
+		{"read:rrrrrrrrrrrrrrrr,root:aaaaaaaaaaaaaaaa", `token #2: scope "root": want read, write, exec, admin or worker`},
 		{"read:short", "token #1: secret shorter than 16"},
 		{"read:has space in it!!", "token #1: secret must not contain spaces"},
 		{"a b=read:rrrrrrrrrrrrrrrr", `token #1: token name "a b"`},

@@ -72,6 +72,11 @@ func (a *Auth) NewSession(r *http.Request, secret string) (Session, error) {
 	if t == nil {
 		return Session{}, a.refuse(r, ErrBadToken, now)
 	}
+	if t.scope == Worker { // for programs: the dashboard needs read
+		err := &ScopeError{Have: Worker, Need: Read}
+		a.failed(r, ReasonScope, err, now, "token", t.name)
+		return Session{}, err
+	}
 	var sid [sidLen]byte
 	rand.Read(sid[:])
 	payload := "1." + b64.EncodeToString([]byte(t.name)) + "." + strconv.FormatInt(now.Unix(), 10) + "." + b64.EncodeToString(sid[:])

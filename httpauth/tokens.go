@@ -19,24 +19,37 @@ const maxGivenName = 64
 // example is how a token is written, for error messages.
 var example = "ci=write:" + strings.Repeat("x", MinSecretLen)
 
-// parseItem reads "[NAME=]SCOPE:SECRET"; name is "" when none is given.
-// Its errors never hold the secret.
-func parseItem(item string) (name string, scope Scope, secret string, err error) {
+// parseItem reads "[NAME=]SCOPE:SECRET", where SCOPE may be
+// "worker/Q1/Q2…" for a worker token limited to queues Q1, Q2…; name is
+// "" when none is given. Its errors never hold the secret.
+func parseItem(item string) (name string, scope Scope, queues []string, secret string, err error) {
 	head, secret, ok := strings.Cut(item, ":")
 	if !ok {
-		return "", None, "", fmt.Errorf("want [NAME=]SCOPE:SECRET, such as %s", example)
+		return "", None, nil, "", fmt.Errorf("want [NAME=]SCOPE:SECRET, such as %s", example)
 	}
 	sc := head
 	if n, s, named := strings.Cut(head, "="); named {
 		name, sc = strings.TrimSpace(n), s
 		if err := checkGivenName(name); err != nil {
-			return "", None, "", err
+			return "", None, nil, "", err
 		}
 	}
+	sc, qs, limited := strings.Cut(sc, "/")
 	if scope, err = ParseScope(sc); err != nil {
-		return "", None, "", err
+		return "", None, nil, "", err
 	}
-	return name, scope, strings.TrimSpace(secret), nil
+	if limited {
+		if scope != Worker {
+			return "", None, nil, "", fmt.Errorf("scope %q: only a worker token is limited to queues (worker/QUEUE/QUEUE…)", strings.TrimSpace(sc))
+		}
+		for _, q := range strings.Split(qs, "/") {
+			if q = strings.TrimSpace(q); q == "" {
+				return "", None, nil, "", fmt.Errorf("worker/QUEUE/QUEUE…: an empty queue name")
+			}
+			queues = append(queues, q)
+		}
+	}
+	return name, scope, queues, strings.TrimSpace(secret), nil
 }
 
 // checkGivenName checks a name written in a token spec.
@@ -74,12 +87,12 @@ func (a *Auth) parse(text string, defaultName, where func(place) string) error {
 			k++
 			n++
 			at := place{line: i + 1, k: k, n: n}
-			name, scope, secret, err := parseItem(item)
+			name, scope, queues, secret, err := parseItem(item)
 			if err == nil {
 				if name == "" {
 					name = defaultName(at)
 				}
-				err = a.add(name, secret, scope)
+				err = a.add(name, secret, scope, queues)
 			}
 			if err != nil {
 				a.tokens = a.tokens[:before]

@@ -31,6 +31,14 @@ type Registry interface {
 	ListServers(ctx context.Context, p ListServersParams) ([]Server, error)
 }
 
+// RemoteWorkerPrefix starts the ID of every remote worker's record (a
+// program that runs jobs over the HTTP worker protocol, registered by a
+// client: hopper.Client.RegisterWorker). Such a worker is no process of
+// the store's: a store that tells dead processes by means of its own
+// (SQLite's lock files) leaves Dead false for it, and its jobs are rescued
+// when their leases expire.
+const RemoteWorkerPrefix = "remote/"
+
 // Server is the record of one server: a started client.
 type Server struct {
 	// ID is the client's worker ID: the Worker of the jobs it runs.

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"strings"
 	"context"
 	"errors"
 	"io/fs"
@@ -80,7 +81,7 @@ func (s *Store) ListServers(ctx context.Context, p store.ListServersParams) ([]s
 			return nil, s.readErr(err)
 		}
 		sv.StartedAt, sv.HeartbeatAt = store.FromUnixNanos(started), store.FromUnixNanos(beat)
-		sv.Dead = s.lockGone(sv.ID)
+		sv.Dead = !strings.HasPrefix(sv.ID, store.RemoteWorkerPrefix) && s.lockGone(sv.ID)
 		out = append(out, sv)
 	}
 	if err := rows.Err(); err != nil {
