@@ -353,6 +353,9 @@ func (c *Client) DeregisterWorker(ctx context.Context, id, owner string) error {
 // says quiet. With stop it is also asked to stop once its running jobs
 // end. ErrUnknownWorker if this client has no such worker.
 func (c *Client) QuietWorker(id string, stop bool) (RemoteWorker, error) {
+	if c.closed() {
+		return RemoteWorker{}, ErrClientStopped
+	}
 	r := &c.remote
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -371,8 +374,11 @@ func (c *Client) QuietWorker(id string, stop bool) (RemoteWorker, error) {
 }
 
 // RemoteWorkers lists the remote workers registered with this client,
-// by ID.
-func (c *Client) RemoteWorkers() []RemoteWorker {
+// by ID; ErrClientStopped after Stop.
+func (c *Client) RemoteWorkers() ([]RemoteWorker, error) {
+	if c.closed() {
+		return nil, ErrClientStopped
+	}
 	r := &c.remote
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -381,6 +387,5 @@ func (c *Client) RemoteWorkers() []RemoteWorker {
 		out = append(out, w.info)
 	}
 	slices.SortFunc(out, func(a, b RemoteWorker) int { return strings.Compare(a.ID, b.ID) })
-	return out
+	return out, nil
 }
-

@@ -29,7 +29,9 @@
 // logged, never shown).
 //
 // Access is checked by an *httpauth.Auth: read scope for every GET, write
-// for enqueue, cancel, reschedule, DLQ retry and schedule pause and resume,
+// for enqueue, cancel, reschedule, DLQ retry, schedule pause and resume
+// and asking a remote worker to go quiet or stop, worker (or admin) for
+// the worker protocol under /workers (docs/workers.md),
 // exec for enqueueing jobs of the exec kind (one in a batch is enough),
 // admin for purge, delete and adding or removing schedules. An address
 // that keeps sending bad tokens gets 429. Every request that changes
@@ -209,7 +211,7 @@ type route struct {
 // table lists every route: the one place they are declared. The OpenAPI
 // document lists the same (a test checks both ways).
 func (a *api) table() []route {
-	const r, wr, ad = httpauth.Read, httpauth.Write, httpauth.Admin
+	const r, wr, ad, wk = httpauth.Read, httpauth.Write, httpauth.Admin, httpauth.Worker
 	listQuery := []string{"state", "queue", "kind", "created_after", "created_before", "limit", "cursor", "order"}
 	return []route{
 		{"GET", Prefix + "/openapi.json", httpauth.None, nil, a.openAPI},
@@ -237,6 +239,18 @@ func (a *api) table() []route {
 
 		{"GET", Prefix + "/stats", r, nil, a.stats},
 		{"GET", Prefix + "/servers", r, nil, a.servers},
+
+		{"POST", Prefix + "/workers", wk, nil, a.registerWorker},
+		{"GET", Prefix + "/workers", r, nil, a.listWorkers},
+		{"DELETE", Prefix + "/workers/{id}", wk, nil, a.deregisterWorker},
+		{"POST", Prefix + "/workers/{id}/fetch", wk, nil, a.fetch},
+		{"POST", Prefix + "/workers/{id}/heartbeat", wk, nil, a.heartbeat},
+		{"POST", Prefix + "/workers/{id}/complete", wk, nil, a.completeOne},
+		{"POST", Prefix + "/workers/{id}/complete/batch", wk, nil, a.completeBatch},
+		{"POST", Prefix + "/workers/{id}/fail", wk, nil, a.failOne},
+		{"POST", Prefix + "/workers/{id}/fail/batch", wk, nil, a.failBatch},
+		{"POST", Prefix + "/workers/{id}/quiet", wr, nil, a.quietWorker(false)},
+		{"POST", Prefix + "/workers/{id}/stop", wr, nil, a.quietWorker(true)},
 	}
 }
 
@@ -265,6 +279,7 @@ func (a *api) wrap(rt route) http.Handler {
 				return
 			}
 			httpauth.Identify(r, p)
+			r = r.WithContext(httpauth.NewContext(r.Context(), p)) // for handlers that act as p (owner)
 		}
 		if err := checkQuery(r, rt.query); err != nil {
 			a.fail(w, r, err)
@@ -274,10 +289,23 @@ func (a *api) wrap(rt route) http.Handler {
 			a.fail(w, r, err)
 		}
 	})
-	if rt.method != http.MethodGet {
+	if rt.method != http.MethodGet && !unaudited[rt.pattern] {
 		h = httpauth.Audit(a.log, rt.method+" "+rt.pattern, h)
 	}
 	return h
+}
+
+// unaudited are the routes a remote worker calls for every job or every
+// few seconds: an audit line each would drown the log. Their transitions
+// are logged as the pool's are (job started, completed… at debug; failures
+// at warn), and registering, leaving, quiet and stop are audited.
+var unaudited = map[string]bool{
+	Prefix + "/workers/{id}/fetch":          true,
+	Prefix + "/workers/{id}/heartbeat":      true,
+	Prefix + "/workers/{id}/complete":       true,
+	Prefix + "/workers/{id}/complete/batch": true,
+	Prefix + "/workers/{id}/fail":           true,
+	Prefix + "/workers/{id}/fail/batch":     true,
 }
 
 // authError is authError(err) for this route: a token that may not

@@ -25,10 +25,10 @@ const (
 	CodeNotFound         = "not_found"           // 404: no such job, schedule or route
 	CodeMethodNotAllowed = "method_not_allowed"  // 405
 	CodeTimeout          = "timeout"             // 408: the body did not arrive within Options.BodyTimeout
-	CodeConflict         = "conflict"            // 409: the job's state does not allow it (e.g. rescheduling a running job)
+	CodeConflict         = "conflict"            // 409: the job's state does not allow it (e.g. rescheduling a running job), or a lease token is stale or foreign
 	CodeDuplicate        = "duplicate"           // 409: a unique key or schedule name is taken
 	CodeMisdirected      = "misdirected_request" // 421: the Host header names a host the server does not answer to (HostDenied)
-	CodeTooManyRequests  = "too_many_requests"   // 429: too many failed authentications from the address; see Retry-After
+	CodeTooManyRequests  = "too_many_requests"   // 429: too many failed authentications from the address, or long polls waiting; see Retry-After
 	CodeUnavailable      = "unavailable"         // 503: the client is stopped, or the store does not answer
 	CodeInternal         = "internal"            // 500: a store failure or a bug; the cause is logged, not shown
 )
@@ -80,6 +80,8 @@ var errorStatus = []struct {
 	{hopper.ErrDuplicate, http.StatusConflict, CodeDuplicate},
 	{hopper.ErrUnknownKind, http.StatusBadRequest, CodeInvalid},
 	{hopper.ErrNotDurable, http.StatusBadRequest, CodeInvalid},
+	{hopper.ErrUnknownWorker, http.StatusNotFound, CodeNotFound},
+	{hopper.ErrLeaseLost, http.StatusConflict, CodeConflict},
 	{hopper.ErrClosed, http.StatusServiceUnavailable, CodeUnavailable},
 	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeUnavailable},
@@ -108,6 +110,9 @@ func toError(err error, rename func(*hopper.FieldError) string) *Error {
 	var te *reqbody.TimeoutError
 	if errors.As(err, &te) {
 		return &Error{Status: http.StatusRequestTimeout, Code: CodeTimeout, Field: "body", Message: te.Error()}
+	}
+	if errors.Is(err, hopper.ErrBusy) || errors.Is(err, hopper.ErrTooManyWorkers) {
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyRequests, Message: err.Error(), retryAfter: 1}
 	}
 	for _, s := range errorStatus {
 		if errors.Is(err, s.err) {

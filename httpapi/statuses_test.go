@@ -42,9 +42,8 @@ func statusRules(rt route, readsBody bool) []string {
 	out := []string{"400", "405", "421", "500"}
 	if rt.scope != httpauth.None {
 		out = append(out, "401", "429", "503")
-		if rt.scope > httpauth.Read || rt.method != http.MethodGet {
-			out = append(out, "403")
-		}
+		out = append(out, "403") // a read token below write, a worker token on any other route
+
 	}
 	if strings.Contains(rt.pattern, "{") {
 		out = append(out, "404")
@@ -123,7 +122,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 	// with a read, a write and an admin token.
 	tokens := func(t *testing.T, maxFailures int) *httpauth.Auth {
 		a := &httpauth.Auth{MaxFailures: maxFailures, Logger: slog.New(slog.DiscardHandler)}
-		if err := a.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken); err != nil {
+		if err := a.ParseTokens("read:" + readToken + ",write:" + writeToken + ",admin:" + adminToken + ",worker:" + workerToken); err != nil {
 			t.Fatal(err)
 		}
 		return a
@@ -162,6 +161,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 	// env returns a fresh environment with admin rights and a job in
 	// each of the states completed (1), dead (2), cancelled (3) and
 	// scheduled (4), and the schedule "nightly".
+	type wenv = *env // env is the function below from here on
 	env := func(t *testing.T, o envOpts) *env {
 		e := newEnv(t, o)
 		if o.auth != nil {
@@ -207,15 +207,77 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"POST /api/v1/schedules/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/resume", "")},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
+		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},
+		{"GET /api/v1/workers", "200", send(envOpts{}, "GET", "/api/v1/workers", "")},
+	}
+	// The worker protocol's answers need a registered worker and a lease.
+	worker := func(f func(e wenv, id string, l hopper.Lease) response) func(t *testing.T) int {
+		return func(t *testing.T) int {
+			e := env(t, envOpts{})
+			id := e.register("")
+			return f(e, id, e.fetchOne(id)).status
+		}
+	}
+	wpath := func(id, verb string) string { return "/api/v1/workers/" + id + verb }
+	for _, x := range []struct {
+		op, status string
+		f          func(e wenv, id string, l hopper.Lease) response
+	}{
+		{"DELETE /api/v1/workers/{id}", "204", func(e wenv, id string, l hopper.Lease) response { return e.do("DELETE", wpath(id, ""), "") }},
+		{"POST /api/v1/workers/{id}/fetch", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/fetch"), `{"max":1}`)
+		}},
+		{"POST /api/v1/workers/{id}/heartbeat", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/heartbeat"), `{"tokens":["`+l.Token+`"]}`)
+		}},
+		{"POST /api/v1/workers/{id}/complete", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+		}},
+		{"POST /api/v1/workers/{id}/complete", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+		}},
+		{"POST /api/v1/workers/{id}/complete/batch", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/complete/batch"), `{"completions":[{"token":"`+l.Token+`"}]}`)
+		}},
+		{"POST /api/v1/workers/{id}/complete/batch", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/complete/batch"), `{"completions":[{"token":"`+l.Token+`"}]}`)
+		}},
+		{"POST /api/v1/workers/{id}/fail", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/fail"), `{"token":"`+l.Token+`","error":"e"}`)
+		}},
+		{"POST /api/v1/workers/{id}/fail", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/fail"), `{"token":"`+l.Token+`","error":"e"}`)
+		}},
+		{"POST /api/v1/workers/{id}/fail/batch", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/fail/batch"), `{"failures":[{"token":"`+l.Token+`","error":"e"}]}`)
+		}},
+		{"POST /api/v1/workers/{id}/fail/batch", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/fail/batch"), `{"failures":[{"token":"`+l.Token+`","error":"e"}]}`)
+		}},
+		{"POST /api/v1/workers/{id}/quiet", "200", func(e wenv, id string, l hopper.Lease) response { return e.do("POST", wpath(id, "/quiet"), "") }},
+		{"POST /api/v1/workers/{id}/stop", "200", func(e wenv, id string, l hopper.Lease) response { return e.do("POST", wpath(id, "/stop"), "") }},
+	} {
+		recipes = append(recipes, recipe{x.op, x.status, worker(x.f)})
 	}
 	bodies := map[string]string{
-		"POST /api/v1/jobs":                 `{"kind":"ok"}`,
-		"POST /api/v1/jobs/batch":           `{"jobs":[{"kind":"ok"}]}`,
-		"POST /api/v1/jobs/delete":          `{"ids":[1]}`,
-		"POST /api/v1/jobs/{id}/reschedule": `{"delay":"2h"}`,
-		"POST /api/v1/dlq/retry":            `{"ids":[2]}`,
-		"POST /api/v1/dlq/purge":            `{"ids":[2]}`,
-		"POST /api/v1/schedules":            `{"name":"hourly","cron":"@hourly","kind":"ok"}`,
+		"POST /api/v1/jobs":                        `{"kind":"ok"}`,
+		"POST /api/v1/jobs/batch":                  `{"jobs":[{"kind":"ok"}]}`,
+		"POST /api/v1/jobs/delete":                 `{"ids":[1]}`,
+		"POST /api/v1/jobs/{id}/reschedule":        `{"delay":"2h"}`,
+		"POST /api/v1/dlq/retry":                   `{"ids":[2]}`,
+		"POST /api/v1/dlq/purge":                   `{"ids":[2]}`,
+		"POST /api/v1/schedules":                   `{"name":"hourly","cron":"@hourly","kind":"ok"}`,
+		"POST /api/v1/workers":                     `{"kinds":["remote"],"slots":1}`,
+		"POST /api/v1/workers/{id}/fetch":          `{"max":1}`,
+		"POST /api/v1/workers/{id}/heartbeat":      `{"tokens":[]}`,
+		"POST /api/v1/workers/{id}/complete":       `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"POST /api/v1/workers/{id}/complete/batch": `{"completions":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA"}]}`,
+		"POST /api/v1/workers/{id}/fail":           `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}`,
+		"POST /api/v1/workers/{id}/fail/batch":     `{"failures":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}]}`,
 	}
 	// The ruled statuses the API answers itself, on every route they
 	// apply to. 408 and 421 come from the server's bounds and Host check
@@ -238,7 +300,11 @@ func TestOpenAPIStatuses(t *testing.T) {
 			case "403":
 				run = func(t *testing.T) int {
 					e := env(t, envOpts{auth: tokens(t, 0)})
-					return e.doAs(readToken, rt.method, path, body).status
+					tok := readToken // a worker token may do what it may not, and the reverse
+					if rt.scope == httpauth.Read {
+						tok = workerToken
+					}
+					return e.doAs(tok, rt.method, path, body).status
 				}
 			case "429":
 				run = func(t *testing.T) int {

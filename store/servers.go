@@ -37,7 +37,7 @@ type Registry interface {
 // the store's: a store that tells dead processes by means of its own
 // (SQLite's lock files) leaves Dead false for it, and its jobs are rescued
 // when their leases expire.
-const RemoteWorkerPrefix = "remote/"
+const RemoteWorkerPrefix = "remote:"
 
 // Server is the record of one server: a started client.
 type Server struct {
