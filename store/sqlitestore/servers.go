@@ -1,12 +1,12 @@
 package sqlitestore
 
 import (
-	"strings"
 	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hopperq/hopper/store"
 )
