@@ -266,12 +266,27 @@ func sortedSet(ss []string) []string {
 }
 
 // worker returns the registered worker id if owner registered it, marking
-// it seen at now.
+// it seen at now. A worker another token registered is unknown to owner.
 func (r *remote) worker(id, owner string, now time.Time) (*remoteWorker, error) {
+	w, err := r.lookup(id, owner, now)
+	if w == nil && err == nil {
+		err = fmt.Errorf("worker %q: %w", id, ErrUnknownWorker)
+	}
+	return w, err
+}
+
+// lookup is worker, but a worker this client does not know — registered
+// with another server sharing the store, or forgotten — is (nil, nil)
+// when its ID is a remote worker's: its leases may still be renewed and
+// finished, as the tokens prove they are its.
+func (r *remote) lookup(id, owner string, now time.Time) (*remoteWorker, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.workers[id]
-	if w == nil || w.info.Owner != owner {
+	switch {
+	case w == nil && strings.HasPrefix(id, store.RemoteWorkerPrefix):
+		return nil, nil
+	case w == nil || w.info.Owner != owner:
 		return nil, fmt.Errorf("worker %q: %w", id, ErrUnknownWorker)
 	}
 	w.info.SeenAt = now

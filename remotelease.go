@@ -296,15 +296,17 @@ func (c *Client) HeartbeatWorker(ctx context.Context, worker, owner string, toke
 	}
 	now := c.now()
 	out := HeartbeatResult{Cancel: []ID{}, Lost: []string{}}
-	if w, err := c.remote.worker(worker, owner, now); err == nil {
+	w, err := c.remote.lookup(worker, owner, now)
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	if w != nil {
 		if err := c.renewRecord(ctx, w, now, false); err != nil {
 			return HeartbeatResult{}, err
 		}
 		c.remote.mu.Lock()
 		out.Quiet, out.Stop = w.info.Quiet, w.info.Stop
 		c.remote.mu.Unlock()
-	} else if !strings.HasPrefix(worker, store.RemoteWorkerPrefix) {
-		return HeartbeatResult{}, err
 	}
 	ls, err := c.parseTokens("tokens", tokens, worker)
 	var le *LeaseError
@@ -483,7 +485,7 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 		return nil, &FieldError{Field: field, Reason: "give at least one"}
 	}
 	now := c.now()
-	if _, err := c.remote.worker(worker, owner, now); err != nil && !strings.HasPrefix(worker, store.RemoteWorkerPrefix) {
+	if _, err := c.remote.lookup(worker, owner, now); err != nil {
 		return nil, err
 	}
 	ls, err := c.parseTokens(field, tokens, worker)
