@@ -38,10 +38,14 @@ func TestServersPage(t *testing.T) {
 		ID: "ghost", Host: `<img src=x onerror=alert(1)>`, Version: "v0.9.0", StartedAt: time.Now().Add(-time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.RegisterWorker(ctx, hopper.WorkerSpec{Kinds: []string{"mail"}, Slots: 7, Name: "py", Host: "box"}, ""); err != nil {
+		t.Fatal(err)
+	}
 	body := e.get("/servers", "").want(t, 200).body
 	for _, want := range []string{
+		`data-server="remote:`, `data-remote`, "py@box",
 		`<a href="/servers" aria-current="page">Servers</a>`, `<meta http-equiv="refresh" content="5">`,
-		"1 alive, 1 gone", `data-server="web-1"`, `data-leader>leader</span>`, `>alive</span>`,
+		"2 alive, 1 gone", `data-server="web-1"`, `data-leader>leader</span>`, `>alive</span>`,
 		`data-server="ghost"`, `>gone</span>`, "&lt;img src=x onerror=alert(1)&gt;", "v0.9.0",
 	} {
 		if !strings.Contains(body, want) {

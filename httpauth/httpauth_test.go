@@ -155,3 +155,58 @@ func TestTokenSpecs(t *testing.T) {
 		t.Errorf("a file with an error added its good tokens")
 	}
 }
+
+// TestWorkerScopes: the worker scope stands beside the ladder: a worker
+// token may do what needs Worker and nothing else, admin may do both,
+// read, write and exec may not run jobs; a read-only Auth refuses worker
+// tokens everything; a worker token is limited to the queues its spec
+// names and cannot sign in to the dashboard.
+func TestWorkerScopes(t *testing.T) {
+	t.Parallel()
+	a := Auth{Logger: quiet}
+	if err := a.ParseTokens("read:rrrrrrrrrrrrrrrr,write:wwwwwwwwwwwwwwww,exec:eeeeeeeeeeeeeeee,admin:aaaaaaaaaaaaaaaa," +
+		"w=worker:kkkkkkkkkkkkkkkk,mail=worker/emails/ reports:mmmmmmmmmmmmmmmm"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		secret string
+		need   Scope
+		ok     bool
+	}{
+		{"kkkkkkkkkkkkkkkk", Worker, true},
+		{"kkkkkkkkkkkkkkkk", Read, false},
+		{"kkkkkkkkkkkkkkkk", Write, false},
+		{"kkkkkkkkkkkkkkkk", Admin, false},
+		{"aaaaaaaaaaaaaaaa", Worker, true},
+		{"rrrrrrrrrrrrrrrr", Worker, false},
+		{"wwwwwwwwwwwwwwww", Worker, false},
+		{"eeeeeeeeeeeeeeee", Worker, false},
+	} {
+		_, err := a.Allow(request("Bearer "+tc.secret, "", ""), tc.need)
+		var se *ScopeError
+		if tc.ok != (err == nil) || !tc.ok && !errors.As(err, &se) {
+			t.Errorf("Allow(%s, %v): %v", tc.secret[:1], tc.need, err)
+		}
+	}
+	if q := a.Queues("mail"); len(q) != 2 || q[0] != "emails" || q[1] != "reports" {
+		t.Errorf("queues of the mail token: %q", q)
+	}
+	if q := a.Queues("w"); q != nil {
+		t.Errorf("queues of an unlimited worker token: %q", q)
+	}
+	if _, err := a.NewSession(request("", "", ""), "kkkkkkkkkkkkkkkk"); err == nil {
+		t.Error("a worker token signed in to the dashboard")
+	}
+	for _, bad := range []string{"write/emails:xxxxxxxxxxxxxxxx", "worker/:xxxxxxxxxxxxxxxx", "worker/a//b:xxxxxxxxxxxxxxxx"} {
+		if err := (&Auth{}).ParseTokens(bad); err == nil {
+			t.Errorf("ParseTokens(%q) took it", bad)
+		}
+	}
+	a.ReadOnly = true
+	if _, err := a.Allow(request("Bearer kkkkkkkkkkkkkkkk", "", ""), Worker); err == nil {
+		t.Error("a read-only Auth let a worker token work")
+	}
+	if _, err := a.Allow(request("Bearer kkkkkkkkkkkkkkkk", "", ""), Read); err == nil {
+		t.Error("a read-only Auth let a worker token read")
+	}
+}
