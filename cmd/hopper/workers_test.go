@@ -295,7 +295,8 @@ func (c client) start(t *testing.T, interp string, s *apiServer, dir string, n i
 
 // TestWorkerClients drives each reference client's example worker as a
 // real process: jobs completed, retried, dead-lettered, cancelled while
-// they run, rescued after the process is killed, and a graceful stop.
+// they run, rescued after the process exits under one and after a kill -9,
+// and a graceful stop.
 func TestWorkerClients(t *testing.T) {
 	t.Parallel()
 	for _, c := range clients {
@@ -338,6 +339,15 @@ func TestWorkerClients(t *testing.T) {
 			if j := getJob(t, s, crash); j.Attempt != 2 || len(j.Attempts) != 2 || j.Attempts[0].Outcome != "interrupted" {
 				t.Errorf("rescued job: attempt %d, history %+v", j.Attempt, j.Attempts)
 			}
+			// kill -9 under a running job: it is rescued when its lease
+			// expires and the next worker runs it to the end.
+			killed := enqueueAs(t, s, `{"kind":"slow","args":{"seconds":1}}`)
+			out.waitLine(t, time.Minute, fmt.Sprintf("started slow job %d", killed))
+			cmd.Process.Kill()
+			cmd.Wait()
+			jobLine(t, s, killed, "rescued")
+			cmd, out = c.start(t, interp, s, h.logs, 3)
+			jobLine(t, s, killed, "completed")
 			// SIGTERM: the running job finishes, then the worker leaves.
 			last := enqueueAs(t, s, `{"kind":"slow","args":{"seconds":1}}`)
 			out.waitLine(t, time.Minute, fmt.Sprintf("started slow job %d", last))
