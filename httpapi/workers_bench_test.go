@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,5 +127,73 @@ func remoteWorker(b *testing.B, base string, finished *atomic.Int64, n int64) {
 		var done finishedView
 		call(fmt.Sprintf("/workers/%s/complete/batch", w.ID), map[string]any{"completions": cs}, &done)
 		finished.Add(int64(len(done.Jobs)))
+	}
+}
+
+// BenchmarkRemoteLatency: with a remote worker's long poll waiting on
+// loopback, the time from an enqueue (Client.Enqueue in the server's
+// process) to the fetch's answer in the worker, one job at a time; the
+// worker completes each before it polls again. p50 and p99 are the
+// figures to read.
+//
+//	go test -run '^$' -bench RemoteLatency -benchtime 2000x ./httpapi/
+func BenchmarkRemoteLatency(b *testing.B) {
+	for _, st := range []string{"memory", "sqlite"} {
+		b.Run(st, func(b *testing.B) {
+			cfg := hopper.Config{Logger: slog.New(slog.DiscardHandler), ExternalKinds: []string{"remote"}}
+			var c *hopper.Client
+			var err error
+			if st == "sqlite" {
+				c, err = hopper.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), cfg)
+			} else {
+				c, err = hopper.NewClient(cfg)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.StopNow() })
+			srv := httptest.NewServer(New(c, Options{Logger: slog.New(slog.DiscardHandler)}))
+			b.Cleanup(srv.Close)
+			hc := keepAlive(1)
+			call := func(path string, body, v any) {
+				buf, _ := json.Marshal(body)
+				res, err := hc.Post(srv.URL+"/api/v1"+path, "application/json", bytes.NewReader(buf))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer res.Body.Close()
+				if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var w workerView
+			call("/workers", hopper.WorkerSpec{Kinds: []string{"remote"}, Slots: 1}, &w)
+			fetched := make(chan time.Time)
+			go func() {
+				for range b.N {
+					var f hopper.FetchResult
+					for len(f.Leases) == 0 {
+						call("/workers/"+w.ID+"/fetch", map[string]any{"max": 1, "wait": "30s"}, &f)
+					}
+					at := time.Now()
+					var done finishedView
+					call("/workers/"+w.ID+"/complete", map[string]any{"token": f.Leases[0].Token}, &done)
+					fetched <- at
+				}
+			}()
+			lat := make([]time.Duration, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				if _, err := c.Enqueue(context.Background(), "remote", nil, nil); err != nil {
+					b.Fatal(err)
+				}
+				lat[i] = (<-fetched).Sub(start)
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
 	}
 }
