@@ -206,7 +206,7 @@ func (c *Client) Stop(ctx context.Context) error {
 		gone = c.maint.Leave() // listed, alive, while the workers finish
 	}
 	c.engine.Stop(ctx)
-	c.wake.fwd.Stop()
+	c.wake.stop()
 	c.remote.close()
 	gone()
 	c.reports.close()

@@ -18,9 +18,10 @@ type wakeHub struct {
 	mu sync.Mutex
 	ch chan struct{} // closed at the next signal, then replaced
 
-	store <-chan struct{}   // the store's Waker channel, nil without one
-	fwd   startstop.Service // reads store, from the first need until Stop
-	once  sync.Once
+	store   <-chan struct{}   // the store's Waker channel, nil without one
+	fwd     startstop.Service // reads store, from the first need until Stop
+	started bool              // under mu: fwd was started
+	stopped bool              // under mu: the client stopped; fwd starts no more
 }
 
 // wait returns a channel closed at the next signal. Take it before looking
@@ -47,22 +48,31 @@ func (h *wakeHub) signal() {
 // forward starts, once, the goroutine that fans the store's Waker out to
 // the engine (notify) and the waiters; Client.Stop stops it.
 func (h *wakeHub) forward(notify func()) {
-	if h.store == nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil || h.started || h.stopped {
 		return
 	}
-	h.once.Do(func() {
-		h.fwd.Start(func(ctx context.Context) {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-h.store:
-					notify()
-					h.signal()
-				}
+	h.started = true
+	h.fwd.Start(func(ctx context.Context) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.store:
+				notify()
+				h.signal()
 			}
-		})
+		}
 	})
+}
+
+// stop stops the forwarding for good (Client.Stop).
+func (h *wakeHub) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.fwd.Stop()
 }
 
 // notify tells the engine and the remote workers' long polls that jobs may

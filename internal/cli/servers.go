@@ -23,7 +23,13 @@ cleanly. One that died, or lost the database, stops beating: it is shown
 "gone" once its last heart-beat is 10s old, and the leader drops it an hour
 later.
 
---json prints the list with alive, leader and running for each server.`,
+Remote workers — programs in any language running jobs over the HTTP
+worker protocol (docs/workers.md) — are listed too: their ID starts with
+"remote:", their host is NAME@HOST as they registered, their workers are
+their slots.
+
+--json prints the list with alive, leader, running and remote for each
+server.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
