@@ -384,7 +384,11 @@ func (c *Client) QuietWorker(id string, stop bool) (RemoteWorker, error) {
 		w.askedSet = true
 		close(w.asked) // a waiting fetch answers now
 	}
-	c.cfg.Logger.Info("remote worker asked to "+map[bool]string{false: "go quiet", true: "stop"}[w.info.Stop], "worker", id)
+	what := "go quiet"
+	if w.info.Stop {
+		what = "stop"
+	}
+	c.cfg.Logger.Info("remote worker asked to "+what, "worker", id)
 	return w.info, nil
 }
 

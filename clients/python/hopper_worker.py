@@ -144,7 +144,9 @@ class Worker:
 
     # --- the loops ------------------------------------------------------
     def run(self, install_signals=True):
-        """Work until stopped: by stop(), a stop request, or SIGTERM/SIGINT."""
+        """Work until stopped: by stop(), a stop request, or SIGTERM/SIGINT.
+        A fetch under way when a signal comes ends first (its wait, at
+        most ``wait`` seconds); the jobs it brings are run too."""
         if install_signals:
             for s in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(s, lambda *_: self.stop())
@@ -153,6 +155,9 @@ class Worker:
         hb.start()
         while not self.quiet.is_set():
             self.free.acquire()
+            if self.quiet.is_set():  # asked while every slot was busy
+                self.free.release()
+                break
             n = 1
             while n < self.slots and self.free.acquire(blocking=False):
                 n += 1
