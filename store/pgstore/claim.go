@@ -242,8 +242,11 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 	if s.floors != nil {
 		plan = s.floors.plan(given, strings.Join(kinds, "\x00"), began)
 		defer func() {
-			if err != nil && plan.full {
-				s.floors.reset() // the fronts are still to be read
+			if err != nil {
+				s.floors.abandon(plan)
+				if plan.full {
+					s.floors.reset() // the fronts are still to be read
+				}
 			}
 		}()
 	}

@@ -43,6 +43,13 @@ import (
 //     that releases) and a notification without keys (an older Hopper, a
 //     trigger) reset the floors: the next claim starts at the fronts;
 //   - a claim started before a lowering never raises a floor (an epoch);
+//   - a claim never raises a floor above a key announced (by any of the
+//     above) while it was in flight, whether or not that key lowered the
+//     floor: its snapshot may have missed that job. Without this, a job
+//     committed just after a claim's snapshot, below the job the claim
+//     then took first but above the floor it started at, was left below
+//     the raised floor until the next refresh (issue 19: seconds at the
+//     tail under steady single enqueues, and a backlog that grew);
 //   - below a floor there may be jobs of kinds its claims did not take, so
 //     a claim of other kinds starts at the fronts, and a claim that was to
 //     start there and failed leaves the floors reset.
@@ -72,6 +79,10 @@ type floors struct {
 	kinds      string              // the kinds of the claims that set the floors
 	probing    bool                // a probe is reading them
 	minRefresh time.Duration
+	// inflight holds, per claim planned and not yet recorded, the lowest
+	// key announced in each queue since its plan (lower).
+	inflight map[uint64]map[string]floorKey
+	nextID   uint64
 }
 
 // slowFront is how long reading the fronts may take within a claim (the
@@ -116,7 +127,8 @@ func keyOf(j *job.Job) floorKey {
 }
 
 func newFloors(minRefresh time.Duration) *floors {
-	return &floors{known: make(map[string]floorKey), forced: true, minRefresh: minRefresh}
+	return &floors{known: make(map[string]floorKey), forced: true, minRefresh: minRefresh,
+		inflight: make(map[uint64]map[string]floorKey)}
 }
 
 // floorPlan is what a claim needs from the floors.
@@ -126,6 +138,7 @@ type floorPlan struct {
 	kinds string   // the claim's kinds, joined
 	names []string // with no queues given and not full: the queues known
 	epoch uint64
+	id    uint64 // the claim's entry in floors.inflight
 }
 
 // plan returns the plan of a claim of kinds (joined; "" for any) starting
@@ -134,7 +147,9 @@ type floorPlan struct {
 func (f *floors) plan(given bool, kinds string, now time.Time) floorPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := floorPlan{epoch: f.epoch, kinds: kinds}
+	f.nextID++
+	p := floorPlan{epoch: f.epoch, kinds: kinds, id: f.nextID}
+	f.inflight[p.id] = nil
 	due := !now.Before(f.refreshAt)
 	switch {
 	case f.forced || kinds != f.kinds || due && !f.slow:
@@ -181,6 +196,8 @@ func (f *floors) starts(names []string, full bool) (prio []int64, runAt []pgtype
 func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped bool, took time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	announced := f.inflight[p.id] // the lowest keys announced since the plan
+	delete(f.inflight, p.id)
 	raced := f.epoch != p.epoch // lowered or reset meanwhile: raise nothing
 	if p.full && !raced {
 		if listed != nil {
@@ -212,11 +229,23 @@ func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped b
 		}
 		seen[j.Queue] = true
 		k := keyOf(j)
+		if a, ok := announced[j.Queue]; ok && a.less(k) {
+			// A job announced meanwhile may have missed the claim's
+			// snapshot: the floor stays at or below it.
+			k = a
+		}
 		if cur, ok := f.known[j.Queue]; raced && ok && cur.less(k) {
 			continue
 		}
 		f.known[j.Queue] = k
 	}
+}
+
+// abandon forgets the claim planned with p, which failed.
+func (f *floors) abandon(p floorPlan) {
+	f.mu.Lock()
+	delete(f.inflight, p.id)
+	f.mu.Unlock()
 }
 
 // refreshed sets the next refresh after a reading of the fronts that took
@@ -251,6 +280,13 @@ func (f *floors) lower(keys map[string]floorKey) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for id, a := range f.inflight {
+		if a == nil {
+			a = make(map[string]floorKey, len(keys))
+			f.inflight[id] = a
+		}
+		mergeKeys(a, keys)
+	}
 	lowered := false
 	for q, k := range keys {
 		cur, ok := f.known[q]

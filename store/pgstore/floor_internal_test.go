@@ -195,3 +195,45 @@ func TestFloors(t *testing.T) {
 		t.Error("a claim of any kind after claims of k1 is not full")
 	}
 }
+
+// TestFloorsKeepAnnounced: a job committed just after a claim's snapshot,
+// announced (lower) before the claim is recorded, between the floor the
+// claim started at and the first job it took: the announcement lowers
+// nothing (the floor is below it), and the claim must not raise the floor
+// past it, or the job waits below the floor until the next refresh
+// (issue 19: seconds at the tail, and a growing backlog, under 8
+// producers enqueueing one job per call).
+func TestFloorsKeepAnnounced(t *testing.T) {
+	t.Parallel()
+	f := newFloors(time.Hour)
+	now := time.Now()
+	f.claimed(f.plan(false, "", now), claimedJobs("a", fk(0, 10, 1)), []string{"a"}, false, time.Millisecond)
+
+	p := f.plan(false, "", now) // starts at (0, 10, 1)
+	other := f.plan(false, "", now)
+	if f.lower(map[string]floorKey{"a": fk(0, 25, 9)}) {
+		t.Fatal("a key above the floor lowered it")
+	}
+	// The claim's snapshot missed job 9; it took job 7 first.
+	f.claimed(p, claimedJobs("a", fk(0, 30, 7), fk(0, 31, 8)), nil, false, 0)
+	if got := f.known["a"]; got != fk(0, 25, 9) {
+		t.Errorf("floor after a claim that missed a job announced meanwhile: %+v, want at most (0, 25, 9)", got)
+	}
+	// A claim that took a job below the announced one raises the floor to
+	// that job, as before.
+	f.claimed(other, claimedJobs("a", fk(0, 20, 4)), nil, false, 0)
+	if got := f.known["a"]; got != fk(0, 20, 4) {
+		t.Errorf("floor: %+v, want (0, 20, 4)", got)
+	}
+	// Announcements made before a plan do not hold its claim back.
+	p = f.plan(false, "", now)
+	f.claimed(p, claimedJobs("a", fk(0, 40, 12)), nil, false, 0)
+	if got := f.known["a"]; got != fk(0, 40, 12) {
+		t.Errorf("floor after a claim with nothing announced meanwhile: %+v, want (0, 40, 12)", got)
+	}
+	// Abandoned and recorded claims are forgotten.
+	f.abandon(f.plan(false, "", now))
+	if len(f.inflight) != 0 {
+		t.Errorf("%d claims still in flight, want none", len(f.inflight))
+	}
+}
