@@ -72,8 +72,16 @@ import (
 //   - no JIT: the LIMIT of each queue is a lateral reference, so with
 //     statistics the planner costs the whole queue (840,000 with 300,000
 //     waiting, past jit_above_cost and the inlining and optimization
-//     thresholds) and compiled the claim at each execution: 340–360 ms.
-const sqlClaimPlan = `SELECT set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)`
+//     thresholds) and compiled the claim at each execution: 340–360 ms;
+//   - no wait for the WAL flush at commit (synchronous_commit off, for
+//     this transaction only; decisions.md, 46): a claim's commit queued
+//     behind the flushes of the enqueues and Finishes committing beside
+//     it, and a claim is what a waiting job waits for. What a crash of
+//     the server can lose is a claim, never a job: the job is available
+//     (or scheduled) again as before the claim and runs again, as after a
+//     worker's crash; and the attempt's Finish, whose commit is flushed,
+//     makes the claim before it durable (the WAL is flushed in order).
+const sqlClaimPlan = `SELECT set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true), set_config('synchronous_commit', 'off', true)`
 
 // promoteBatch caps the jobs one claim promotes per queue; the rest are
 // promoted by the next claims (NextRunAt is then in the past).
