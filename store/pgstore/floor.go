@@ -207,6 +207,11 @@ func (f *floors) claimed(p floorPlan, jobs []*job.Job, listed []string, capped b
 			for _, q := range listed {
 				keep[q] = f.known[q]
 			}
+			// So do a queue's jobs announced meanwhile, which the
+			// listing may have missed.
+			for q := range announced {
+				keep[q] = f.known[q]
+			}
 			f.known = keep
 		}
 		if capped {

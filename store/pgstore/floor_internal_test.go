@@ -231,6 +231,18 @@ func TestFloorsKeepAnnounced(t *testing.T) {
 	if got := f.known["a"]; got != fk(0, 40, 12) {
 		t.Errorf("floor after a claim with nothing announced meanwhile: %+v, want (0, 40, 12)", got)
 	}
+	// A full claim that lists the queues keeps a queue with a job
+	// announced meanwhile, though its listing found none there.
+	f.reset()
+	p = f.plan(false, "", now)
+	if !p.full {
+		t.Fatal("plan after a reset is not full")
+	}
+	f.lower(map[string]floorKey{"a": fk(0, 50, 13)})
+	f.claimed(p, nil, []string{}, false, time.Millisecond)
+	if got, ok := f.known["a"]; !ok || !got.less(fk(0, 50, 14)) {
+		t.Errorf("queue a after a full claim that listed none, with job 13 announced meanwhile: %+v (known %v); want known, at or below (0, 50, 13)", got, ok)
+	}
 	// Abandoned and recorded claims are forgotten.
 	f.abandon(f.plan(false, "", now))
 	if len(f.inflight) != 0 {
