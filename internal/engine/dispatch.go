@@ -102,6 +102,17 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 		case <-e.cfg.Wake:
 		}
 		timer.Stop()
+		// Wake-ups that came together (an enqueue's own and the store's
+		// notification of it) are answered by the one claim that follows.
+		for drained := false; !drained; {
+			select {
+			case <-e.wake:
+			case <-p.freed:
+			case <-e.cfg.Wake:
+			default:
+				drained = true
+			}
+		}
 	}
 }
 
