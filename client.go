@@ -32,6 +32,8 @@ type Client struct {
 	starts  fence    // the reports of calls making jobs due, before a start's
 	stops   fence    // the reports of cancels, before an attempt's end's
 
+	mw middlewares // Config.Middleware and the kinds' (middleware.go)
+
 	clock    func() time.Time // the store's (store.Clock), else nil: time.Now
 	txer     store.TxEnqueuer // the store's, if it has one
 	registry store.Registry   // the store's, if it has one (servers.go)
@@ -65,6 +67,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if cl.store == nil {
 		cl.store, cl.owned = memstore.New(), true
 	}
+	cl.mw = newMiddlewares(&cl.cfg)
 	cl.reports = newReports(cl.deliver)
 	cl.starts, cl.stops = cl.reports.fence(), cl.reports.fence()
 	if cl.cfg.WorkerID == "" {
@@ -122,7 +125,7 @@ func NewClient(cfg Config) (*Client, error) {
 		Logger:             c.Logger,
 		Now:                cl.now,
 		Observe:            cl.observe,
-		OnFire:             func(job.ID) { cl.notify() },
+		OnFire:             cl.fired,
 		OnRescue:           cl.notify,
 		MakeJob:            cl.scheduledJob,
 		RescueInterval:     c.RescueInterval,
@@ -149,6 +152,15 @@ func defaultWorkerID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// fired follows a schedule's tick that enqueued j: the ScheduleFired hooks,
+// then a poke to the dispatcher.
+func (c *Client) fired(sc *job.Schedule, j *job.Job) {
+	if !c.mw.none {
+		c.hookFired(sc, j)
+	}
+	c.notify()
 }
 
 // WorkerID returns the name this client's workers hold leases under.
@@ -254,7 +266,7 @@ func (c *Client) observe(ev job.Event) {
 // makes: a hook or a subscriber (or a waiter). While nobody does, the
 // engine builds no events, and the client's calls take no tickets.
 func (c *Client) observing() bool {
-	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil
+	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil || c.mw.dead
 }
 
 // deliver feeds a transition to the OnEvent and OnDead hooks, subscribers
@@ -263,8 +275,13 @@ func (c *Client) deliver(ev job.Event) {
 	if c.cfg.OnEvent != nil {
 		c.cfg.OnEvent(ev)
 	}
-	if ev.Type == job.EventDead && c.cfg.OnDead != nil {
-		c.cfg.OnDead(ev.Job)
+	if ev.Type == job.EventDead {
+		if c.cfg.OnDead != nil {
+			c.cfg.OnDead(ev.Job)
+		}
+		if c.mw.dead {
+			c.hookDead(ev.Job)
+		}
 	}
 	c.events.publish(ev)
 }

@@ -119,6 +119,11 @@ type Config struct {
 	// 10,000; negative: no cap).
 	DeadMaxCount int
 
+	// Middleware are called around every job's enqueue and attempts, and
+	// their hooks on its events, before the middleware of its kind
+	// (Workers.Use), in the order given: see Middleware. Default: none.
+	Middleware []Middleware
+
 	// OnDead, if set, is called for every job that dies, for alerting. It
 	// runs where OnEvent does and must not block.
 	OnDead func(*Job)

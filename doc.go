@@ -54,6 +54,17 @@
 // than Debounce.MaxWait after its first (EnqueueResult.Debounced), so a
 // burst of enqueues gives one run with the last args.
 //
+// # Middleware and hooks
+//
+// A Middleware is a set of functions a client calls around jobs: an
+// EnqueueMiddleware sees each job before it is stored and may change its
+// options or metadata or refuse it; a WorkMiddleware wraps each attempt's
+// handler call (context, panics, timing); hooks observe an attempt's start
+// and end, a job's death and a schedule's tick without wrapping anything.
+// Config.Middleware applies to every job, Workers.Use to one kind's; the
+// client's run outside the kind's, each in the order given. With none set
+// they cost nothing (docs/middleware.md).
+//
 // # Clients and stores
 //
 // A Client enqueues, inspects and (once started) runs jobs. Its store

@@ -127,13 +127,22 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		defer putEnqueueBuf(buf)
 	}
 	jobs, slab := buf.jobs, buf.slab
+	var afters []func(EnqueueResult, error) // the enqueue middleware's (middleware.go)
+	var counts []int                        // afters[sum(counts[:i]):][:counts[i]] are request i's
 	for i := range reqs {
-		j, err := c.newJob(&reqs[i], &slab[i], t)
-		if err != nil {
-			if fe, ok := err.(*FieldError); ok && len(reqs) > 1 {
-				return nil, fe.At(i) // its cause kept: errors.Is(err, ErrUnknownKind)
+		r := &reqs[i]
+		if !c.mw.none {
+			n := len(afters)
+			mr, more, err := c.beforeEnqueue(ctx, r, afters)
+			afters, counts = more, append(counts, len(more)-n)
+			if err != nil {
+				return nil, c.afterEnqueue(afters, counts, nil, batchErr(err, i, len(reqs)))
 			}
-			return nil, err
+			r = &mr
+		}
+		j, err := c.newJob(r, &slab[i], t)
+		if err != nil {
+			return nil, c.afterEnqueue(afters, counts, nil, batchErr(err, i, len(reqs)))
 		}
 		jobs[i] = j
 	}
@@ -155,7 +164,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		res, err = c.store.Enqueue(ctx, p)
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.afterEnqueue(afters, counts, nil, err)
 	}
 	out := make([]EnqueueResult, len(res))
 	inserted := false
@@ -176,7 +185,41 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 		// the transaction's locks).
 		c.notify()
 	}
+	if afters != nil {
+		c.afterEnqueue(afters, counts, out, nil)
+	}
 	return out, nil
+}
+
+// batchErr is err of request i of n: when n > 1, a *FieldError knows its
+// index, keeping its cause (errors.Is(err, ErrUnknownKind)), and another
+// error (an EnqueueMiddleware's) says it.
+func batchErr(err error, i, n int) error {
+	if n < 2 {
+		return err
+	}
+	if fe, ok := err.(*FieldError); ok {
+		return fe.At(i)
+	}
+	return fmt.Errorf("request %d: %w", i, err)
+}
+
+// afterEnqueue calls the after functions of the enqueue middleware: those
+// of request i with res[i], or all with err when the call failed. It
+// returns err.
+func (c *Client) afterEnqueue(afters []func(EnqueueResult, error), counts []int, res []EnqueueResult, err error) error {
+	k := 0
+	for i, n := range counts {
+		var r EnqueueResult
+		if err == nil {
+			r = res[i]
+		}
+		for _, f := range afters[k : k+n] {
+			f(r, err)
+		}
+		k += n
+	}
+	return err
 }
 
 // enqueueBuf holds the jobs of one enqueue call: pointers and the jobs

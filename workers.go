@@ -26,6 +26,8 @@ type kind struct {
 	opts    EnqueueOptions
 	// check reports whether args fit the handler's type (nil: any JSON).
 	check func(args json.RawMessage) error
+	// mw is the kind's own middleware (Workers.Use).
+	mw []Middleware
 }
 
 // NewWorkers returns an empty registry.
@@ -140,6 +142,17 @@ func (w *Workers) register(name string, h engine.Handler, check func(json.RawMes
 		panic(fmt.Sprintf("hopper: Register: kind %q registered twice", name))
 	}
 	w.kinds[name] = &kind{handler: h, opts: o, check: check}
+}
+
+// all returns the registered kinds' records.
+func (w *Workers) all() []*kind {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]*kind, 0, len(w.kinds))
+	for _, k := range w.kinds {
+		out = append(out, k)
+	}
+	return out
 }
 
 func (w *Workers) lookup(name string) *kind {
@@ -259,9 +272,13 @@ func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
 	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry, MaxSnoozes: c.cfg.MaxSnoozes}
 	if j.Func != nil {
 		fn := j.Func
-		return func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) }, set, nil
+		h := engine.Handler(func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) })
+		return c.mw.client.wrap(h), set, nil
 	}
 	if k != nil {
+		if kc := c.mw.kinds[k]; kc != nil { // none when no middleware is set
+			return kc.handler, set, nil // wrapped in its middleware
+		}
 		return k.handler, set, nil
 	}
 	return nil, set, fmt.Errorf("kind %q: %w", j.Kind, ErrUnknownKind)

@@ -74,6 +74,13 @@ func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time
 	return decide(j, set, res, err, cause, max(now.Sub(j.StartedAt), 0), now, randFloat)
 }
 
+// Recovered returns the error of an attempt whose handler panicked with
+// r, called in the deferred function that recovered it: the panic's value
+// and the stack.
+func Recovered(r any) error {
+	return fmt.Errorf("panic: %v\n\n%s", r, debug.Stack())
+}
+
 type jobKey struct{}
 
 // jobCtx carries the running job for JobFromContext without an extra
@@ -111,7 +118,7 @@ func run(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, 
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("panic: %v\n\n%s", r, debug.Stack())
+				err = Recovered(r)
 			}
 		}()
 		res, err = h(&jobCtx{Context: ctx, j: j}, j)

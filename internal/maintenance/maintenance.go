@@ -30,8 +30,9 @@ type Config struct {
 	Now func() time.Time
 	// Observe, if set, is called for each transition made here.
 	Observe func(job.Event)
-	// OnFire, if set, is called after a schedule fired a job.
-	OnFire func(id job.ID)
+	// OnFire, if set, is called after a schedule fired a job: sc as it
+	// was before the tick, j the job with its ID set.
+	OnFire func(sc *job.Schedule, j *job.Job)
 	// OnRescue, if set, is called after the rescuer moved jobs (so that
 	// the workers look for them).
 	OnRescue func()

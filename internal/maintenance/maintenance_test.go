@@ -143,7 +143,7 @@ func TestServicesStartStop(t *testing.T) {
 		st := memstore.New()
 		fired := make(chan job.ID, 10)
 		cfg := testConfig(st)
-		cfg.OnFire = func(id job.ID) { fired <- id }
+		cfg.OnFire = func(_ *job.Schedule, j *job.Job) { fired <- j.ID }
 		s := New(cfg)
 		sc := &job.Schedule{Name: "e", Spec: "@every 1m", Kind: "k", Overlap: job.OverlapAllow, CreatedAt: time.Now()}
 		sc.NextRunAt, _ = sc.FirstRun(time.Now())

@@ -133,12 +133,12 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	if res.Fired {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired", slog.String("schedule", sc.Name),
 			slog.Time("tick", fireAt), slog.Int64("job", int64(res.ID)), slog.Time("next", next))
+		j.ID = res.ID
 		if s.cfg.Observe != nil {
-			j.ID = res.ID
 			s.cfg.Observe(job.Event{Type: job.EventEnqueued, Job: j, At: now})
 		}
 		if s.cfg.OnFire != nil {
-			s.cfg.OnFire(res.ID)
+			s.cfg.OnFire(sc, j)
 		}
 	}
 	return next, nil
