@@ -206,6 +206,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if err := cfg.Defaults.validate("Config.Defaults.", false); err != nil {
 		return cfg, err
 	}
+	if err := cfg.Defaults.checkShared("Config.Defaults."); err != nil {
+		return cfg, err
+	}
 	d := &cfg.Defaults
 	if d.Queue == "" {
 		d.Queue = DefaultQueue

@@ -3,6 +3,7 @@ package hopper
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -53,8 +54,9 @@ type Middleware struct {
 }
 
 // EnqueueMiddleware is called for one job about to be enqueued. It may
-// change r — its Options, never nil here and a copy of the caller's, and
-// its Args — and refuse the job by returning an error: then nothing of the
+// change r — its Options, never nil here and a copy of the caller's (its
+// Meta a map of its own, never nil, its Tags a slice of its own), and its
+// Args — and refuse the job by returning an error: then nothing of the
 // call is stored, and the call returns that error (a batch's wrapped with
 // the request's index, as a *FieldError's is). ctx is the caller's.
 //
@@ -241,6 +243,11 @@ func (c *Client) beforeEnqueue(ctx context.Context, r *EnqueueRequest, afters []
 	if r.Options != nil {
 		o = *r.Options
 	}
+	o.Meta = maps.Clone(o.Meta) // the caller's stay as they were
+	if o.Meta == nil {
+		o.Meta = make(map[string]string)
+	}
+	o.Tags = slices.Clone(o.Tags)
 	cp.Options = &o
 	n := len(afters)
 	for _, mw := range ch.enqueue {

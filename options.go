@@ -69,6 +69,18 @@ type EnqueueOptions struct {
 	// unique keys share one namespace: a plain enqueue of a key a
 	// debounced job holds is a Duplicate, as for any unique key.
 	Debounce Debounce
+
+	// Meta and Tags are set per job and per schedule (ScheduleOptions),
+	// not on a kind or a Config.
+
+	// Meta is the job's metadata, kept with it (Job.Meta): string pairs
+	// of at most job.MaxMetaSize bytes in all. An EnqueueMiddleware may
+	// add to it (a tracer adds the trace's parent).
+	Meta map[string]string
+	// Tags label the job for List and Count (ListOptions.Tag): at most
+	// job.MaxTags, each 1 to job.MaxTagSize bytes of ASCII letters,
+	// digits and _ - . : /.
+	Tags []string
 }
 
 // Debounce is EnqueueOptions.Debounce: Period (positive) and MaxWait (zero
@@ -138,6 +150,12 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 	case o.Delay != 0 || !o.RunAt.IsZero():
 		return bad("debounce", "a debounced job runs its period after the latest enqueue: set no delay or run_at")
 	}
+	if err := job.CheckMeta(prefix+"meta", o.Meta); err != nil {
+		return err
+	}
+	if err := job.CheckTags(prefix+"tags", o.Tags); err != nil {
+		return err
+	}
 	if o.Retry != nil {
 		if err := o.Retry.Validate(); err != nil {
 			var be *backoff.Error
@@ -148,6 +166,15 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 		}
 	}
 	return job.CheckTime(prefix+"run_at", o.RunAt)
+}
+
+// checkShared returns a *FieldError if o, a kind's or a Config's options,
+// sets Meta or Tags, which belong to a job or a schedule.
+func (o *EnqueueOptions) checkShared(prefix string) error {
+	if o.Meta != nil || o.Tags != nil {
+		return &FieldError{Field: prefix + "meta", Reason: "meta and tags are set per job or per schedule, not here"}
+	}
+	return nil
 }
 
 // options returns the options a job of kind runs with: each field from own,

@@ -3,6 +3,8 @@ package hopper
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +56,7 @@ type ScheduleOptions struct {
 
 	// The job each tick enqueues: its kind and args (checked as Enqueue
 	// checks them), and its options — Delay, RunAt and UniqueKey do not
-	// apply.
+	// apply; Meta and Tags go to every job it fires.
 	Kind    string
 	Args    any
 	Options *EnqueueOptions
@@ -97,7 +99,8 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
 		Kind: o.Kind, Args: args, CreatedAt: t,
-		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone()},
+		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone(),
+			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
 	}
 	switch {
 	case o.Overlap != OverlapSkip && o.Overlap != OverlapAllow:

@@ -132,7 +132,11 @@ func (w *Workers) register(name string, h engine.Handler, check func(json.RawMes
 	var o EnqueueOptions
 	if opts != nil {
 		o = *opts
-		if err := o.validate(fmt.Sprintf("Register(%q).", name), false); err != nil {
+		prefix := fmt.Sprintf("Register(%q).", name)
+		if err := o.validate(prefix, false); err != nil {
+			panic("hopper: " + err.Error())
+		}
+		if err := o.checkShared(prefix); err != nil {
 			panic("hopper: " + err.Error())
 		}
 	}

@@ -9,6 +9,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -80,6 +81,15 @@ type Job struct {
 	// CancelRequested is set when Cancel hits a running job: the worker
 	// cancels the handler's context and the job ends cancelled if it fails.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+
+	// Meta is the job's metadata: string pairs that carry context with it
+	// (a trace's parent, a tenant), set when it is enqueued and never
+	// changed; at most MaxMetaSize bytes (CheckMeta).
+	Meta map[string]string `json:"meta,omitempty"`
+	// Tags label the job for filtering (List, Count by tag): at most
+	// MaxTags, each a short word of letters, digits and _ - . : /
+	// (CheckTags), in the order given.
+	Tags []string `json:"tags,omitempty"`
 
 	// Schedule and FireTime are set on jobs fired by a recurring schedule;
 	// (Schedule, FireTime) is unique in a store.
@@ -239,6 +249,8 @@ func (j *Job) Clone() *Job {
 	c.Result = cloneBytes(j.Result)
 	c.Attempts = cloneAttempts(j.Attempts)
 	c.Retry = j.Retry.Clone()
+	c.Meta = cloneMeta(j.Meta)
+	c.Tags = slices.Clone(j.Tags)
 	return &c
 }
 
@@ -317,6 +329,12 @@ func (j *Job) Validate(now time.Time) error {
 			return Invalid("debounce", "a Func job cannot be debounced: it has no args to replace")
 		}
 		j.RunAt = now.Add(j.Debounce.Period)
+	}
+	if err := CheckMeta("meta", j.Meta); err != nil {
+		return err
+	}
+	if err := CheckTags("tags", j.Tags); err != nil {
+		return err
 	}
 	if err := CheckTime("run_at", j.RunAt); err != nil {
 		return err

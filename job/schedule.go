@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,9 @@ type Options struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Timeout     time.Duration   `json:"timeout,omitempty"`
 	Retry       *backoff.Policy `json:"retry,omitempty"`
+	// Meta and Tags are given to every job the schedule fires.
+	Meta map[string]string `json:"meta,omitempty"`
+	Tags []string          `json:"tags,omitempty"`
 }
 
 // Schedule is a recurring schedule: a rule that says when to fire and a
@@ -102,6 +106,8 @@ func (s *Schedule) Clone() *Schedule {
 	c := *s
 	c.Args = cloneBytes(s.Args)
 	c.Retry = s.Retry.Clone()
+	c.Meta = cloneMeta(s.Meta)
+	c.Tags = slices.Clone(s.Tags)
 	return &c
 }
 
@@ -177,6 +183,8 @@ func (s *Schedule) NewJob(fireTime time.Time) *Job {
 		MaxAttempts: s.MaxAttempts,
 		Timeout:     s.Timeout,
 		Retry:       s.Retry.Clone(),
+		Meta:        cloneMeta(s.Meta),
+		Tags:        slices.Clone(s.Tags),
 		Schedule:    s.Name,
 		FireTime:    fireTime,
 	}

@@ -159,3 +159,38 @@ func DecodePolicy(b []byte) (*backoff.Policy, error) {
 	}
 	return p, nil
 }
+
+// labelsRecord is a job's or a schedule's metadata and tags as stored: the
+// SQL stores' labels column, NULL (the empty string here) when both are
+// empty.
+type labelsRecord struct {
+	Meta map[string]string `json:"meta,omitempty"`
+	Tags []string          `json:"tags,omitempty"`
+}
+
+// EncodeLabels encodes metadata and tags for the labels column; none is "".
+func EncodeLabels(meta map[string]string, tags []string) (string, error) {
+	if len(meta) == 0 && len(tags) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(labelsRecord{Meta: meta, Tags: tags})
+	if err != nil {
+		return "", fmt.Errorf("encode labels: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeLabels decodes a stored labels column; empty is none.
+func DecodeLabels(b []byte) (map[string]string, []string, error) {
+	if len(b) == 0 {
+		return nil, nil, nil
+	}
+	var r labelsRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, nil, fmt.Errorf("stored labels: %w", err)
+	}
+	if len(r.Meta) == 0 {
+		r.Meta = nil
+	}
+	return r.Meta, r.Tags, nil
+}

@@ -358,9 +358,13 @@ type RescueParams struct {
 // ListParams filters Store.List and Store.Count. Zero fields do not
 // filter: they only read.
 type ListParams struct {
-	States  []job.State
-	Queue   string
-	Kind    string
+	States []job.State
+	Queue  string
+	Kind   string
+	// Tag, if set, keeps jobs whose Tags hold it; Count filters by it
+	// too. Backends index it so that a page of a tag's jobs, and their
+	// count, do not scan the jobs without it.
+	Tag     string
 	AfterID job.ID // with Desc, IDs below it
 	Limit   int    // 0: DefaultListLimit (PageLimit)
 	Desc    bool

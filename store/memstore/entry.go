@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -59,6 +60,8 @@ type options struct {
 	retry    *backoff.Policy
 	schedule string
 	fireTime int64
+	meta     map[string]string
+	tags     []string
 }
 
 func (e *entry) cold() *cold {
@@ -92,13 +95,21 @@ func newEntry(j *job.Job, id job.ID, l *lane) *entry {
 		idx:      -1,
 		state:    j.State,
 	}
-	if j.Timeout != 0 || j.UniqueKey != "" || j.Retry != nil || j.Schedule != "" {
+	if j.Timeout != 0 || j.UniqueKey != "" || j.Retry != nil || j.Schedule != "" || len(j.Meta) > 0 || len(j.Tags) > 0 {
 		e.cold().opt = &options{
 			timeout:  j.Timeout,
 			unique:   j.UniqueKey,
 			retry:    j.Retry.Clone(),
 			schedule: j.Schedule,
 			fireTime: store.UnixNanos(j.FireTime),
+			meta:     maps.Clone(j.Meta),
+			tags:     slices.Clone(j.Tags),
+		}
+		if len(j.Meta) == 0 {
+			e.c.opt.meta = nil
+		}
+		if len(j.Tags) == 0 {
+			e.c.opt.tags = nil
 		}
 	}
 	return e
@@ -132,6 +143,8 @@ func (e *entry) fill(j *job.Job) {
 		}
 	}
 	j.Retry = j.Retry.Clone()
+	j.Meta = maps.Clone(j.Meta)
+	j.Tags = slices.Clone(j.Tags)
 }
 
 // view sets *j to the entry's fields, sharing its slices: for applying a
@@ -158,6 +171,8 @@ func (e *entry) view(j *job.Job) {
 			j.Retry = o.retry
 			j.Schedule = o.schedule
 			j.FireTime = store.FromUnixNanos(o.fireTime)
+			j.Meta = o.meta
+			j.Tags = o.tags
 		}
 		j.Result = c.result
 		j.LastError = c.lastError

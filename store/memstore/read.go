@@ -36,7 +36,8 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	keep := func(e *entry) bool {
 		return (p.Queue == "" || e.l.queue == p.Queue) && (p.Kind == "" || e.l.kind == p.Kind) &&
 			(len(p.States) == 0 || slices.Contains(p.States, e.state)) &&
-			(after == 0 || e.created >= after) && (before == 0 || e.created < before)
+			(after == 0 || e.created >= after) && (before == 0 || e.created < before) &&
+			(p.Tag == "" || slices.Contains(e.opt().tags, p.Tag))
 	}
 	var match []*entry
 	finished, onlyFinished := 0, len(p.States) > 0
@@ -89,6 +90,16 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 		states = job.States
 	}
 	n := 0
+	if p.Tag != "" {
+		// No index: a scan of the jobs, O(n), as List's of a rare tag.
+		for e := range s.jobs.from(0, false) {
+			if slices.Contains(e.opt().tags, p.Tag) && (p.Queue == "" || e.l.queue == p.Queue) &&
+				(p.Kind == "" || e.l.kind == p.Kind) && slices.Contains(states, e.state) {
+				n++
+			}
+		}
+		return n, nil
+	}
 	for _, l := range s.llist {
 		if p.Queue != "" && l.queue != p.Queue || p.Kind != "" && l.kind != p.Kind {
 			continue

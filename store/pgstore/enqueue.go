@@ -25,14 +25,16 @@ import (
 
 // insertCols are the columns Enqueue sets; the others keep their defaults.
 const insertCols = `state, queue, kind, priority, run_at, created_at, max_attempts, timeout_ns,
-	unique_key, schedule, fire_time, args, retry`
+	unique_key, schedule, fire_time, args, retry, labels, tags`
 
 const insertSelect = `INSERT INTO {schema}.jobs (` + insertCols + `)
 	SELECT st::{schema}.job_state, q, k, p, r, c, m, t, NULLIF(u, ''), NULLIF(sc, ''), f,
-		NULLIF(a, '')::json, NULLIF(re, '')::json
+		NULLIF(a, '')::json, NULLIF(re, '')::json, NULLIF(lb, ''),
+		CASE WHEN lb <> '' AND lb::json->'tags' IS NOT NULL
+			THEN ARRAY(SELECT json_array_elements_text(lb::json->'tags')) END
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::timestamptz[],
-		$7::int[], $8::bigint[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[])
-		AS v(st, q, k, p, r, c, m, t, u, sc, f, a, re)`
+		$7::int[], $8::bigint[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[])
+		AS v(st, q, k, p, r, c, m, t, u, sc, f, a, re, lb)`
 
 const (
 	// sqlInsert inserts plain jobs.
@@ -63,6 +65,7 @@ type rowArrays struct {
 	maxAttempts                []int32
 	timeout                    []int64
 	unique, schedule, args, rt []string
+	labels                     []string
 }
 
 func (a *rowArrays) grow(n int) {
@@ -79,6 +82,7 @@ func (a *rowArrays) grow(n int) {
 	a.schedule = slices.Grow(a.schedule, n)
 	a.args = slices.Grow(a.args, n)
 	a.rt = slices.Grow(a.rt, n)
+	a.labels = slices.Grow(a.labels, n)
 }
 
 // appendRows appends rows i of src (all if idx is nil).
@@ -97,6 +101,7 @@ func (a *rowArrays) appendRows(src *rowArrays, idx []int) {
 		a.schedule = append(a.schedule, src.schedule...)
 		a.args = append(a.args, src.args...)
 		a.rt = append(a.rt, src.rt...)
+		a.labels = append(a.labels, src.labels...)
 		return
 	}
 	a.grow(len(idx))
@@ -114,6 +119,7 @@ func (a *rowArrays) appendRows(src *rowArrays, idx []int) {
 		a.schedule = append(a.schedule, src.schedule[i])
 		a.args = append(a.args, src.args[i])
 		a.rt = append(a.rt, src.rt[i])
+		a.labels = append(a.labels, src.labels[i])
 	}
 }
 
@@ -122,7 +128,7 @@ func (a *rowArrays) len() int { return len(a.state) }
 // params are the arguments of sqlInsert.
 func (a *rowArrays) params() []any {
 	return []any{a.state, a.queue, a.kind, a.priority, a.runAt, a.created, a.maxAttempts, a.timeout,
-		a.unique, a.schedule, a.fire, a.args, a.rt}
+		a.unique, a.schedule, a.fire, a.args, a.rt, a.labels}
 }
 
 // newRows are the jobs of one Enqueue call, converted for INSERT before
@@ -151,6 +157,10 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		if err != nil {
 			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
 		}
+		labels, err := store.EncodeLabels(j.Meta, j.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
+		}
 		if j.UniqueKey != "" {
 			r.keyed = true
 		}
@@ -172,6 +182,7 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		a.schedule = append(a.schedule, j.Schedule)
 		a.args = append(a.args, string(j.Args))
 		a.rt = append(a.rt, retry)
+		a.labels = append(a.labels, labels)
 	}
 	return r, nil
 }

@@ -61,6 +61,10 @@ func filter(p store.ListParams, a *sqlArgs) []string {
 	if p.Kind != "" {
 		where = append(where, "kind = "+a.add(p.Kind))
 	}
+	if p.Tag != "" {
+		// jobs_tags (GIN, partial on tags IS NOT NULL, which @> implies).
+		where = append(where, "tags @> ARRAY["+a.add(p.Tag)+"::text]")
+	}
 	return where
 }
 
@@ -124,6 +128,15 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 		states = job.States
 	}
 	var a sqlArgs
+	if p.Tag != "" {
+		// One bitmap scan of jobs_tags, whatever the states.
+		where := filter(store.ListParams{States: states, Queue: p.Queue, Kind: p.Kind, Tag: p.Tag}, &a)
+		var n int64
+		if err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.jobs WHERE `+strings.Join(where, " AND ")), a...).Scan(&n); err != nil {
+			return 0, s.translate(err)
+		}
+		return int(n), nil
+	}
 	rest := filter(store.ListParams{Queue: p.Queue, Kind: p.Kind}, &a)
 	var arms []string
 	seen := map[job.State]bool{}

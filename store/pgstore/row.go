@@ -22,7 +22,7 @@ import (
 // state is read as text: pgx need not know the enum type.
 const jobCols = `id, state::text, queue, kind, priority, run_at, attempt, max_attempts, crashes,
 	cancel_requested, created_at, started_at, finished_at, lease_until, worker, timeout_ns,
-	unique_key, schedule, fire_time, last_error, args, result, retry, attempts`
+	unique_key, schedule, fire_time, last_error, args, result, retry, attempts, labels`
 
 // jobColsOf is jobCols qualified by a table alias.
 func jobColsOf(alias string) string {
@@ -102,13 +102,13 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 		state                                    string
 		runAt, created, started, finished, lease pgtype.Timestamptz
 		fire                                     pgtype.Timestamptz
-		worker, unique, schedule                 *string
+		worker, unique, schedule, labels         *string
 		timeout                                  int64
 		args, result, retry, attempts            []byte
 	)
 	err := r.Scan(&j.ID, &state, &j.Queue, &j.Kind, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &j.Crashes,
 		&j.CancelRequested, &created, &started, &finished, &lease, &worker, &timeout,
-		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts)
+		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts, &labels)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +135,11 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 	}
 	if j.Retry, err = store.DecodePolicy(retry); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	if labels != nil {
+		if j.Meta, j.Tags, err = store.DecodeLabels([]byte(*labels)); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.ID, err)
+		}
 	}
 	if len(attempts) > 0 {
 		if j.Attempts, err = store.DecodeAttempts(attempts); err != nil {

@@ -17,7 +17,7 @@ import (
 
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
-	skipped_ticks, last_skip_at, created_at`
+	skipped_ticks, last_skip_at, created_at, labels`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -25,28 +25,33 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	labels, err := store.EncodeLabels(sc.Meta, sc.Tags)
+	if err != nil {
+		return nil, err
+	}
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
-		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt)}, nil
+		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, '')`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
 		sc                                job.Schedule
 		overlap                           string
 		args, retry                       []byte
+		labels                            *string
 		timeout, lastJob                  int64
 		next, lastFire, lastSkip, created pgtype.Timestamptz
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +68,11 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	sc.NextRunAt, sc.LastFireAt = fromTS(next), fromTS(lastFire)
 	sc.LastJobID, sc.LastSkipAt = job.ID(lastJob), fromTS(lastSkip)
 	sc.CreatedAt = fromTS(created)
+	if labels != nil {
+		if sc.Meta, sc.Tags, err = store.DecodeLabels([]byte(*labels)); err != nil {
+			return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+		}
+	}
 	return &sc, nil
 }
 

@@ -15,8 +15,8 @@ import (
 
 // insertCols are the columns Enqueue sets; the others keep their defaults.
 const (
-	insertCols    = `kind, queue, args, priority, run_at, state, max_attempts, timeout, unique_key, retry, created_at, schedule, fire_time`
-	nInsertCols   = 13
+	insertCols    = `kind, queue, args, priority, run_at, state, max_attempts, timeout, unique_key, retry, created_at, schedule, fire_time, labels`
+	nInsertCols   = 14
 	maxInsertRows = 64 // rows per multi-row INSERT
 )
 
@@ -49,10 +49,14 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		if err != nil {
 			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
 		}
+		labels, err := store.EncodeLabels(j.Meta, j.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("job %d of %d (%s): %w", i+1, len(jobs), j.Kind, err)
+		}
 		r.states[i] = j.State
 		r.args = append(r.args, j.Kind, j.Queue, jsonText(j.Args), j.Priority, store.UnixNanos(j.RunAt), stateName(j.State),
 			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, store.UnixNanos(j.CreatedAt),
-			nullStr(j.Schedule), store.UnixNanos(j.FireTime))
+			nullStr(j.Schedule), store.UnixNanos(j.FireTime), nullStr(labels))
 	}
 	return r, nil
 }

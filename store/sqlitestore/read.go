@@ -65,6 +65,9 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 		return 0, err
 	}
 	where, args := filter(p)
+	if p.Tag != "" {
+		return s.countTag(ctx, p.Tag, where, args)
+	}
 	q := `SELECT coalesce(sum(n), 0) FROM lane_counts`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
@@ -76,22 +79,43 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 	return n, nil
 }
 
+// countTag counts the jobs carrying tag that match where: a range of
+// job_tags' primary key, each entry looked up in jobs by ID.
+func (s *Store) countTag(ctx context.Context, tag string, where []string, args []any) (int, error) {
+	q := `SELECT count(*) FROM job_tags t CROSS JOIN jobs ON jobs.id = t.job_id WHERE t.tag = ?`
+	if len(where) > 0 {
+		q += ` AND ` + strings.Join(where, " AND ")
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, q, append([]any{tag}, args...)...).Scan(&n); err != nil {
+		return 0, s.readErr(err)
+	}
+	return n, nil
+}
+
 // List implements store.Store. It walks the primary key in ID order from
 // AfterID and filters, so it is fast for pages of recent or common jobs,
-// slower for a rare kind or queue among millions.
+// slower for a rare kind or queue among millions. With a tag it walks the
+// tag's entries of job_tags in ID order instead (CROSS JOIN keeps that
+// order of the loops), whatever the tag's share of the jobs.
 func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error) {
 	if err := s.errIfClosed(); err != nil {
 		return nil, err
 	}
 	where, args := filter(p)
+	id, from := "id", ` FROM jobs`
+	if p.Tag != "" {
+		id, from = "t.job_id", ` FROM job_tags t CROSS JOIN jobs ON jobs.id = t.job_id`
+		where, args = append([]string{"t.tag = ?"}, where...), append([]any{p.Tag}, args...)
+	}
 	order := "ASC"
 	if p.Desc {
 		order = "DESC"
 		if p.AfterID > 0 {
-			where, args = append(where, "id < ?"), append(args, int64(p.AfterID))
+			where, args = append(where, id+" < ?"), append(args, int64(p.AfterID))
 		}
 	} else if p.AfterID > 0 {
-		where, args = append(where, "id > ?"), append(args, int64(p.AfterID))
+		where, args = append(where, id+" > ?"), append(args, int64(p.AfterID))
 	}
 	if !p.CreatedAfter.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, store.UnixNanos(p.CreatedAfter))
@@ -99,12 +123,12 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if !p.CreatedBefore.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, store.UnixNanos(p.CreatedBefore))
 	}
-	q := `SELECT ` + jobCols + ` FROM jobs`
+	q := `SELECT ` + jobCols + from
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	limit := p.PageLimit()
-	q += ` ORDER BY id ` + order + ` LIMIT +?`
+	q += ` ORDER BY ` + id + ` ` + order + ` LIMIT +?`
 	rows, err := s.rdb.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, s.readErr(err)

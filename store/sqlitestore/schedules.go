@@ -15,7 +15,7 @@ import (
 
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
-	skipped_ticks, last_skip_at, created_at`
+	skipped_ticks, last_skip_at, created_at, labels`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -23,23 +23,27 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	labels, err := store.EncodeLabels(sc.Meta, sc.Tags)
+	if err != nil {
+		return nil, err
+	}
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
-		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt)}, nil
+		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels)}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
 		sc                                    job.Schedule
 		overlap                               string
-		args, retry                           []byte
+		args, retry, labels                   []byte
 		timeout                               int64
 		next, lastFire, lastJob, lastSkip, ca int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +60,9 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 	sc.NextRunAt, sc.LastFireAt = store.FromUnixNanos(next), store.FromUnixNanos(lastFire)
 	sc.LastJobID, sc.LastSkipAt = job.ID(lastJob), store.FromUnixNanos(lastSkip)
 	sc.CreatedAt = store.FromUnixNanos(ca)
+	if sc.Meta, sc.Tags, err = store.DecodeLabels(labels); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
 	return &sc, nil
 }
 
