@@ -39,6 +39,11 @@ const (
 	MaxAttemptsLimit = job.MaxAttemptsLimit
 	MinPriority      = job.MinPriority
 	MaxPriority      = job.MaxPriority
+	// MaxMetaSize bounds EnqueueOptions.Meta (bytes of keys and values),
+	// MaxTags and MaxTagSize EnqueueOptions.Tags (see package job).
+	MaxMetaSize = job.MaxMetaSize
+	MaxTags     = job.MaxTags
+	MaxTagSize  = job.MaxTagSize
 )
 
 // Intervals of the maintenance services. The leader's lease is renewed

@@ -99,6 +99,12 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		h.storeFailed(w, r, err)
 		return
 	}
+	if all && f.Tag != "" {
+		// The bulk actions select by state, queue and kind; acting on every
+		// job "matching" a tagged list would reach jobs it does not show.
+		h.done(w, r, true, "Every job matching a tag filter cannot be acted on at once: select the jobs.", back)
+		return
+	}
 	var ids []hopper.ID
 	if !all {
 		if ids, err = parseIDs(form["ids"]); err != nil {

@@ -19,11 +19,12 @@ type filter struct {
 	State hopper.State
 	Queue string
 	Kind  string
+	Tag   string
 }
 
 // parseFilter reads a list's filter from a query or a form.
 func parseFilter(v url.Values) (filter, error) {
-	f := filter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind"))}
+	f := filter{Queue: strings.TrimSpace(v.Get("queue")), Kind: strings.TrimSpace(v.Get("kind")), Tag: strings.TrimSpace(v.Get("tag"))}
 	if s := strings.TrimSpace(v.Get("state")); s != "" && s != "all" {
 		st, err := job.ParseState(s)
 		if err != nil {
@@ -46,12 +47,15 @@ func (f filter) values() url.Values {
 	if f.Kind != "" {
 		v.Set("kind", f.Kind)
 	}
+	if f.Tag != "" {
+		v.Set("tag", f.Tag)
+	}
 	return v
 }
 
 // options are the ListOptions of f.
 func (f filter) options() hopper.ListOptions {
-	o := hopper.ListOptions{Queue: f.Queue, Kind: f.Kind}
+	o := hopper.ListOptions{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag}
 	if f.State != 0 {
 		o.States = []hopper.State{f.State}
 	}

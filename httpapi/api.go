@@ -212,14 +212,14 @@ type route struct {
 // document lists the same (a test checks both ways).
 func (a *api) table() []route {
 	const r, wr, ad, wk = httpauth.Read, httpauth.Write, httpauth.Admin, httpauth.Worker
-	listQuery := []string{"state", "queue", "kind", "created_after", "created_before", "limit", "cursor", "order"}
+	listQuery := []string{"state", "queue", "kind", "tag", "created_after", "created_before", "limit", "cursor", "order"}
 	return []route{
 		{"GET", Prefix + "/openapi.json", httpauth.None, nil, a.openAPI},
 
 		{"POST", Prefix + "/jobs", wr, nil, a.enqueue},
 		{"POST", Prefix + "/jobs/batch", wr, nil, a.enqueueBatch},
 		{"GET", Prefix + "/jobs", r, listQuery, a.list},
-		{"GET", Prefix + "/jobs/count", r, []string{"state", "queue", "kind"}, a.count},
+		{"GET", Prefix + "/jobs/count", r, []string{"state", "queue", "kind", "tag"}, a.count},
 		{"GET", Prefix + "/jobs/{id}", r, nil, a.get},
 		{"POST", Prefix + "/jobs/{id}/cancel", wr, nil, a.cancel},
 		{"POST", Prefix + "/jobs/{id}/reschedule", wr, nil, a.reschedule},

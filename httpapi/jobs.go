@@ -194,7 +194,7 @@ type jobPage struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// filters reads the state, queue and kind query parameters. The names are
+// filters reads the state, queue, kind and tag query parameters. The names are
 // checked by hopper.ListOptions, for every caller alike.
 func filters(q map[string][]string) (hopper.ListOptions, error) {
 	var o hopper.ListOptions
@@ -205,7 +205,7 @@ func filters(q map[string][]string) (hopper.ListOptions, error) {
 	for _, f := range []struct {
 		name string
 		to   *string
-	}{{"queue", &o.Queue}, {"kind", &o.Kind}} {
+	}{{"queue", &o.Queue}, {"kind", &o.Kind}, {"tag", &o.Tag}} {
 		v, err := queryOne(q, f.name)
 		if err != nil {
 			return o, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/job"
 	"github.com/spf13/cobra"
 )
 
@@ -17,23 +18,27 @@ func (a *app) jobsCmd() *cobra.Command {
 }
 
 func (a *app) jobsCountCmd() *cobra.Command {
-	var states, queue, kind string
+	var states, queue, kind, tag string
 	c := &cobra.Command{
-		Use:   "count [--state S[,S...]] [--queue Q] [--kind K]",
-		Short: "Count jobs by state, queue and kind",
+		Use:   "count [--state S[,S...]] [--queue Q] [--kind K] [--tag T]",
+		Short: "Count jobs by state, queue, kind and tag",
 		Long: `Count the jobs matching every filter given (all jobs if none).
 --state takes the same names and groups as jobs list.`,
 		Example: `  hopper jobs count --state waiting
-  hopper jobs count --kind http --state dead --json`,
+  hopper jobs count --kind http --state dead --json
+  hopper jobs count --tag billing --state dead`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := parseStates(states)
 			if err != nil {
 				return err
 			}
+			if err := checkTagFlag(tag); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
-				n, err := s.Count(ctx, hopper.ListOptions{States: st, Queue: queue, Kind: kind})
+				n, err := s.Count(ctx, hopper.ListOptions{States: st, Queue: queue, Kind: kind, Tag: tag})
 				if err != nil {
 					return err
 				}
@@ -48,18 +53,20 @@ func (a *app) jobsCountCmd() *cobra.Command {
 	c.Flags().StringVar(&states, "state", "", "only jobs in these states (comma-separated)")
 	c.Flags().StringVar(&queue, "queue", "", "only jobs of this queue")
 	c.Flags().StringVar(&kind, "kind", "", "only jobs of this kind")
+	c.Flags().StringVar(&tag, "tag", "", "only jobs carrying this tag")
 	return c
 }
 
 func (a *app) jobsListCmd() *cobra.Command {
 	var (
 		states, queue, kind string
+		tag                 string
 		limit               int
 		after               int64
 		desc                bool
 	)
 	c := &cobra.Command{
-		Use:   "list [--state S[,S...]] [--queue Q] [--kind K] [--limit N] [--desc] [--after ID]",
+		Use:   "list [--state S[,S...]] [--queue Q] [--kind K] [--tag T] [--limit N] [--desc] [--after ID]",
 		Short: "List jobs, oldest first",
 		Long: `List jobs, oldest first (newest first with --desc), at most --limit.
 --state takes one or more of scheduled, available, running, retrying,
@@ -70,6 +77,7 @@ When more jobs match than --limit shows, a note on stderr says so and gives
 the --after ID of the next page.`,
 		Example: `  hopper jobs list
   hopper jobs list --state waiting --queue emails
+  hopper jobs list --tag billing --desc
   hopper jobs list --state dead,cancelled --desc --limit 20 --json
   hopper jobs list --limit 100 --after 4711   # the next page`,
 		Args: noArgs,
@@ -84,9 +92,12 @@ the --after ID of the next page.`,
 			if after < 0 {
 				return usagef("bad --after %d: must be a job ID (positive)", after)
 			}
+			if err := checkTagFlag(tag); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
-				jobs, more, err := listPage(ctx, s, hopper.ListOptions{States: st, Queue: queue, Kind: kind, AfterID: hopper.ID(after), Desc: desc}, limit)
+				jobs, more, err := listPage(ctx, s, hopper.ListOptions{States: st, Queue: queue, Kind: kind, Tag: tag, AfterID: hopper.ID(after), Desc: desc}, limit)
 				if err != nil {
 					return err
 				}
@@ -105,6 +116,7 @@ the --after ID of the next page.`,
 	c.Flags().StringVar(&states, "state", "", "only jobs in these states (comma-separated)")
 	c.Flags().StringVar(&queue, "queue", "", "only jobs of this queue")
 	c.Flags().StringVar(&kind, "kind", "", "only jobs of this kind")
+	c.Flags().StringVar(&tag, "tag", "", "only jobs carrying this tag")
 	c.Flags().IntVar(&limit, "limit", 100, "at most this many jobs")
 	c.Flags().Int64Var(&after, "after", 0, "only jobs after this ID (before it with --desc), for paging")
 	c.Flags().BoolVar(&desc, "desc", false, "newest first")
@@ -324,4 +336,16 @@ command fails (exit 1) and says so.`,
 	c.Flags().DurationVar(&delay, "delay", 0, "new run time, this long from now (0: now)")
 	c.Flags().IntVar(&priority, "priority", 0, fmt.Sprintf("new priority (lower runs first), from %d to %d", hopper.MinPriority, hopper.MaxPriority))
 	return c
+}
+
+// checkTagFlag returns a usage error unless tag is empty or a tag.
+func checkTagFlag(tag string) error {
+	if tag == "" {
+		return nil
+	}
+	var fe *hopper.FieldError
+	if err := job.CheckTag("tag", tag); errors.As(err, &fe) {
+		return usagef("bad --tag %q: %s", tag, fe.Reason)
+	}
+	return nil
 }

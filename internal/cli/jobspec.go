@@ -26,6 +26,8 @@ type jobFlags struct {
 	debounce    time.Duration
 	debounceMax time.Duration
 	backoff     string
+	meta        []string
+	tags        []string
 }
 
 // register adds the flags to fs; a schedule's jobs take no delay, run time
@@ -40,6 +42,8 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 		fs.DurationVar(&f.timeout, "timeout", 0, "timeout of each attempt, e.g. 30s (default none)")
 	}
 	fs.StringVar(&f.backoff, "retry-backoff", "", "delay between attempts: "+wire.RetryForms)
+	fs.StringArrayVar(&f.meta, "meta", nil, fmt.Sprintf("metadata key=value kept with the job (repeatable; at most %d bytes in all)", hopper.MaxMetaSize))
+	fs.StringSliceVar(&f.tags, "tag", nil, fmt.Sprintf("tag of the job, to list and count by (repeatable or comma-separated; at most %d, of letters, digits and _ - . : /)", hopper.MaxTags))
 	if !forSchedule {
 		fs.DurationVar(&f.delay, "delay", 0, "run no earlier than this long from now, e.g. 10m")
 		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
@@ -89,6 +93,7 @@ func (f *jobFlags) document(fs *pflag.FlagSet) wire.Job {
 			j.Debounce.MaxWait = (*wire.Duration)(&f.debounceMax)
 		}
 	}
+	j.MetaPairs, j.Tags = f.meta, f.tags
 	return j
 }
 
@@ -110,6 +115,7 @@ var flagOf = map[string]string{
 	"queue": "--queue", "priority": "--priority", "max_attempts": "--max-attempts", "timeout": "--timeout",
 	"retry": "--retry-backoff", "delay": "--delay", "run_at": "--at", "unique_key": "--unique",
 	"debounce": "--debounce", "debounce.period": "--debounce", "debounce.max_wait": "--debounce-max",
+	"meta": "--meta", "tags": "--tag",
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
 	"overlap": "--overlap", "name": "NAME",
 }

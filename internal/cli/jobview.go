@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +50,12 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	field("retry backoff", wire.DescribeRetry(j.Retry))
 	if j.UniqueKey != "" {
 		field("unique key", j.UniqueKey)
+	}
+	if len(j.Tags) > 0 {
+		field("tags", strings.Join(j.Tags, ", "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(j.Meta)) {
+		field("meta "+k, strconv.Quote(j.Meta[k]))
 	}
 	if j.Worker != "" {
 		field("worker", j.Worker)

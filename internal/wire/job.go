@@ -24,6 +24,13 @@ type Options struct {
 	MaxAttempts *int            `json:"max_attempts"`
 	Timeout     *Duration       `json:"timeout"`
 	Retry       json.RawMessage `json:"retry"`
+	// Meta and Tags are the job's metadata and tags (job.CheckMeta,
+	// job.CheckTags); a schedule gives them to every job it fires.
+	Meta map[string]string `json:"meta"`
+	Tags []string          `json:"tags"`
+	// MetaPairs are metadata as the command's --meta flags give them,
+	// "key=value" each, added to Meta.
+	MetaPairs []string `json:"-"`
 }
 
 // Job is a job request: POST /api/v1/jobs, an item of /jobs/batch, a line
@@ -166,6 +173,28 @@ func (o *Options) options() (*hopper.EnqueueOptions, error) {
 			return nil, err
 		}
 		out.Retry = p
+	}
+	if len(o.Meta) > 0 || len(o.MetaPairs) > 0 {
+		out.Meta = make(map[string]string, len(o.Meta)+len(o.MetaPairs))
+		for k, v := range o.Meta {
+			out.Meta[k] = v
+		}
+		for _, kv := range o.MetaPairs {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, job.Invalid("meta", "%q: want key=value", kv)
+			}
+			out.Meta[k] = v
+		}
+		if err := job.CheckMeta("meta", out.Meta); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.Tags) > 0 {
+		if err := job.CheckTags("tags", o.Tags); err != nil {
+			return nil, err
+		}
+		out.Tags = o.Tags
 	}
 	return out, nil
 }

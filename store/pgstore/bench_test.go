@@ -279,3 +279,19 @@ func bulkN() int {
 	}
 	return 300_000
 }
+
+// BenchmarkTags lists and counts by tag among 1,000,000 jobs
+// (storetest.BenchTags; HOPPER_BENCH_TAGS sets another size):
+//
+//	go test -run '^$' -bench Tags ./store/pgstore/
+func BenchmarkTags(b *testing.B) {
+	s := openStore(b, pgstore.Options{})
+	storetest.BenchTags(b, tagsN(), s)
+}
+
+func tagsN() int {
+	if n, err := strconv.Atoi(os.Getenv("HOPPER_BENCH_TAGS")); err == nil {
+		return n
+	}
+	return 1_000_000
+}

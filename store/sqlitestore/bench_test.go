@@ -476,3 +476,20 @@ func bulkN() int {
 	}
 	return 300_000
 }
+
+// BenchmarkTags lists and counts by tag among 1,000,000 jobs
+// (storetest.BenchTags; HOPPER_BENCH_TAGS sets another size):
+//
+//	go test -run '^$' -bench Tags ./store/sqlitestore/
+func BenchmarkTags(b *testing.B) {
+	s := bOpen(b, filepath.Join(b.TempDir(), "b.db"), Options{})
+	defer s.Close()
+	storetest.BenchTags(b, tagsN(), s)
+}
+
+func tagsN() int {
+	if n, err := strconv.Atoi(os.Getenv("HOPPER_BENCH_TAGS")); err == nil {
+		return n
+	}
+	return 1_000_000
+}
