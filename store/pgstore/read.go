@@ -61,10 +61,6 @@ func filter(p store.ListParams, a *sqlArgs) []string {
 	if p.Kind != "" {
 		where = append(where, "kind = "+a.add(p.Kind))
 	}
-	if p.Tag != "" {
-		// jobs_tags (GIN, partial on tags IS NOT NULL, which @> implies).
-		where = append(where, "tags @> ARRAY["+a.add(p.Tag)+"::text]")
-	}
 	return where
 }
 
@@ -80,14 +76,20 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	}
 	var a sqlArgs
 	where := filter(p, &a)
+	id, from := "id", ` FROM {schema}.jobs`
+	if p.Tag != "" {
+		// The tag's entries of job_tags in ID order, each job by its ID.
+		id, from = "t.job_id", ` FROM {schema}.job_tags t JOIN {schema}.jobs ON jobs.id = t.job_id`
+		where = append(where, "t.tag = "+a.add(p.Tag))
+	}
 	order := "ASC"
 	if p.Desc {
 		order = "DESC"
 		if p.AfterID > 0 {
-			where = append(where, "id < "+a.add(int64(p.AfterID)))
+			where = append(where, id+" < "+a.add(int64(p.AfterID)))
 		}
 	} else if p.AfterID > 0 {
-		where = append(where, "id > "+a.add(int64(p.AfterID)))
+		where = append(where, id+" > "+a.add(int64(p.AfterID)))
 	}
 	if !p.CreatedAfter.IsZero() {
 		where = append(where, "created_at >= "+a.add(ts(p.CreatedAfter)))
@@ -95,12 +97,12 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]*job.Job, error
 	if !p.CreatedBefore.IsZero() {
 		where = append(where, "created_at < "+a.add(ts(p.CreatedBefore)))
 	}
-	q := `SELECT ` + jobCols + ` FROM {schema}.jobs`
+	q := `SELECT ` + jobColsOf("jobs") + from
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	limit := p.PageLimit()
-	q += ` ORDER BY id ` + order + ` LIMIT ` + a.add(int64(limit))
+	q += ` ORDER BY ` + id + ` ` + order + ` LIMIT ` + a.add(int64(limit))
 	rows, err := s.pool.Query(ctx, s.q(q), a...)
 	if err != nil {
 		return nil, s.translate(err)
@@ -129,10 +131,16 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 	}
 	var a sqlArgs
 	if p.Tag != "" {
-		// One bitmap scan of jobs_tags, whatever the states.
-		where := filter(store.ListParams{States: states, Queue: p.Queue, Kind: p.Kind, Tag: p.Tag}, &a)
+		// The tag's range of job_tags: alone without other filters, else
+		// each job looked up by ID.
+		q := `SELECT count(*) FROM {schema}.job_tags t WHERE t.tag = ` + a.add(p.Tag)
+		if len(p.States) > 0 || p.Queue != "" || p.Kind != "" {
+			where := filter(store.ListParams{States: p.States, Queue: p.Queue, Kind: p.Kind}, &a)
+			q = `SELECT count(*) FROM {schema}.job_tags t JOIN {schema}.jobs ON jobs.id = t.job_id
+				WHERE t.tag = $1 AND ` + strings.Join(where, " AND ")
+		}
 		var n int64
-		if err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {schema}.jobs WHERE `+strings.Join(where, " AND ")), a...).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(ctx, s.q(q), a...).Scan(&n); err != nil {
 			return 0, s.translate(err)
 		}
 		return int(n), nil

@@ -80,11 +80,12 @@ func (s *Store) Count(ctx context.Context, p store.ListParams) (int, error) {
 }
 
 // countTag counts the jobs carrying tag that match where: a range of
-// job_tags' primary key, each entry looked up in jobs by ID.
+// job_tags' primary key, each entry looked up in jobs by ID when where
+// filters (state, queue, kind), else the range alone.
 func (s *Store) countTag(ctx context.Context, tag string, where []string, args []any) (int, error) {
-	q := `SELECT count(*) FROM job_tags t CROSS JOIN jobs ON jobs.id = t.job_id WHERE t.tag = ?`
+	q := `SELECT count(*) FROM job_tags t WHERE t.tag = ?` // the index alone
 	if len(where) > 0 {
-		q += ` AND ` + strings.Join(where, " AND ")
+		q = `SELECT count(*) FROM job_tags t CROSS JOIN jobs ON jobs.id = t.job_id WHERE t.tag = ? AND ` + strings.Join(where, " AND ")
 	}
 	var n int
 	if err := s.rdb.QueryRowContext(ctx, q, append([]any{tag}, args...)...).Scan(&n); err != nil {

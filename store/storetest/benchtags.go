@@ -49,13 +49,15 @@ func BenchTags(b *testing.B, n int, s store.Store) {
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
 			})
 		}
-		b.Run(fmt.Sprintf("count/tag=%s", tag), func(b *testing.B) {
-			for range b.N {
-				if _, err := s.Count(ctx, store.ListParams{Tag: tag, States: []job.State{job.StateAvailable}}); err != nil {
-					b.Fatal(err)
+		for _, states := range [][]job.State{nil, {job.StateAvailable}} {
+			b.Run(fmt.Sprintf("count/tag=%s/states=%v", tag, states), func(b *testing.B) {
+				for range b.N {
+					if _, err := s.Count(ctx, store.ListParams{Tag: tag, States: states}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
-		})
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
+			})
+		}
 	}
 }
