@@ -31,6 +31,9 @@ type EnqueueResult struct {
 	Debounced bool
 	// State is the job's state: scheduled, available, or the existing job's.
 	State State
+	// Queue is the queue the job was enqueued to, its options resolved
+	// (for a duplicate, the queue it would have gone to).
+	Queue string
 }
 
 // EnqueueRequest is one job of EnqueueMany: a kind with args, or a Func.
@@ -171,7 +174,7 @@ func (c *Client) enqueue(ctx context.Context, reqs []EnqueueRequest, inTx func(s
 	out := make([]EnqueueResult, len(res))
 	inserted := false
 	for i, r := range res {
-		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, Debounced: r.Debounced, State: r.State}
+		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate, Debounced: r.Debounced, State: r.State, Queue: jobs[i].Queue}
 		inserted = inserted || !r.Duplicate // a debounced job's run-at moved
 		if listening && !r.Duplicate && !r.Debounced {
 			j := jobs[i]

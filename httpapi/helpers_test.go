@@ -133,6 +133,12 @@ func (e *env) do(method, path, body string) response {
 // doAs sends a request with token (none if "").
 func (e *env) doAs(token, method, path, body string) response {
 	e.t.Helper()
+	return e.doWith(token, nil, method, path, body)
+}
+
+// doWith sends a request with token (none if "") and headers h.
+func (e *env) doWith(token string, h http.Header, method, path, body string) response {
+	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -146,6 +152,9 @@ func (e *env) doAs(token, method, path, body string) response {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {

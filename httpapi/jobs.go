@@ -50,6 +50,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	traceContext(r, req.Options)
 	res, err := a.c.Enqueue(r.Context(), req.Kind, req.Args, req.Options)
 	if errors.Is(err, hopper.ErrDuplicate) {
 		return &Error{Status: http.StatusConflict, Code: CodeDuplicate, Field: "unique_key", Message: err.Error()}
@@ -118,6 +119,9 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	reqs, err := wire.Requests(body.Jobs, time.Now())
 	if err == nil {
+		for _, req := range reqs {
+			traceContext(r, req.Options)
+		}
 		var res []hopper.EnqueueResult
 		if res, err = a.c.EnqueueMany(r.Context(), reqs); err == nil {
 			return a.batchReply(w, r, res, kindSet)

@@ -42,3 +42,30 @@ func TestMetaAndTags(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceparentHeader: a well-formed traceparent (and its tracestate)
+// on an enqueue goes into the job's metadata, unless the body's meta
+// gives one; a malformed one is ignored.
+func TestTraceparentHeader(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	send := func(body, traceparent string) *hopper.Job {
+		t.Helper()
+		h := http.Header{"Traceparent": {traceparent}, "Tracestate": {"vendor=x"}}
+		var res enqueued
+		e.doWith(e.token, h, "POST", "/api/v1/jobs", body).ok(http.StatusCreated, &res)
+		return e.job(res.ID)
+	}
+	if j := send(`{"kind":"ok"}`, tp); j.Meta["traceparent"] != tp || j.Meta["tracestate"] != "vendor=x" {
+		t.Errorf("meta %v, want the header's trace context", j.Meta)
+	}
+	if j := send(`{"kind":"ok","meta":{"traceparent":"mine"}}`, tp); j.Meta["traceparent"] != "mine" {
+		t.Errorf("meta %v, want the body's traceparent kept", j.Meta)
+	}
+	for _, bad := range []string{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "garbage"} {
+		if j := send(`{"kind":"ok"}`, bad); len(j.Meta) != 0 {
+			t.Errorf("traceparent %q: meta %v, want none", bad, j.Meta)
+		}
+	}
+}
