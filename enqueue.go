@@ -276,7 +276,7 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
 		Timeout: own.Timeout, Retry: own.Retry.Clone(), UniqueKey: own.UniqueKey, RunAt: own.RunAt,
 		Debounce: own.Debounce,
-		Meta:     maps.Clone(own.Meta), Tags: slices.Clone(own.Tags),
+		Meta:     cloneMeta(own.Meta), Tags: slices.Clone(own.Tags),
 	}
 	if own.Delay > 0 {
 		j.RunAt = t.Add(own.Delay)
@@ -297,6 +297,14 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 		return nil, err
 	}
 	return j, nil
+}
+
+// cloneMeta copies a job's metadata; none (nil or empty) is nil.
+func cloneMeta(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // encodeArgs encodes a job's args as JSON, checked (job.CheckArgs): a
