@@ -126,6 +126,11 @@ func (c *chain) add(ms []Middleware) {
 	}
 }
 
+// empty reports whether c holds no function.
+func (c *chain) empty() bool {
+	return len(c.enqueue) == 0 && !c.wraps() && len(c.dead) == 0 && len(c.scheduleFired) == 0
+}
+
 // wraps reports whether c changes how an attempt runs.
 func (c *chain) wraps() bool {
 	return len(c.work) > 0 || len(c.workStart) > 0 || len(c.workEnd) > 0
@@ -159,9 +164,11 @@ func newMiddlewares(cfg *Config) middlewares {
 		m.kinds[kd] = kc
 		m.dead = m.dead || len(kc.dead) > 0
 	}
-	m.none = len(cfg.Middleware) == 0
-	for kd := range m.kinds {
-		m.none = m.none && len(kd.mw) == 0
+	// None: no function set anywhere (an empty Middleware, such as a
+	// tracer's on no-op providers, counts for nothing).
+	m.none = m.client.empty()
+	for _, kc := range m.kinds {
+		m.none = m.none && kc.empty()
 	}
 	if m.none {
 		m.kinds = nil

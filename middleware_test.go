@@ -203,3 +203,23 @@ func TestUseUnknownKind(t *testing.T) {
 	}()
 	hopper.NewWorkers().Use("nope", hopper.Middleware{})
 }
+
+// TestEmptyMiddlewareCostsNothing: a client whose middleware set no
+// function takes the path of a client without any: an enqueue does not
+// copy the caller's options (a middleware's path gives every job a
+// metadata map of its own), so allocates as much as without.
+func TestEmptyMiddlewareCostsNothing(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses to run in a parallel test.
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "k", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
+	ws.Use("k", hopper.Middleware{})
+	none := silentClient(t, hopper.Config{Workers: ws, CompletedRetention: -1})
+	empty := silentClient(t, hopper.Config{Workers: ws, CompletedRetention: -1, Middleware: []hopper.Middleware{{}}})
+	ctx := context.Background()
+	allocs := func(c *hopper.Client) float64 {
+		return testing.AllocsPerRun(100, func() { c.Enqueue(ctx, "k", nil, nil) })
+	}
+	if a, b := allocs(none), allocs(empty); b > a {
+		t.Errorf("an enqueue allocates %v times with an empty Middleware, %v without", b, a)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/contrib/otelhopper"
+	"github.com/hopperq/hopper/internal/cputime"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -77,6 +78,7 @@ func endToEnd(b *testing.B, mw []hopper.Middleware) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	c.Start()
 	for left := b.N; left > 0; left -= len(batch) {
 		if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
@@ -89,4 +91,5 @@ func endToEnd(b *testing.B, mw []hopper.Middleware) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/job")
 }
