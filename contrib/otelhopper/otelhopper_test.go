@@ -110,14 +110,14 @@ func TestSpans(t *testing.T) {
 		otelhopper.AttrSystem: "hopper", otelhopper.AttrDestination: "mail", otelhopper.AttrKind: "ok",
 		otelhopper.AttrOperationName: "process", otelhopper.AttrMessageID: strconv.FormatInt(int64(res.ID), 10), otelhopper.AttrOutcome: "completed",
 	} {
-		if got := a[k].Emit(); got != want {
+		if got := a[k].String(); got != want {
 			t.Errorf("process %s = %q, want %q", k, got, want)
 		}
 	}
 	if a[otelhopper.AttrAttempt].AsInt64() != 1 {
 		t.Errorf("process attempt %v, want 1", a[otelhopper.AttrAttempt])
 	}
-	if attrs(s)[otelhopper.AttrMessageID].Emit() != strconv.FormatInt(int64(res.ID), 10) {
+	if attrs(s)[otelhopper.AttrMessageID].String() != strconv.FormatInt(int64(res.ID), 10) {
 		t.Errorf("send message id %v", attrs(s)[otelhopper.AttrMessageID])
 	}
 }
@@ -149,8 +149,8 @@ func TestErrorsRecorded(t *testing.T) {
 	want := map[string]string{"fails": "failed", "permanent": "failed_permanently", "panics": "panicked"}
 	for _, s := range byName(t, rec.Ended(), "process default") {
 		a := attrs(s)
-		kind := a[otelhopper.AttrKind].Emit()
-		if a[otelhopper.AttrOutcome].Emit() != want[kind] || s.Status().Code != codes.Error || len(s.Events()) == 0 || s.Events()[0].Name != "exception" {
+		kind := a[otelhopper.AttrKind].String()
+		if a[otelhopper.AttrOutcome].String() != want[kind] || s.Status().Code != codes.Error || len(s.Events()) == 0 || s.Events()[0].Name != "exception" {
 			t.Errorf("%s: outcome %v status %v events %v", kind, a[otelhopper.AttrOutcome], s.Status(), s.Events())
 		}
 		delete(want, kind)
@@ -208,7 +208,7 @@ func TestMetrics(t *testing.T) {
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					got[m.Name] += int64(p.Count)
-					if o, _ := p.Attributes.Value(otelhopper.AttrOutcome); o.Emit() == "failed" {
+					if o, _ := p.Attributes.Value(otelhopper.AttrOutcome); o.String() == "failed" {
 						got["failed"] += int64(p.Count)
 					}
 				}
