@@ -286,8 +286,10 @@ func TestMigrateV2(t *testing.T) {
 	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion() {
 		t.Fatalf("user_version after Open: %d, %v; want %d", version, err, schemaVersion())
 	}
-	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").Scan(&triggers); err != nil || triggers != 0 {
-		t.Errorf("triggers after the migration: %d, %v; want none", triggers, err)
+	// Counts are kept in Go since version 3; the only triggers are
+	// version 6's, which keep job_tags for tagged jobs only.
+	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name NOT IN ('job_tags_insert', 'job_tags_delete')").Scan(&triggers); err != nil || triggers != 0 {
+		t.Errorf("triggers after the migration: %d, %v; want none but job_tags'", triggers, err)
 	}
 	checkCounts := func(after string) {
 		t.Helper()
