@@ -37,6 +37,10 @@ type Client struct {
 	clock    func() time.Time // the store's (store.Clock), else nil: time.Now
 	txer     store.TxEnqueuer // the store's, if it has one
 	registry store.Registry   // the store's, if it has one (servers.go)
+	clock    func() time.Time   // the store's (store.Clock), else nil: time.Now
+	txer     store.TxEnqueuer   // the store's, if it has one
+	registry store.Registry     // the store's, if it has one (servers.go)
+	qc       store.QueueControl // the store's, if it has one (queues.go)
 
 	statsCache statsCache // for StatsCached
 
@@ -103,6 +107,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	cl.txer, _ = cl.store.(store.TxEnqueuer)
 	cl.registry, _ = cl.store.(store.Registry)
+	cl.qc, _ = cl.store.(store.QueueControl)
 	if c.OnStoreCall != nil {
 		cl.store = timedStore{s: cl.store, on: c.OnStoreCall}
 	}

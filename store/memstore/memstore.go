@@ -34,9 +34,11 @@ type Store struct {
 	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
-	leases    map[string]*lease       // by led name
-	servers   map[string]store.Server // by ID (servers.go)
-	claimed   laneFilter              // the lanes of the latest claim's filter
+	leases    map[string]*lease           // by led name
+	servers   map[string]store.Server     // by ID (servers.go)
+	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
+	paused    int                         // how many of them are paused
+	claimed   laneFilter                  // the lanes of the latest claim's filter
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
 	scratch [1]job.Attempt
@@ -315,7 +317,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	for len(res.Jobs) < p.Limit {
 		var best *lane
 		for _, l := range ls {
-			if l.ready.len() == 0 {
+			if l.ready.len() == 0 || s.held(l.queue) {
 				continue
 			}
 			if taken != nil {

@@ -22,7 +22,8 @@ import (
 //     whose run-at has come become available (store.ApplyPromote), at most
 //     promoteBatch per queue and claim, by run-at (jobs_due), skipping
 //     rows other transactions hold;
-//  2. the claim: per queue, a LATERAL subquery takes the first
+//  2. the claim: per queue that is not paused (the queues table, read
+//     in the statement), a LATERAL subquery takes the first
 //     min(Limit, QueueLimits[queue]) available jobs of that queue in claim
 //     order — priority, run-at, ID: exactly the order of jobs_claim, which
 //     it walks with queue = $queue — locking them FOR UPDATE SKIP LOCKED;
@@ -163,14 +164,15 @@ func claimSQL(named, single, kinds bool) string {
 		LEFT JOIN json_to_recordset(nullif(current_setting('` + promotedSetting + `', true), '')::json)
 			AS pr(queue text, priority bigint, run_at timestamptz, id bigint) ON pr.queue = u.name
 		CROSS JOIN LATERAL (SELECT * FROM (VALUES (u.fp, u.ft, u.fi), (pr.priority, pr.run_at, pr.id)) AS v(fp, ft, fi)
-			WHERE v.fp IS NOT NULL ORDER BY 1, 2, 3 LIMIT 1) f),`
+			WHERE v.fp IS NOT NULL ORDER BY 1, 2, 3 LIMIT 1) f
+		WHERE ` + sqlNotPaused("u.name") + `),`
 	kindParam := `$10`
 	if !named {
 		with = `WITH ` + availableQueuesAll + `,
 		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int)) AS lim,
 			(-9223372036854775808)::bigint AS fp, '-infinity'::timestamptz AS ft, 0::bigint AS fi
 			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
-			WHERE e.name IS NOT NULL),`
+			WHERE e.name IS NOT NULL AND ` + sqlNotPaused("e.name") + `),`
 		kindParam = `$7`
 	}
 	kind := ``
@@ -204,6 +206,15 @@ func claimSQL(named, single, kinds bool) string {
 		lease_until = $3, cancel_requested = false
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j")
+}
+
+// sqlNotPaused is the condition that the queue named by the expression
+// name is not paused (store.QueueControl): a primary-key probe of the small
+// queues table, once per queue a claim looks at, inside the claim's
+// statement, so that no claim that starts after a pause commits takes a
+// job of that queue.
+func sqlNotPaused(name string) string {
+	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND pq.paused)`
 }
 
 // The statements of each form, built once; sqlClaim is indexed by named,

@@ -23,7 +23,8 @@ import (
 //     (store.ApplyPromote: scheduled/retrying jobs due by now become
 //     available, in those lanes) and read NextRunAt again. Most claims find
 //     nothing due and skip the promotion;
-//  2. the matching lanes with available jobs, from lane_counts;
+//  2. the matching lanes with available jobs, from lane_counts, but for
+//     the lanes of queues the queues table says are paused;
 //  3. one UPDATE … RETURNING moves to running (store.ApplyClaim) the first
 //     Limit available jobs in claim order, merged from the first
 //     min(Limit, QueueLimits[queue]) of each lane (a range of jobs_claim per
@@ -63,7 +64,10 @@ const (
 		FROM (` + sqlWaitingLanes + `) AS l CROSS JOIN jobs AS j
 		WHERE j.state IN ('scheduled', 'retrying') AND j.queue = l.queue AND j.kind = l.kind AND j.run_at <= ?3
 		GROUP BY j.state, j.queue, j.kind`
+	// sqlReadyLanes are the matching lanes with available jobs, but for
+	// those of paused queues (store.QueueControl).
 	sqlReadyLanes = `SELECT queue, kind FROM lane_counts WHERE state = 'available' AND n > 0 AND ` + laneFilter + `
+		AND queue NOT IN (SELECT name FROM queues WHERE paused)
 		ORDER BY queue, kind`
 	sqlCandidates = `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ? AND kind = ?
 		ORDER BY priority, run_at, id LIMIT +?`

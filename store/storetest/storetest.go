@@ -46,6 +46,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
 		listCases(), labelCases(), concurrencyCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
+		listCases(), concurrencyCases(), queueCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
 	} {
 		for _, c := range group {
 			if seen[c.name] {

@@ -1,0 +1,177 @@
+package storetest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// queueControl returns the store's store.QueueControl, or skips the case.
+func (e *env) queueControl() store.QueueControl {
+	e.t.Helper()
+	qc, ok := e.s.(store.QueueControl)
+	if !ok {
+		e.t.Skip("the store does not implement store.QueueControl")
+	}
+	return qc
+}
+
+// setQueue calls SetQueue and fails the test on an error.
+func (e *env) setQueue(p store.SetQueueParams) store.QueueState {
+	e.t.Helper()
+	q, err := e.queueControl().SetQueue(e.ctx, p)
+	if err != nil {
+		e.t.Fatalf("SetQueue(%q): %v", p.Name, err)
+	}
+	return q
+}
+
+// pause pauses (or resumes) queue at now.
+func (e *env) pause(now time.Time, queue string, paused bool) store.QueueState {
+	e.t.Helper()
+	return e.setQueue(store.SetQueueParams{Now: now, Name: queue, Paused: &paused})
+}
+
+// listQueues calls ListQueues and fails the test on an error.
+func (e *env) listQueues() []store.QueueState {
+	e.t.Helper()
+	qs, err := e.queueControl().ListQueues(e.ctx)
+	if err != nil {
+		e.t.Fatalf("ListQueues: %v", err)
+	}
+	return qs
+}
+
+func queueCases() []testCase {
+	return []testCase{
+		{"QueuePauseHoldsEveryClaim", func(t *testing.T, e *env) {
+			// Each form of claim — any queue, the paused queue named,
+			// several named, kinds given — skips a paused queue.
+			e.queueControl()
+			held := e.add(t0, &job.Job{Kind: "a", Queue: "held", Priority: -10})
+			held2 := e.add(t0, &job.Job{Kind: "b", Queue: "held", Priority: -10})
+			free := e.add(t0, &job.Job{Kind: "a", Queue: "free"})
+			e.pause(at(1), "held", true)
+			for _, p := range []store.ClaimParams{
+				{Now: at(2), Limit: 10, Queues: []string{"held"}},
+				{Now: at(2), Limit: 10, Queues: []string{"held"}, Kinds: []string{"a", "b"}},
+				{Now: at(2), Limit: 10, Queues: []string{"free", "held"}, Kinds: []string{"x"}},
+			} {
+				wantIDList(t, "Claim of a paused queue", idsOf(e.claim(p).Jobs), nil)
+			}
+			wantIDList(t, "Claim of any queue with one paused", idsOf(e.claim(store.ClaimParams{Now: at(2), Limit: 10}).Jobs),
+				[]job.ID{free})
+			e.wantState(held, job.StateAvailable)
+			e.pause(at(3), "held", false)
+			wantIDList(t, "Claim after the resume", sortedIDs(e.claim(store.ClaimParams{
+				Now: at(4), Limit: 10, Queues: []string{"held", "free"}}).Jobs), []job.ID{held, held2})
+		}},
+		{"QueuePauseHoldsManyQueues", func(t *testing.T, e *env) {
+			// A claim of several named queues and one of any queue take
+			// the jobs of every queue that is not paused, in claim order.
+			e.queueControl()
+			var want []job.ID
+			for _, q := range []string{"q1", "q2", "q3", "q4"} {
+				id := e.add(t0, &job.Job{Kind: "k", Queue: q})
+				if q == "q2" || q == "q4" {
+					e.pause(t0, q, true)
+					continue
+				}
+				want = append(want, id)
+			}
+			wantIDList(t, "Claim of the named queues", sortedIDs(e.claim(store.ClaimParams{
+				Now: at(1), Limit: 10, Queues: []string{"q1", "q2", "q3", "q4"}}).Jobs), want)
+			e.pause(at(2), "q4", false)
+			e.add(at(2), &job.Job{Kind: "k", Queue: "q2"})
+			q4 := e.claim(store.ClaimParams{Now: at(3), Limit: 10}).Jobs
+			if len(q4) != 1 || q4[0].Queue != "q4" {
+				t.Errorf("Claim of any queue after q4's resume: got %v, want q4's job", idsOf(q4))
+			}
+		}},
+		{"QueuePauseLetsRunningJobsFinish", func(t *testing.T, e *env) {
+			// A pause does not touch running jobs: their heart-beats,
+			// outcomes and rescues apply as before.
+			e.queueControl()
+			a := e.add(t0, &job.Job{Kind: "k", Queue: "q"})
+			b := e.add(t0, &job.Job{Kind: "k", Queue: "q"})
+			c := e.add(t0, &job.Job{Kind: "k", Queue: "q"})
+			ja := e.claimExpect(t0, "q", a)
+			jb := e.claimExpect(t0, "q", b)
+			e.pause(at(1), "q", true)
+			hb := e.heartbeat(store.HeartbeatParams{Now: at(2), Worker: worker1,
+				Jobs: []store.Lease{{ID: a, Attempt: ja.Attempt}}, LeaseUntil: at(60000)})
+			if len(hb.Lost) != 0 {
+				t.Errorf("Heartbeat in a paused queue: lost %v", hb.Lost)
+			}
+			e.finishOne(at(3), ja, store.Outcome{State: job.StateCompleted})
+			e.wantState(a, job.StateCompleted)
+			// b's lease runs out: the rescue gives it back, to wait.
+			rescued := e.rescue(store.RescueParams{Now: jb.LeaseUntil.Add(time.Millisecond)})
+			if len(rescued) != 1 || rescued[0].ID != b || rescued[0].State != job.StateAvailable {
+				t.Errorf("Rescue in a paused queue: got %v, want job %d available", idsOf(rescued), b)
+			}
+			wantIDList(t, "Claim of the paused queue", idsOf(e.claim(store.ClaimParams{
+				Now: at(60001), Limit: 10, Queues: []string{"q"}}).Jobs), nil)
+			e.wantState(c, job.StateAvailable)
+		}},
+		{"QueuePauseHoldsPromotedJobs", func(t *testing.T, e *env) {
+			// A job whose run-at comes while its queue is paused waits for
+			// the resume like the others.
+			e.queueControl()
+			e.pause(t0, "q", true)
+			id := e.add(t0, &job.Job{Kind: "k", Queue: "q", RunAt: at(10)})
+			wantIDList(t, "Claim at the run-at, paused", e.claimIDs(at(20), 10), nil)
+			e.pause(at(30), "q", false)
+			wantIDList(t, "Claim after the resume", e.claimIDs(at(40), 10), []job.ID{id})
+		}},
+		{"QueueStateRoundTrips", func(t *testing.T, e *env) {
+			if got := e.listQueues(); len(got) != 0 {
+				t.Fatalf("ListQueues of a new store: got %+v, want none", got)
+			}
+			want := store.QueueState{Name: "b", Paused: true, PausedAt: at(1), UpdatedAt: at(1)}
+			if got := e.pause(at(1), "b", true); !reflect.DeepEqual(got, want) {
+				t.Errorf("SetQueue(pause b): got %+v, want %+v", got, want)
+			}
+			// Pausing again keeps the first pause's time.
+			if got := e.pause(at(2), "b", true); !reflect.DeepEqual(got, want) {
+				t.Errorf("SetQueue(pause b again): got %+v, want %+v", got, want)
+			}
+			e.pause(at(3), "a", true)
+			got := e.listQueues()
+			wantA := store.QueueState{Name: "a", Paused: true, PausedAt: at(3), UpdatedAt: at(3)}
+			if !reflect.DeepEqual(got, []store.QueueState{wantA, want}) {
+				t.Errorf("ListQueues: got %+v, want %+v", got, []store.QueueState{wantA, want})
+			}
+			// A resumed queue is in the zero state: its row is gone.
+			if got := e.pause(at(4), "b", false); got.Paused || !got.PausedAt.IsZero() || got.Name != "b" {
+				t.Errorf("SetQueue(resume b): got %+v, want b not paused", got)
+			}
+			if got := e.listQueues(); !reflect.DeepEqual(got, []store.QueueState{wantA}) {
+				t.Errorf("ListQueues after the resume: got %+v, want %+v", got, []store.QueueState{wantA})
+			}
+			// Resuming a queue that has no row changes nothing.
+			e.pause(at(5), "never", false)
+			if got := e.listQueues(); len(got) != 1 {
+				t.Errorf("ListQueues after resuming an unknown queue: got %+v", got)
+			}
+		}},
+		{"QueueSetRefusesBadName", func(t *testing.T, e *env) {
+			qc := e.queueControl()
+			paused := true
+			for _, name := range []string{"", "  ", "a\x00b", string([]byte{0xff})} {
+				_, err := qc.SetQueue(e.ctx, store.SetQueueParams{Now: t0, Name: name, Paused: &paused})
+				var fe *job.FieldError
+				if !errors.As(err, &fe) || fe.Field != "name" {
+					t.Errorf("SetQueue(name %q): got %v, want a *job.FieldError on name", name, err)
+				}
+			}
+			if got := e.listQueues(); len(got) != 0 {
+				t.Errorf("ListQueues after refused SetQueues: got %+v, want none", got)
+			}
+		}},
+	}
+}
