@@ -5,7 +5,8 @@
 //
 // Through it a program in any language enqueues jobs (one, or a batch in one
 // store operation), gets, lists, counts, cancels, reschedules and deletes
-// them, works the dead-letter queue, manages recurring schedules, reads
+// them, works the dead-letter queue, manages recurring schedules, pauses
+// and resumes queues, reads
 // the counts by queue and state and lists the servers working the store.
 // Every route is listed in the OpenAPI 3 document served at
 // /api/v1/openapi.json; docs/api.md describes them with curl examples.
@@ -29,9 +30,9 @@
 // logged, never shown).
 //
 // Access is checked by an *httpauth.Auth: read scope for every GET, write
-// for enqueue, cancel, reschedule, DLQ retry, schedule pause and resume
-// and asking a remote worker to go quiet or stop, worker (or admin) for
-// the worker protocol under /workers (docs/workers.md),
+// for enqueue, cancel, reschedule, DLQ retry, schedule and queue pause
+// and resume and asking a remote worker to go quiet or stop, worker (or
+// admin) for the worker protocol under /workers (docs/workers.md),
 // exec for enqueueing jobs of the exec kind (one in a batch is enough),
 // admin for purge, delete and adding or removing schedules. An address
 // that keeps sending bad tokens gets 429. Every request that changes
@@ -236,6 +237,10 @@ func (a *api) table() []route {
 		{"POST", Prefix + "/schedules/{name}/pause", wr, nil, a.pauseSchedule},
 		{"POST", Prefix + "/schedules/{name}/resume", wr, nil, a.resumeSchedule},
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
+
+		{"GET", Prefix + "/queues", r, nil, a.queues},
+		{"POST", Prefix + "/queues/{name}/pause", wr, nil, a.pauseQueue},
+		{"POST", Prefix + "/queues/{name}/resume", wr, nil, a.resumeQueue},
 
 		{"GET", Prefix + "/stats", r, nil, a.stats},
 		{"GET", Prefix + "/servers", r, nil, a.servers},

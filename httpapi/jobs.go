@@ -169,7 +169,8 @@ func jobID(r *http.Request) (hopper.ID, error) {
 }
 
 // get handles GET /jobs/{id}: the job with its args, result, last error
-// and attempt history.
+// and attempt history, and wait_reason if something holds it (a paused
+// queue).
 func (a *api) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := jobID(r)
 	if err != nil {
@@ -179,7 +180,11 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return notFound(err, id)
 	}
-	reply(w, http.StatusOK, j)
+	b, err := a.withWaitReason(r, j)
+	if err != nil {
+		return err
+	}
+	replyJSON(w, http.StatusOK, b)
 	return nil
 }
 

@@ -36,7 +36,7 @@ import (
 // authentications) where a token is checked, 503 (the client stopped, the
 // request cancelled) where the client is called, 403 where a read token
 // is not enough or a cross-origin browser could post; 404 where the path
-// names a job or a schedule; 408 (its body did not arrive in time) where
+// names a job or a schedule (a queue exists by its name alone); 408 (its body did not arrive in time) where
 // the route reads a body.
 func statusRules(rt route, readsBody bool) []string {
 	out := []string{"400", "405", "421", "500"}
@@ -45,7 +45,7 @@ func statusRules(rt route, readsBody bool) []string {
 		out = append(out, "403") // a read token below write, a worker token on any other route
 
 	}
-	if strings.Contains(rt.pattern, "{") {
+	if strings.Contains(rt.pattern, "{") && !strings.HasPrefix(rt.pattern, Prefix+"/queues/") {
 		out = append(out, "404")
 	}
 	if readsBody {
@@ -205,6 +205,9 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"DELETE /api/v1/schedules/{name}", "200", send(envOpts{}, "DELETE", "/api/v1/schedules/nightly", "")},
 		{"POST /api/v1/schedules/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/pause", "")},
 		{"POST /api/v1/schedules/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/resume", "")},
+		{"GET /api/v1/queues", "200", send(envOpts{}, "GET", "/api/v1/queues", "")},
+		{"POST /api/v1/queues/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/pause", "")},
+		{"POST /api/v1/queues/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/resume", "")},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},

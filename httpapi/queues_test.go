@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/statsview"
+)
+
+// TestQueues: GET /queues lists a paused queue with its held job, a
+// waiting job's GET says why it waits, POST …/resume lets it run; on every
+// store.
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st})
+			id := e.enqueue(`{"kind":"ok","queue":"mail"}`)
+			var q statsview.Queue
+			e.do("POST", "/api/v1/queues/mail/pause", "").ok(200, &q)
+			if q.Name != "mail" || !q.Paused || q.PausedAt == nil || q.Held != 1 || q.Counts["available"] != 1 {
+				t.Errorf("pause: %+v, want mail paused with 1 held", q)
+			}
+			var qs struct{ Queues []statsview.Queue }
+			e.do("GET", "/api/v1/queues", "").ok(200, &qs)
+			if len(qs.Queues) != 1 || !qs.Queues[0].Paused || qs.Queues[0].Held != 1 {
+				t.Errorf("GET /queues: %+v", qs)
+			}
+			var j struct {
+				State      string `json:"state"`
+				WaitReason string `json:"wait_reason"`
+			}
+			e.do("GET", "/api/v1/jobs/"+strconv.FormatInt(int64(id), 10), "").ok(200, &j)
+			if j.State != "available" || j.WaitReason != "queue mail paused" {
+				t.Errorf("GET the held job: %+v, want available, waiting as queue mail paused", j)
+			}
+			if _, ok, err := e.c.ProcessNext(t.Context(), time.Now()); ok || err != nil {
+				t.Fatalf("ProcessNext with the queue paused: %v, %v", ok, err)
+			}
+			e.do("POST", "/api/v1/queues/mail/resume", "").ok(200, &q)
+			if q.Paused || q.PausedAt != nil || q.Held != 0 {
+				t.Errorf("resume: %+v, want mail active", q)
+			}
+			e.do("GET", "/api/v1/jobs/"+strconv.FormatInt(int64(id), 10), "").ok(200, &j)
+			if j.WaitReason != "" {
+				t.Errorf("GET the job after the resume: wait_reason %q", j.WaitReason)
+			}
+			if got := e.run(); got.ID != id || got.State != hopper.StateCompleted {
+				t.Errorf("run after the resume: job %d %s, want %d completed", got.ID, got.State, id)
+			}
+			// A queue without jobs may be paused; a bad name is refused.
+			e.do("POST", "/api/v1/queues/empty/pause", "").ok(200, &q)
+			if !q.Paused || q.Name != "empty" {
+				t.Errorf("pause of an empty queue: %+v", q)
+			}
+			e.do("POST", "/api/v1/queues/%20/pause", "").fails(400, CodeInvalid, "name")
+			e.do("POST", "/api/v1/queues/mail/pause", `{"x":1}`).fails(400, CodeInvalid, "x")
+		})
+	}
+}
+
+// TestQueuesScope: listing needs read, pausing and resuming write.
+func TestQueuesScope(t *testing.T) {
+	t.Parallel()
+	auth := &httpauth.Auth{Logger: slog.New(slog.DiscardHandler)}
+	if err := auth.ParseTokens("r=read:" + readToken + ",w=write:" + writeToken); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{auth: auth})
+	e.doAs(readToken, "GET", "/api/v1/queues", "").ok(200, nil)
+	e.doAs(readToken, "POST", "/api/v1/queues/q/pause", "").fails(403, CodeForbidden, "")
+	e.doAs(readToken, "POST", "/api/v1/queues/q/resume", "").fails(403, CodeForbidden, "")
+	e.doAs("", "GET", "/api/v1/queues", "").fails(401, CodeUnauthorized, "")
+	e.doAs(writeToken, "POST", "/api/v1/queues/q/pause", "").ok(200, nil)
+	e.doAs(writeToken, "POST", "/api/v1/queues/q/resume", "").ok(200, nil)
+}
