@@ -55,6 +55,7 @@ func BenchmarkPages(b *testing.B) {
 		{"dlq_queue", "/dlq?queue=webhooks"},
 		{"job", fmt.Sprintf("/jobs/%d", mid[0].ID)},
 		{"schedules", "/schedules"},
+		{"queues", "/queues"},
 	}
 	get := func(path string) {
 		w := httptest.NewRecorder()

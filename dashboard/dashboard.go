@@ -219,6 +219,7 @@ func (h *handler) routes() {
 	page("/jobs/{id}", h.jobPage)
 	page("/dlq", h.dlq)
 	page("/schedules", h.schedules)
+	page("/queues", h.queues)
 	page("/servers", h.servers)
 	page("/bulk", h.bulkPage)
 	page("/events", h.events)
@@ -229,6 +230,8 @@ func (h *handler) routes() {
 	action("/bulk", httpauth.Write, h.bulk) // delete checks for admin itself
 	action("/schedules/{name}/pause", httpauth.Write, h.pauseSchedule)
 	action("/schedules/{name}/resume", httpauth.Write, h.resumeSchedule)
+	action("/queues/{name}/pause", httpauth.Write, h.pauseQueue)
+	action("/queues/{name}/resume", httpauth.Write, h.resumeQueue)
 
 	m.HandleFunc("GET "+p+"/login", h.loginPage)
 	m.Handle("POST "+p+"/login", httpauth.Audit(h.log, "dashboard sign-in", h.form(h.login)))

@@ -48,6 +48,7 @@ func TestPages(t *testing.T) {
 		{fmt.Sprintf("/jobs/%d", dead), 200, "smtp: 550 mailbox unavailable"},
 		{"/schedules", 200, "Europe/Berlin"},
 		{"/servers", 200, "No servers"},
+		{"/queues", 200, `data-queue="default"`},
 		{"/jobs/999999", 404, "Not found"},
 		{"/jobs/abc", 404, "No such job"},
 		{"/jobs?state=bogus", 400, "state"},
@@ -227,7 +228,7 @@ func TestScopes(t *testing.T) {
 	}
 
 	// Read: pages without buttons, actions refused.
-	for _, path := range []string{"/", "/jobs", "/dlq", jobPath(waiting), jobPath(dead), "/schedules", "/servers"} {
+	for _, path := range []string{"/", "/jobs", "/dlq", jobPath(waiting), jobPath(dead), "/schedules", "/servers", "/queues"} {
 		body := e.get(path, dashtest.ReadToken).want(t, 200).body
 		for _, button := range []string{`name="action"`, `id="cancel"`, `id="retry"`, `id="delete"`, `id="reschedule"`, `name="ids"`} {
 			if strings.Contains(body, button) {
@@ -244,6 +245,7 @@ func TestScopes(t *testing.T) {
 		{jobPath(waiting) + "/reschedule", url.Values{"now": {"1"}}},
 		{"/bulk", url.Values{"action": {"cancel"}, "ids": {strconv.FormatInt(int64(waiting), 10)}, "confirm": {"1"}}},
 		{"/schedules/x/pause", url.Values{}},
+		{"/queues/x/pause", url.Values{}},
 	} {
 		e.post(a.path, dashtest.ReadToken, a.form).want(t, http.StatusForbidden)
 	}

@@ -19,6 +19,9 @@ type jobView struct {
 	Exec     *execResult // the job's result, when an exec job made it
 	Attempts []attemptView
 	Schedule string // the schedules page, for jobs fired by one
+	// WaitReason says why a waiting job does not start although due
+	// (Client.WaitReason: "queue mail paused"); Queues is the queues page.
+	WaitReason, Queues string
 
 	CanCancel     bool
 	CanRetry      bool
@@ -104,7 +107,11 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := scopeOf(r.Context())
-	v := jobView{Job: j, Args: pretty(j.Args)}
+	v := jobView{Job: j, Args: pretty(j.Args), Queues: h.url("/queues")}
+	if v.WaitReason, err = h.c.WaitReason(r.Context(), j); err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
 	if j.Result != nil {
 		v.Exec = parseExec(j.Result)
 		if v.Exec == nil {

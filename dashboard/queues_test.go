@@ -1,0 +1,81 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
+)
+
+// TestQueuesPage: the queues page lists each queue with its counts; Pause
+// holds a queue's jobs (the job's page says why it waits), Resume lets
+// them run; a read token sees no buttons and may not pause.
+func TestQueuesPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	ctx := context.Background()
+	id := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "mail"})
+	e.enqueue("ok", &hopper.EnqueueOptions{Queue: "other"})
+	page := e.get("/queues", "").want(t, 200).body
+	for _, want := range []string{`data-queue="mail"`, `data-queue="other"`, `action="/queues/mail/pause"`, `data-action="pause"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("queues page: no %s", want)
+		}
+	}
+	r := e.post("/queues/mail/pause", "", url.Values{}).want(t, http.StatusSeeOther)
+	if r.Header.Get("Location") != "/queues" {
+		t.Errorf("pause: to %q", r.Header.Get("Location"))
+	}
+	e.run()
+	if st := e.job(id).State; st != hopper.StateAvailable {
+		t.Fatalf("the paused queue's job is %s after a run, want available", st)
+	}
+	page = e.get("/queues", "").want(t, 200).body
+	if !strings.Contains(page, "st-paused") || !strings.Contains(page, `data-action="resume"`) || !strings.Contains(page, "&amp;state=available") {
+		t.Errorf("queues page after the pause: no paused badge, resume button or held link")
+	}
+	if jp := e.get("/jobs/"+strconv.FormatInt(int64(id), 10), "").want(t, 200).body; !strings.Contains(jp, `id="wait-reason">queue mail paused`) {
+		t.Errorf("the held job's page does not say it is held by the pause")
+	}
+	e.post("/queues/mail/resume", "", url.Values{}).want(t, http.StatusSeeOther)
+	qs, err := e.c.Queues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Paused {
+			t.Errorf("queue %s still paused after the resume", q.Name)
+		}
+	}
+	e.run()
+	if st := e.job(id).State; st != hopper.StateCompleted {
+		t.Errorf("the job is %s after the resume and a run, want completed", st)
+	}
+	if jp := e.get("/jobs/"+strconv.FormatInt(int64(id), 10), "").body; strings.Contains(jp, `id="wait-reason"`) {
+		t.Errorf("a finished job's page shows a wait reason")
+	}
+}
+
+// TestQueuesPageScopes: a read token sees the queues page without buttons
+// and may not pause; a write token may; no token is sent to sign in.
+func TestQueuesPageScopes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{Auth: dashtest.Tokens(t)})
+	e.enqueue("ok", &hopper.EnqueueOptions{Queue: "mail"})
+	if body := e.get("/queues", dashtest.ReadToken).want(t, 200).body; strings.Contains(body, "data-action=") {
+		t.Errorf("read token: the queues page shows a button")
+	}
+	e.post("/queues/mail/pause", dashtest.ReadToken, url.Values{}).want(t, http.StatusForbidden)
+	e.post("/queues/mail/pause", "", url.Values{}).want(t, http.StatusUnauthorized)
+	e.post("/queues/mail/pause", dashtest.WriteToken, url.Values{}).want(t, http.StatusSeeOther)
+	if body := e.get("/queues", dashtest.WriteToken).want(t, 200).body; !strings.Contains(body, `data-action="resume"`) {
+		t.Errorf("write token: no resume button on a paused queue")
+	}
+	// A cross-site post is refused.
+	e.do(http.MethodPost, "/queues/mail/resume", dashtest.WriteToken, url.Values{}, http.Header{"Sec-Fetch-Site": {"cross-site"}}).want(t, http.StatusForbidden)
+}
