@@ -106,6 +106,7 @@ type Metrics struct {
 	authFailures *prometheus.CounterVec
 
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
+	paused, held                            *prometheus.Desc // per paused queue
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
@@ -161,6 +162,10 @@ func New(o Options) *Metrics {
 			"Jobs in the store by queue and state (at most the stats max age old).", []string{"queue", "state"}, nil),
 		oldest: prometheus.NewDesc("hopper_oldest_available_job_age_seconds",
 			"How long the most overdue ready (available) job of each queue has waited for a worker; 0 when none is ready.", []string{"queue"}, nil),
+		paused: prometheus.NewDesc("hopper_queue_paused",
+			"1 for each paused queue (hopper queue pause): no job of it starts in any process; paused queues only.", []string{"queue"}, nil),
+		held: prometheus.NewDesc("hopper_queue_held_jobs",
+			"Jobs ready to run that wait because their queue is paused, by paused queue (at most the stats max age old).", []string{"queue"}, nil),
 		busy: prometheus.NewDesc("hopper_workers_busy",
 			"Workers of this process running a job now.", nil, nil),
 		workers: prometheus.NewDesc("hopper_workers",
@@ -274,7 +279,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held} {
 		ch <- d
 	}
 }
@@ -322,5 +327,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			age = max(now.Sub(g.oldest), 0).Seconds()
 		}
 		ch <- prometheus.MustNewConstMetric(m.oldest, prometheus.GaugeValue, age, g.name)
+	}
+	paused, err := c.PausedQueues(ctx)
+	if err != nil {
+		return // the job gauges are out; hopper_stats_up says the counts were read
+	}
+	for _, q := range paused {
+		ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, 1, q)
+		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(st.Queues[q][hopper.StateAvailable]), q)
 	}
 }

@@ -322,3 +322,42 @@ func TestBulkActionsCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuePausedGauges: a paused queue has hopper_queue_paused 1 and its
+// ready jobs in hopper_queue_held_jobs; an active queue has neither.
+func TestQueuePausedGauges(t *testing.T) {
+	t.Parallel()
+	m := New(Options{})
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: m.OnEvent,
+		OnStoreCall: m.OnStoreCall, ExternalKinds: []string{"remote"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.StopNow() })
+	m.Attach(c)
+	ctx := context.Background()
+	for _, q := range []string{"mail", "mail", "other"} {
+		if _, err := c.Enqueue(ctx, "remote", nil, &hopper.EnqueueOptions{Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.PauseQueue(ctx, "mail"); err != nil {
+		t.Fatal(err)
+	}
+	got := scrape(t, m)
+	if v := got[`hopper_queue_paused{queue="mail"}`]; v != 1 {
+		t.Errorf(`hopper_queue_paused{queue="mail"} = %v, want 1`, v)
+	}
+	if v := got[`hopper_queue_held_jobs{queue="mail"}`]; v != 2 {
+		t.Errorf(`hopper_queue_held_jobs{queue="mail"} = %v, want 2`, v)
+	}
+	if _, ok := got[`hopper_queue_paused{queue="other"}`]; ok {
+		t.Errorf("an active queue has hopper_queue_paused")
+	}
+	if err := c.ResumeQueue(ctx, "mail"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scrape(t, m)[`hopper_queue_paused{queue="mail"}`]; ok {
+		t.Errorf("a resumed queue has hopper_queue_paused")
+	}
+}
