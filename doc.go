@@ -103,4 +103,14 @@
 // cron times in a time zone (correct across DST). Each firing is an ordinary
 // job keyed by (schedule, tick), so no tick is enqueued twice, even by
 // several processes sharing a store.
+//
+// # Flow control
+//
+// PauseQueue pauses a queue in the store, for every process sharing it:
+// its running jobs finish and none of its jobs starts until ResumeQueue,
+// across restarts (ExampleClient_PauseQueue). The check is made inside
+// each claim, so a worker is never handed a job of a paused queue; a held
+// job stays available, and WaitReason says why it waits. Queues lists each
+// queue's state and counts. QueueConfig.MaxWorkers caps a queue's running
+// jobs in one process. See docs/flow-control.md.
 package hopper

@@ -320,3 +320,36 @@ func ExampleClient_CancelMatching() {
 	// 2500 of 2500
 	// cancelled: 2500
 }
+
+// A paused queue's jobs wait, in every process sharing the store, until it
+// is resumed; WaitReason says why a job waits. Here the step API shows it.
+func ExampleClient_PauseQueue() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "send", func(ctx context.Context, args json.RawMessage) (any, error) { return "sent", nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+	res, err := c.Enqueue(ctx, "send", nil, &hopper.EnqueueOptions{Queue: "mail"})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.PauseQueue(ctx, "mail"); err != nil {
+		panic(err)
+	}
+	now := time.Date(2100, time.January, 1, 12, 0, 0, 0, time.UTC)
+	_, ok, _ := c.ProcessNext(ctx, now)
+	j, _ := c.Get(ctx, res.ID)
+	why, _ := c.WaitReason(ctx, j)
+	fmt.Printf("paused: ran %v, job %s, %s\n", ok, j.State, why)
+	if err := c.ResumeQueue(ctx, "mail"); err != nil {
+		panic(err)
+	}
+	j, ok, _ = c.ProcessNext(ctx, now)
+	fmt.Printf("resumed: ran %v, job %s %s\n", ok, j.State, j.Result)
+	// Output:
+	// paused: ran false, job available, queue mail paused
+	// resumed: ran true, job completed "sent"
+}
