@@ -11,9 +11,10 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// ErrNoFlowControl is returned by the queue flow-control methods (PauseQueue,
-// ResumeQueue) on a store that does not keep queue state
-// (store.QueueControl): every store of this module keeps it.
+// ErrNoFlowControl is returned by the queue flow-control methods
+// (PauseQueue, ResumeQueue, SetQueueConcurrency) on a store that does not
+// keep queue state (store.QueueControl): every store of this module keeps
+// it.
 var ErrNoFlowControl = errors.New("the store does not keep queue state (store.QueueControl)")
 
 // QueueInfo describes one queue: its flow-control state, shared by every
@@ -25,10 +26,17 @@ type QueueInfo struct {
 	// until ResumeQueue. PausedAt is when it was paused.
 	Paused   bool
 	PausedAt time.Time
-	// Counts are the queue's jobs by state (Stats).
+	// Concurrency caps the queue's running jobs across every process
+	// sharing the store (SetQueueConcurrency; 0: no limit). Slots is how
+	// many running jobs count against it now.
+	Concurrency int
+	Slots       int
+	// Counts are the queue's jobs by state (Stats); QueueStates leaves
+	// them out.
 	Counts map[State]int
 	// Held counts the jobs ready to run that wait because of the queue's
-	// state: its available jobs while it is paused, 0 otherwise.
+	// state: its available jobs while it is paused or at its limit, 0
+	// otherwise (QueueStates leaves it out).
 	Held int
 	// MaxWorkers is this client's own cap on the queue's running jobs
 	// (QueueConfig.MaxWorkers; 0: none), which other processes do not
@@ -36,26 +44,53 @@ type QueueInfo struct {
 	MaxWorkers int
 }
 
-// queueControl returns the store's store.QueueControl.
-func (c *Client) queueControl() (store.QueueControl, error) {
-	if c.qc == nil {
-		return nil, ErrNoFlowControl
+// AtLimit reports whether q has a concurrency limit that its running jobs
+// reach: its ready jobs wait for a slot.
+func (q QueueInfo) AtLimit() bool { return q.Concurrency > 0 && q.Slots >= q.Concurrency }
+
+// WaitReason says why q's ready jobs do not start, in words for people
+// ("queue mail paused", "queue mail at its limit of 5"), or "" if nothing
+// holds them.
+func (q QueueInfo) WaitReason() string {
+	switch {
+	case q.Paused:
+		return fmt.Sprintf("queue %s paused", q.Name)
+	case q.AtLimit():
+		return fmt.Sprintf("queue %s at its limit of %d", q.Name, q.Concurrency)
 	}
-	return c.qc, nil
+	return ""
 }
 
-// Queues lists every queue that has jobs, a flow-control state (paused) or
-// a QueueConfig in this client, ordered by name.
+// QueueStates returns the flow-control state of every queue that has one
+// (paused, or a concurrency limit), by name, without counting jobs (Queues
+// does): one read of the store's small table of queue states. Counts and
+// Held are left out.
+func (c *Client) QueueStates(ctx context.Context) ([]QueueInfo, error) {
+	if c.qc == nil {
+		return nil, nil
+	}
+	states, err := c.qc.ListQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueInfo, len(states))
+	for i, s := range states {
+		out[i] = QueueInfo{Name: s.Name, Paused: s.Paused, PausedAt: s.PausedAt, Concurrency: s.Concurrency,
+			Slots: s.Running, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers}
+	}
+	return out, nil
+}
+
+// Queues lists every queue that has jobs, a flow-control state (paused, a
+// limit) or a QueueConfig in this client, ordered by name.
 func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	st, err := c.store.Stats(ctx, store.StatsParams{Now: c.now()})
 	if err != nil {
 		return nil, err
 	}
-	var states []store.QueueState
-	if c.qc != nil {
-		if states, err = c.qc.ListQueues(ctx); err != nil {
-			return nil, err
-		}
+	states, err := c.QueueStates(ctx)
+	if err != nil {
+		return nil, err
 	}
 	byName := make(map[string]*QueueInfo)
 	get := func(name string) *QueueInfo {
@@ -65,6 +100,11 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 			byName[name] = q
 		}
 		return q
+	}
+	for _, s := range states {
+		q := get(s.Name)
+		*q = s
+		q.Counts = map[State]int{}
 	}
 	for name, counts := range st.ByQueue {
 		q := get(name)
@@ -77,38 +117,14 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	for name, qc := range c.cfg.Queues {
 		get(name).MaxWorkers = qc.MaxWorkers
 	}
-	for _, s := range states {
-		q := get(s.Name)
-		q.Paused, q.PausedAt = s.Paused, s.PausedAt
-	}
 	out := make([]QueueInfo, 0, len(byName))
 	for _, q := range byName {
-		if q.Paused {
+		if q.Paused || q.AtLimit() {
 			q.Held = q.Counts[StateAvailable]
 		}
 		out = append(out, *q)
 	}
 	slices.SortFunc(out, func(a, b QueueInfo) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// PausedQueues returns the names of the paused queues, sorted: one read
-// of the small table of queue states, without counting jobs (Queues does),
-// for a caller that has the counts already (a metrics scrape).
-func (c *Client) PausedQueues(ctx context.Context) ([]string, error) {
-	if c.qc == nil {
-		return nil, nil
-	}
-	states, err := c.qc.ListQueues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, s := range states {
-		if s.Paused {
-			out = append(out, s.Name)
-		}
-	}
 	return out, nil
 }
 
@@ -118,7 +134,8 @@ func (c *Client) PausedQueues(ctx context.Context) ([]string, error) {
 // queue does nothing. A bad name is a *FieldError; a store without queue
 // state fails with ErrNoFlowControl.
 func (c *Client) PauseQueue(ctx context.Context, name string) error {
-	return c.setPaused(ctx, name, true)
+	paused := true
+	return c.setQueue(ctx, store.SetQueueParams{Name: name, Paused: &paused})
 }
 
 // ResumeQueue lets a paused queue's jobs start again, in every process
@@ -126,14 +143,25 @@ func (c *Client) PauseQueue(ctx context.Context, name string) error {
 // directly, other processes' through the store's wake-up, store.Waker).
 // Resuming a queue that is not paused does nothing.
 func (c *Client) ResumeQueue(ctx context.Context, name string) error {
-	if err := c.setPaused(ctx, name, false); err != nil {
-		return err
-	}
-	c.engine.Notify()
-	return nil
+	paused := false
+	return c.setQueue(ctx, store.SetQueueParams{Name: name, Paused: &paused})
 }
 
-func (c *Client) setPaused(ctx context.Context, name string, paused bool) error {
+// SetQueueConcurrency caps how many jobs of a queue run at once across
+// every process sharing the store (n = 0 removes the cap). Each claim
+// takes at most the queue's free slots, counted by the store in the same
+// transaction as every start and end of an attempt; a rescued attempt
+// gives its slot back. QueueConfig.MaxWorkers still caps the queue in each
+// process. A limit lowered below the running jobs stops new starts until
+// they fall under it; running jobs are not stopped. n outside 0 to
+// store.MaxConcurrency is a *FieldError on "concurrency".
+func (c *Client) SetQueueConcurrency(ctx context.Context, name string, n int) error {
+	return c.setQueue(ctx, store.SetQueueParams{Name: name, Concurrency: &n})
+}
+
+// setQueue applies p at the client's now and wakes this client's workers:
+// held jobs may start.
+func (c *Client) setQueue(ctx context.Context, p store.SetQueueParams) error {
 	if c.closed() {
 		return ErrClientStopped
 	}
@@ -141,24 +169,38 @@ func (c *Client) setPaused(ctx context.Context, name string, paused bool) error 
 	if err != nil {
 		return err
 	}
-	_, err = qc.SetQueue(ctx, store.SetQueueParams{Now: c.now(), Name: name, Paused: &paused})
-	return err
+	p.Now = c.now()
+	if _, err := qc.SetQueue(ctx, p); err != nil {
+		return err
+	}
+	c.engine.Notify()
+	return nil
+}
+
+// queueControl returns the store's store.QueueControl.
+func (c *Client) queueControl() (store.QueueControl, error) {
+	if c.qc == nil {
+		return nil, ErrNoFlowControl
+	}
+	return c.qc, nil
 }
 
 // WaitReason says why the waiting job j does not start although its run-at
-// has come, in words for people ("queue emails paused"), or "" if nothing
-// holds it: it waits only for a worker, or for its run-at. A job that is
-// not waiting gives "".
+// has come, in words for people ("queue emails paused", "queue emails at
+// its limit of 5"), or "" if nothing holds it: it waits only for a worker,
+// or for its run-at. A job that is not waiting gives "".
 func (c *Client) WaitReason(ctx context.Context, j *Job) (string, error) {
 	if j == nil || !j.State.Waiting() || c.qc == nil {
 		return "", nil
 	}
-	paused, err := c.PausedQueues(ctx)
+	states, err := c.QueueStates(ctx)
 	if err != nil {
 		return "", err
 	}
-	if slices.Contains(paused, j.Queue) {
-		return fmt.Sprintf("queue %s paused", j.Queue), nil
+	for _, q := range states {
+		if q.Name == j.Queue {
+			return q.WaitReason(), nil
+		}
 	}
 	return "", nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/store/memstore"
 )
 
 // TestPauseQueue: a pause lets the running job finish and starts nothing
@@ -125,4 +127,68 @@ func TestPauseQueueBadName(t *testing.T) {
 	if err := c.PauseQueue(context.Background(), " "); !errors.As(err, &fe) || fe.Field != "name" {
 		t.Errorf("PauseQueue(\" \"): %v, want a *FieldError on name", err)
 	}
+}
+
+// TestQueueConcurrency: a queue limited to 2 across two clients sharing a
+// store (two processes), each with 8 workers, never runs more than 2 of
+// its jobs at once, measured by the handlers; a held job says why it
+// waits; each freed slot starts the next job without a poll.
+func TestQueueConcurrency(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		running, peak, ran := 0, 0, 0
+		var lastEnd time.Time
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "work", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+			mu.Lock()
+			running--
+			ran++
+			lastEnd = time.Now()
+			mu.Unlock()
+			return nil, nil
+		}, nil)
+		ms := memstore.New()
+		a := newClient(t, hopper.Config{Store: ms, Workers: ws, Concurrency: 8})
+		b := newClient(t, hopper.Config{Store: ms, Workers: ws, Concurrency: 8})
+		ctx := context.Background()
+		if err := a.SetQueueConcurrency(ctx, "api", 2); err != nil {
+			t.Fatal(err)
+		}
+		var last hopper.ID
+		for range 20 {
+			last = enqueue(t, a, "work", nil, &hopper.EnqueueOptions{Queue: "api"})
+		}
+		synctest.Wait()
+		j, err := a.Get(ctx, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why, err := b.WaitReason(ctx, j); err != nil || why != "queue api at its limit of 2" {
+			t.Errorf("WaitReason of a held job: %q, %v", why, err)
+		}
+		qs, err := b.QueueStates(ctx)
+		if err != nil || len(qs) != 1 || qs[0].Concurrency != 2 || qs[0].Slots != 2 || !qs[0].AtLimit() {
+			t.Errorf("QueueStates: %+v, %v; want api at its limit of 2", qs, err)
+		}
+		begin := time.Now()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// 20 jobs of 10ms, 2 at a time: 100ms of fake time, no poll.
+		if d := lastEnd.Sub(begin); d > 100*time.Millisecond {
+			t.Errorf("20 jobs of 10ms, 2 at a time, took %v, want 100ms: a freed slot waited", d)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if peak != 2 || ran != 20 {
+			t.Errorf("peak concurrency %d over %d jobs, want 2 over 20", peak, ran)
+		}
+		stopGracefully(t, a)
+		stopGracefully(t, b)
+	})
 }

@@ -241,6 +241,7 @@ func (a *api) table() []route {
 		{"GET", Prefix + "/queues", r, nil, a.queues},
 		{"POST", Prefix + "/queues/{name}/pause", wr, nil, a.pauseQueue},
 		{"POST", Prefix + "/queues/{name}/resume", wr, nil, a.resumeQueue},
+		{"POST", Prefix + "/queues/{name}/limits", wr, nil, a.setQueueLimits},
 
 		{"GET", Prefix + "/stats", r, nil, a.stats},
 		{"GET", Prefix + "/servers", r, nil, a.servers},

@@ -41,14 +41,45 @@ func (a *api) resumeQueue(w http.ResponseWriter, r *http.Request) error {
 	return a.setQueue(w, r, (*hopper.Client).ResumeQueue)
 }
 
-// setQueue runs pause or resume on the queue of the path (a queue need
-// not have jobs) and replies with it afterwards.
+// limitsRequest is the body of POST /queues/{name}/limits.
+type limitsRequest struct {
+	// Concurrency caps the queue's running jobs across every process (0
+	// removes the cap).
+	Concurrency *int `json:"concurrency"`
+}
+
+// setQueueLimits handles POST /queues/{name}/limits: {"concurrency": N}
+// sets the queue's limit across every process (0 removes it).
+func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r) // a name in the path, checked as any
+	if err != nil {
+		return err
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var req limitsRequest
+	if err := decodeStrict(b, &req, ""); err != nil {
+		return err
+	}
+	if req.Concurrency == nil {
+		return invalid("concurrency", "give the limit (0 removes it)")
+	}
+	httpauth.Note(r, "queue", name, "concurrency", *req.Concurrency)
+	return a.setQueue(w, r, func(c *hopper.Client, ctx context.Context, name string) error {
+		return c.SetQueueConcurrency(ctx, name, *req.Concurrency)
+	})
+}
+
+// setQueue runs fn (pause, resume, a limit) on the queue of the path (a
+// queue need not have jobs) and replies with it afterwards.
 func (a *api) setQueue(w http.ResponseWriter, r *http.Request, fn func(*hopper.Client, context.Context, string) error) error {
 	name, err := scheduleName(r) // a name in the path, checked as any
 	if err != nil {
 		return err
 	}
-	if err := noBody(r); err != nil {
+	if err := noBody(r); err != nil { // (read already by setQueueLimits)
 		return err
 	}
 	httpauth.Note(r, "queue", name)

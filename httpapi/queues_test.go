@@ -59,6 +59,25 @@ func TestQueues(t *testing.T) {
 				t.Errorf("pause of an empty queue: %+v", q)
 			}
 			e.do("POST", "/api/v1/queues/%20/pause", "").fails(400, CodeInvalid, "name")
+			// A limit: set, shown, refused when bad, removed.
+			e.do("POST", "/api/v1/queues/mail/limits", `{"concurrency":1}`).ok(200, &q)
+			if q.Concurrency != 1 || q.Slots != 0 {
+				t.Errorf("limits: %+v, want concurrency 1", q)
+			}
+			block := e.enqueue(`{"kind":"ok","queue":"mail"}`)
+			if _, err := e.c.QueueStates(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"concurrency":-1}`).fails(400, CodeInvalid, "concurrency")
+			e.do("POST", "/api/v1/queues/mail/limits", `{}`).fails(400, CodeInvalid, "concurrency")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"concurrency":1,"rate":2}`).fails(400, CodeInvalid, "rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"concurrency":0}`).ok(200, &q)
+			if q.Concurrency != 0 {
+				t.Errorf("limits 0: %+v, want no limit", q)
+			}
+			if got := e.run(); got.ID != block {
+				t.Errorf("run: job %d, want %d", got.ID, block)
+			}
 			e.do("POST", "/api/v1/queues/mail/pause", `{"x":1}`).fails(400, CodeInvalid, "x")
 		})
 	}

@@ -208,6 +208,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"GET /api/v1/queues", "200", send(envOpts{}, "GET", "/api/v1/queues", "")},
 		{"POST /api/v1/queues/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/pause", "")},
 		{"POST /api/v1/queues/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/resume", "")},
+		{"POST /api/v1/queues/{name}/limits", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/limits", `{"concurrency":2}`)},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},
@@ -281,6 +282,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/workers/{id}/complete/batch": `{"completions":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA"}]}`,
 		"POST /api/v1/workers/{id}/fail":           `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}`,
 		"POST /api/v1/workers/{id}/fail/batch":     `{"failures":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}]}`,
+		"POST /api/v1/queues/{name}/limits":        `{"concurrency":2}`,
 	}
 	// The ruled statuses the API answers itself, on every route they
 	// apply to. 408 and 421 come from the server's bounds and Host check

@@ -106,7 +106,7 @@ type Metrics struct {
 	authFailures *prometheus.CounterVec
 
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
-	paused, held                            *prometheus.Desc // per paused queue
+	paused, held, limit                     *prometheus.Desc // per queue with a state
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
@@ -165,7 +165,9 @@ func New(o Options) *Metrics {
 		paused: prometheus.NewDesc("hopper_queue_paused",
 			"1 for each paused queue (hopper queue pause): no job of it starts in any process; paused queues only.", []string{"queue"}, nil),
 		held: prometheus.NewDesc("hopper_queue_held_jobs",
-			"Jobs ready to run that wait because their queue is paused, by paused queue (at most the stats max age old).", []string{"queue"}, nil),
+			"Jobs ready to run that wait because their queue is paused or at its concurrency limit, by queue with a state (at most the stats max age old).", []string{"queue"}, nil),
+		limit: prometheus.NewDesc("hopper_queue_concurrency_limit",
+			"The concurrency limit of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
 		busy: prometheus.NewDesc("hopper_workers_busy",
 			"Workers of this process running a job now.", nil, nil),
 		workers: prometheus.NewDesc("hopper_workers",
@@ -279,7 +281,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit} {
 		ch <- d
 	}
 }
@@ -328,12 +330,21 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.oldest, prometheus.GaugeValue, age, g.name)
 	}
-	paused, err := c.PausedQueues(ctx)
+	states, err := c.QueueStates(ctx)
 	if err != nil {
 		return // the job gauges are out; hopper_stats_up says the counts were read
 	}
-	for _, q := range paused {
-		ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, 1, q)
-		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(st.Queues[q][hopper.StateAvailable]), q)
+	for _, q := range states {
+		if q.Paused {
+			ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, 1, q.Name)
+		}
+		if q.Concurrency > 0 {
+			ch <- prometheus.MustNewConstMetric(m.limit, prometheus.GaugeValue, float64(q.Concurrency), q.Name)
+		}
+		held := 0
+		if q.Paused || q.AtLimit() {
+			held = st.Queues[q.Name][hopper.StateAvailable]
+		}
+		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(held), q.Name)
 	}
 }

@@ -357,7 +357,17 @@ func TestQueuePausedGauges(t *testing.T) {
 	if err := c.ResumeQueue(ctx, "mail"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := scrape(t, m)[`hopper_queue_paused{queue="mail"}`]; ok {
+	if err := c.SetQueueConcurrency(ctx, "other", 3); err != nil {
+		t.Fatal(err)
+	}
+	got = scrape(t, m)
+	if _, ok := got[`hopper_queue_paused{queue="mail"}`]; ok {
 		t.Errorf("a resumed queue has hopper_queue_paused")
+	}
+	if v := got[`hopper_queue_concurrency_limit{queue="other"}`]; v != 3 {
+		t.Errorf(`hopper_queue_concurrency_limit{queue="other"} = %v, want 3`, v)
+	}
+	if v, ok := got[`hopper_queue_held_jobs{queue="other"}`]; !ok || v != 0 {
+		t.Errorf(`hopper_queue_held_jobs{queue="other"} = %v (present %v), want 0: under its limit`, v, ok)
 	}
 }

@@ -17,6 +17,17 @@ import (
 // transaction: a claim never returns a job of a queue that is paused when
 // it runs. A pause does not touch running jobs: they finish; nothing new
 // starts until the queue is resumed.
+//
+// A queue with a Concurrency limit never has more than that many jobs
+// running across every process sharing the store: a claim takes at most
+// the queue's free slots, Concurrency less its running jobs, counted by
+// the store in the same transaction as every move into and out of running
+// (claim, finish, rescue), never by a COUNT over the jobs. A slot belongs
+// to a job's attempt: a rescue frees it, and an attempt holds one slot at
+// most. Jobs that were running when the limit was set count from then on
+// where the store counts every running job (memory, SQLite), and not at
+// all where it counts the attempts it claimed under the limit
+// (PostgreSQL); either way the limit holds for every claim made after it.
 type QueueControl interface {
 	// SetQueue changes the state of queue p.Name as p says and returns
 	// it. A queue without a row has the zero state (not paused); setting
@@ -34,6 +45,11 @@ type QueueControl interface {
 type QueueState struct {
 	Name   string
 	Paused bool
+	// Concurrency caps the queue's running jobs across every process
+	// (0: no limit). Running is how many of them count against it now
+	// (ListQueues and SetQueue report it; 0 without a limit).
+	Concurrency int
+	Running     int
 	// PausedAt is when the queue was paused (SetQueueParams.Now), zero if
 	// it is not.
 	PausedAt time.Time
@@ -41,8 +57,12 @@ type QueueState struct {
 	UpdatedAt time.Time
 }
 
-// Zero reports whether q is the state of a queue without a row: not paused.
-func (q QueueState) Zero() bool { return !q.Paused }
+// Zero reports whether q's settings are those of a queue without a row:
+// not paused, no limit.
+func (q QueueState) Zero() bool { return !q.Paused && q.Concurrency == 0 }
+
+// MaxConcurrency bounds QueueState.Concurrency.
+const MaxConcurrency = 1 << 20
 
 // SetQueueParams are the arguments of QueueControl.SetQueue. Nil fields
 // leave the state as it is.
@@ -50,12 +70,22 @@ type SetQueueParams struct {
 	Now    time.Time
 	Name   string
 	Paused *bool // pause (true) or resume (false)
+	// Concurrency sets the queue's limit across every process (0 clears
+	// it).
+	Concurrency *int
 }
 
 // Validate returns a *job.FieldError unless p names a queue as job.CheckName
-// accepts a queue's name ("name").
+// accepts a queue's name ("name") and its Concurrency is between 0 and
+// MaxConcurrency ("concurrency").
 func (p SetQueueParams) Validate() error {
-	return job.CheckName("name", p.Name)
+	if err := job.CheckName("name", p.Name); err != nil {
+		return err
+	}
+	if c := p.Concurrency; c != nil && (*c < 0 || *c > MaxConcurrency) {
+		return job.Invalid("concurrency", "must be between 0 (no limit) and %d, got %d", MaxConcurrency, *c)
+	}
+	return nil
 }
 
 // ApplySetQueue applies p to q, the queue's current state (zero if it has
@@ -70,6 +100,10 @@ func ApplySetQueue(q QueueState, p SetQueueParams) QueueState {
 		if q.Paused {
 			q.PausedAt = now
 		}
+		q.UpdatedAt = now
+	}
+	if p.Concurrency != nil && *p.Concurrency != q.Concurrency {
+		q.Concurrency = *p.Concurrency
 		q.UpdatedAt = now
 	}
 	if q.UpdatedAt.IsZero() {

@@ -300,6 +300,11 @@ type ClaimResult struct {
 	// NextRunAt is the earliest run-at of jobs still scheduled or retrying
 	// in the claimed queues, zero if there is none.
 	NextRunAt time.Time
+	// Held reports that a queue's concurrency limit (QueueControl) may
+	// have left ready jobs behind: the caller should claim again once
+	// one of its own attempts ends. A store whose Finish wakes every
+	// process by itself (PostgreSQL's notification) may leave it false.
+	Held bool
 }
 
 // FinishParams are the arguments of Store.Finish.

@@ -11,8 +11,9 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	return group("queue", "Queues: list them with their counts, pause and resume them",
+	return group("queue", "Queues: list them with their counts, pause and resume them, set their limits",
 		a.queueListCmd(),
+		a.queueSetCmd(),
 		a.queuePauseCmd("pause", "Pause a queue: running jobs finish, none of its jobs starts until resumed"),
 		a.queuePauseCmd("resume", "Resume a paused queue: its jobs start again at once"),
 	)
@@ -46,18 +47,73 @@ survives restarts, until "hopper queue resume".
 					fmt.Fprintln(a.Err, "no queues: no job has been enqueued")
 					return nil
 				}
-				t := newTable(a.Out, "QUEUE", "STATUS", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
+				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
 				for _, v := range views {
-					status := "active"
-					if v.Paused {
+					status, limit := "active", "-"
+					switch {
+					case v.Paused:
 						status = "paused since " + clock(*v.PausedAt)
+					case v.Concurrency > 0 && v.Slots >= v.Concurrency:
+						status = "at its limit"
 					}
-					t.row(v.Name, status, v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
+					if v.Concurrency > 0 {
+						limit = fmt.Sprintf("%d/%d", v.Slots, v.Concurrency)
+					}
+					t.row(v.Name, status, limit, v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
 				}
 				return t.flush()
 			})
 		},
 	}
+}
+
+func (a *app) queueSetCmd() *cobra.Command {
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "set NAME --concurrency N",
+		Short: "Set a queue's limits, shared by every server working the database",
+		Long: `Set a queue's limits, shared by every server working the database.
+
+--concurrency N caps how many of the queue's jobs run at once across every
+server (0 removes the cap). Each claim takes at most the free slots,
+counted by the database in the same transaction as every start and end of
+a job; a job rescued from a dead server gives its slot back. A server's own
+cap (serve --queue NAME:N) still applies within it. Lowering the limit
+below the running jobs stops no job: new ones wait until they fall under
+it.
+
+Exit code: 0 if the queue has the limits given.`,
+		Args: exactArgs(1, "a queue NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			if !cmd.Flags().Changed("concurrency") {
+				return usagef("queue set needs --concurrency N (0 removes the limit)")
+			}
+			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
+				err := s.SetQueueConcurrency(ctx, name, concurrency)
+				if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
+					if fe.Field == "concurrency" {
+						return usagef("bad --concurrency %d: %s", concurrency, fe.Reason)
+					}
+					return usagef("bad queue NAME %q: %s", name, fe.Reason)
+				}
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, map[string]any{"queue": name, "concurrency": concurrency})
+				}
+				if concurrency == 0 {
+					fmt.Fprintf(a.Out, "queue %s: no concurrency limit\n", name)
+				} else {
+					fmt.Fprintf(a.Out, "queue %s: at most %d running at once across every server\n", name, concurrency)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "at most N jobs of the queue running at once across every server (0: no limit)")
+	return cmd
 }
 
 // queuePauseCmd is pause or resume.
@@ -81,7 +137,7 @@ Exit code: 0 if the queue is active (or already was).`,
 		Args: exactArgs(1, "a queue NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
-			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 				qs, err := s.Queues(ctx)
 				if err != nil {
 					return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"testing"
 
+	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/statsview"
 )
 
@@ -33,4 +34,36 @@ func TestQueueCommands(t *testing.T) {
 	work(t, db, held)
 	hop(t, db, "queue", "pause", "").fails(t, ExitUsage, "bad queue NAME", "must not be empty")
 	hop(t, db, "queue", "pause").fails(t, ExitUsage, "needs a queue NAME")
+}
+
+// TestQueueSetCommand: hopper queue set --concurrency caps a queue across
+// the servers of the database: a client with 4 workers runs its jobs one
+// at a time under a limit of 1 (none overlaps), and queue list shows the
+// limit; --concurrency 0 removes it.
+func TestQueueSetCommand(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "one", "--concurrency", "1").ok(t).has(t, "at most 1 running at once")
+	var ids []hopper.ID
+	for range 4 {
+		ids = append(ids, hop(t, db, "enqueue", "--queue", "one", "exec", "--", "sh", "-c", "sleep 0.05").id(t))
+	}
+	hop(t, db, "queue", "list").ok(t).has(t, "LIMIT", "0/1")
+	jobs := work(t, db, ids...)
+	for i := 1; i < len(jobs); i++ {
+		for j := range i {
+			a, b := jobs[i].Attempts[0], jobs[j].Attempts[0]
+			if a.StartedAt.Before(b.StartedAt.Add(b.Duration)) && b.StartedAt.Before(a.StartedAt.Add(a.Duration)) {
+				t.Errorf("jobs %d and %d of a queue limited to 1 overlapped", jobs[i].ID, jobs[j].ID)
+			}
+		}
+	}
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].Concurrency != 1 || qs[0].Slots != 0 {
+		t.Errorf("queue list --json: %+v, want concurrency 1 and no slot used", qs)
+	}
+	hop(t, db, "queue", "set", "one", "--concurrency", "0").ok(t).has(t, "no concurrency limit")
+	hop(t, db, "queue", "set", "one", "--concurrency", "-2").fails(t, ExitUsage, "bad --concurrency -2")
+	hop(t, db, "queue", "set", "one").fails(t, ExitUsage, "needs --concurrency")
 }

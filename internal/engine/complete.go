@@ -36,6 +36,11 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 		e.finish(ctx, batch, e.cfg.Now(), false)
 		if inline {
 			p.release(batch)
+		} else if p.held.Load() {
+			// The claim for these workers ran before their attempts
+			// gave back their slots of a queue's concurrency limit
+			// (ClaimResult.Held): claim again now that they have.
+			p.wakeDispatcher()
 		}
 		for i := range batch {
 			p.giveSpare(batch[i].j, e.cfg.Workers) // the attempt is over: reuse its copy

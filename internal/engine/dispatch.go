@@ -164,6 +164,7 @@ func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full boo
 			c.Add(1)
 		}
 	}
+	p.held.Store(res.Held)
 	p.h.push(res.Jobs)
 	return len(res.Jobs) == limit, res.NextRunAt, nil
 }

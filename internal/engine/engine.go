@@ -119,6 +119,7 @@ type pool struct {
 	claimMu sync.Mutex  // held by fill, and to close h
 	closed  bool        // h is closed
 	inline  atomic.Bool // the last claim was quick: the completer claims too
+	held    atomic.Bool // the last claim left jobs a queue's concurrency limit held (store.ClaimResult.Held)
 
 	spareMu sync.Mutex
 	spare   []*job.Job // finished jobs' copies, for the next claim to fill

@@ -38,6 +38,7 @@ type Store struct {
 	servers   map[string]store.Server     // by ID (servers.go)
 	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
 	paused    int                         // how many of them are paused
+	limited   int                         // how many have a Concurrency limit
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
@@ -304,8 +305,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	defer s.mu.Unlock()
 	now := store.UnixNanos(p.Now)
 	ls := s.claimLanes(p.Queues, p.Kinds)
-	var taken map[string]int // queue → jobs claimed, with QueueLimits
-	if len(p.QueueLimits) > 0 {
+	limits := s.slots(p.QueueLimits) // QueueLimits and the free slots of limited queues
+	var taken map[string]int         // queue → jobs claimed, with limits
+	if len(limits) > 0 {
 		taken = make(map[string]int)
 	}
 	for _, l := range ls {
@@ -321,7 +323,8 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 				continue
 			}
 			if taken != nil {
-				if lim, ok := p.QueueLimits[l.queue]; ok && taken[l.queue] >= lim {
+				if lim, ok := limits[l.queue]; ok && taken[l.queue] >= lim {
+					res.Held = res.Held || s.queues[l.queue].Concurrency > 0
 					continue
 				}
 			}

@@ -33,6 +33,9 @@ import (
 //     CTE)) moves those to running (store.ApplyClaim) and returns them —
 //     primary-key lookups: joined to the CTE instead, the planner may
 //     hash-join it with a scan of the whole table;
+//     A queue with a concurrency limit (the queues table) gives at most
+//     its free slots, its row locked for the claim (sqlLimited); the jobs
+//     taken there hold a slot (jobs.slot), counted in its running;
 //  3. NextRunAt: per queue, the first entry of jobs_due (of the claimed
 //     kinds).
 //
@@ -159,8 +162,10 @@ func nextRunSQL(given bool) string {
 func claimSQL(named, single, kinds bool) string {
 	// Each queue starts at its floor, or lower where this transaction's
 	// promotion made jobs available below it.
-	with := `WITH qs AS (SELECT u.name, u.lim, f.fp, f.ft, f.fi
+	with := `WITH ` + sqlLimited("SELECT unnest($5::text[])") + `,
+	qs AS (SELECT u.name, least(u.lim, coalesce(lq.free, u.lim)) AS lim, f.fp, f.ft, f.fi
 		FROM unnest($5::text[], $6::int[], $7::bigint[], $8::timestamptz[], $9::bigint[]) AS u(name, lim, fp, ft, fi)
+		LEFT JOIN lq ON lq.name = u.name
 		LEFT JOIN json_to_recordset(nullif(current_setting('` + promotedSetting + `', true), '')::json)
 			AS pr(queue text, priority bigint, run_at timestamptz, id bigint) ON pr.queue = u.name
 		CROSS JOIN LATERAL (SELECT * FROM (VALUES (u.fp, u.ft, u.fi), (pr.priority, pr.run_at, pr.id)) AS v(fp, ft, fi)
@@ -169,9 +174,11 @@ func claimSQL(named, single, kinds bool) string {
 	kindParam := `$10`
 	if !named {
 		with = `WITH ` + availableQueuesAll + `,
-		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int)) AS lim,
+		` + sqlLimited("SELECT name FROM e") + `,
+		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int), coalesce(lq.free, $4::int)) AS lim,
 			(-9223372036854775808)::bigint AS fp, '-infinity'::timestamptz AS ft, 0::bigint AS fi
 			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
+			LEFT JOIN lq ON lq.name = e.name
 			WHERE e.name IS NOT NULL AND ` + sqlNotPaused("e.name") + `),`
 		kindParam = `$7`
 	}
@@ -201,11 +208,29 @@ func claimSQL(named, single, kinds bool) string {
 		SELECT id, priority, run_at FROM {schema}.jobs
 		WHERE state = 'available' AND queue = ` + lanes + `.name` + from(lanes) + kind + `
 		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
-		LIMIT $4::int)
-	UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
-		lease_until = $3, cancel_requested = false
+		LIMIT $4::int),
+	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
+		lease_until = $3, cancel_requested = false, slot = j.queue IN (SELECT name FROM lq)
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColsOf("j")
+	RETURNING ` + jobColsOf("j") + `, j.slot),
+	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
+		FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue) n WHERE q.name = n.queue)
+	SELECT ` + jobCols + ` FROM u`
+}
+
+// sqlLimited is the CTE lq of a claim: of the queues names selects (a
+// query of one column), those with a concurrency limit, each with its free
+// slots (its limit less its running attempts that hold one), their rows
+// locked in name order for the rest of the claim's transaction — so that
+// concurrent claims of a limited queue take its slots one after the other,
+// each reading the count the previous one left (FOR UPDATE reads the row's
+// latest version). The claim then takes at most the free slots of each,
+// marks the jobs it takes there as holding a slot (jobs.slot) and adds
+// them to running, in the same statement. Queues without a limit have no
+// row here, or a row that is not locked: their claims take no lock.
+func sqlLimited(names string) string {
+	return `lq AS MATERIALIZED (SELECT name, greatest(concurrency - running, 0) AS free FROM {schema}.queues
+		WHERE concurrency > 0 AND name IN (` + names + `) ORDER BY name FOR UPDATE)`
 }
 
 // sqlNotPaused is the condition that the queue named by the expression

@@ -32,11 +32,12 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // record is appended to the history as text: earlier records keep their
 // bytes. IDs must be distinct within one statement (Finish splits the call
 // otherwise).
-var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.* FROM unnest($1::bigint[], $2::int[], $3::text[],
+var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue FROM unnest($1::bigint[], $2::int[], $3::text[],
 			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[]) AS o(id, att, st, run, err, res, rec, rec_c)
-		CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs j
-			WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.att FOR UPDATE) l)
-	UPDATE {schema}.jobs j SET
+		CROSS JOIN LATERAL (SELECT j.slot, j.queue FROM {schema}.jobs j
+			WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.att FOR UPDATE) l),
+	` + sqlFreeSlots("x") + `
+	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
 		worker = NULL, lease_until = NULL,
 		attempts = ` + sqlAppendAttempts("j.attempts", `(CASE WHEN `+finishTo+` = x.st THEN x.rec ELSE x.rec_c END)`) + `,
@@ -48,7 +49,19 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.* FROM unnest($1::bigint[], $2
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id
-	RETURNING j.id, j.state::text`
+	RETURNING j.id, j.state::text, x.slot`
+
+// sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
+// the attempts in rows (a CTE with queue and slot, one row per attempt
+// leaving running, locked): each queue's running count loses its
+// attempts that held a slot, in the statement that ends them. The queue
+// rows are locked in name order, as claims lock them. Attempts that hold
+// no slot (their queue has no limit) touch no row.
+func sqlFreeSlots(rows string) string {
+	return `fs AS (UPDATE {schema}.queues q SET running = greatest(q.running - n.n, 0)
+		FROM (SELECT queue, count(*)::int AS n FROM ` + rows + ` WHERE slot GROUP BY queue ORDER BY queue) n
+		WHERE q.name = n.queue)`
+}
 
 // sqlNestedLoops makes the rest of the transaction join by nested loops
 // only: the statements that update a set of rows given by ID (Finish,
@@ -152,6 +165,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	if len(p.Outcomes) == 0 {
 		return reached, nil
 	}
+	freed := false // an attempt gave back a slot of a limited queue
 	for _, r := range rounds {
 		r.sortByID()
 	}
@@ -179,8 +193,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			var (
 				id   int64
 				name string
+				slot bool
 			)
-			if err := rows.Scan(&id, &name); err != nil {
+			if err := rows.Scan(&id, &name, &slot); err != nil {
 				rows.Close()
 				return nil, s.translate(err)
 			}
@@ -190,6 +205,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				return nil, err
 			}
 			reached[pos[id]] = st
+			freed = freed || slot
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -202,7 +218,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	switch {
 	case release:
 		s.notify()
-	case retry: // a wake-up for the new run-at; claims promote them
+	case retry, freed: // a wake-up for the new run-at (claims promote them), or for the jobs a limit held
 		s.notifyKeys(map[string]floorKey{})
 	}
 	return reached, nil
@@ -214,7 +230,7 @@ const rescueBatch = 1000
 // sqlRescue selects, and locks in ID order, running jobs whose lease
 // expired, with their last heart-beat after jobCols, skipping those
 // another transaction holds (a worker finishing it right now).
-var sqlRescue = `SELECT ` + jobCols + `, heartbeat_at FROM {schema}.jobs
+var sqlRescue = `SELECT ` + jobCols + `, heartbeat_at, slot FROM {schema}.jobs
 	WHERE state = 'running' AND lease_until < $1
 	ORDER BY id LIMIT ` + fmt.Sprint(rescueBatch) + ` FOR UPDATE SKIP LOCKED`
 
@@ -230,6 +246,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	var out []*job.Job
 	for {
 		var moved []*job.Job
+		freed := false
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, s.q(sqlRescue), ts(now))
 			if err != nil {
@@ -237,14 +254,19 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 			}
 			var jobs []*job.Job
 			var beats []time.Time
+			var slots []int64 // the jobs holding a slot of their queue's limit
 			for rows.Next() {
 				var beat pgtype.Timestamptz
-				j, err := scanJob(withBeat{rows, &beat})
+				var slot bool
+				j, err := scanJob(withBeat{rows, &beat, &slot})
 				if err != nil {
 					rows.Close()
 					return err
 				}
 				jobs, beats = append(jobs, j), append(beats, fromTS(beat))
+				if slot {
+					slots = append(slots, int64(j.ID))
+				}
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
@@ -260,14 +282,23 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 			if err := s.save(ctx, tx, jobs, prev); err != nil {
 				return err
 			}
+			if len(slots) > 0 { // a rescue frees the slot
+				if _, err := tx.Exec(ctx, s.q(sqlRescueSlots), slots); err != nil {
+					return err
+				}
+				freed = true
+			}
 			moved = jobs
 			return nil
 		})
 		if err != nil {
 			return nil, s.translate(err)
 		}
-		if slices.ContainsFunc(moved, func(j *job.Job) bool { return j.State.Waiting() }) {
+		switch {
+		case slices.ContainsFunc(moved, func(j *job.Job) bool { return j.State.Waiting() }):
 			s.notifyKeys(keysOf(moved))
+		case freed: // slots given back: jobs a limit held may start
+			s.notifyKeys(map[string]floorKey{})
 		}
 		out = append(out, moved...)
 		if len(moved) < rescueBatch {
@@ -276,10 +307,19 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	}
 }
 
-// withBeat scans a row of jobCols and then heartbeat_at, into beat.
+// sqlRescueSlots gives back the slots that the rescued jobs $1 held.
+var sqlRescueSlots = `WITH r AS MATERIALIZED (UPDATE {schema}.jobs SET slot = false WHERE id = ANY($1::bigint[]) AND slot
+		RETURNING queue, slot AS held),
+	x AS (SELECT queue, true AS slot FROM r),
+	` + sqlFreeSlots("x") + `
+	SELECT count(*) FROM r`
+
+// withBeat scans a row of jobCols and then heartbeat_at and slot, into
+// beat and slot.
 type withBeat struct {
 	pgx.Row
 	beat *pgtype.Timestamptz
+	slot *bool
 }
 
-func (r withBeat) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.beat)...) }
+func (r withBeat) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.beat, r.slot)...) }

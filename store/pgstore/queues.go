@@ -10,12 +10,12 @@ import (
 
 var _ store.QueueControl = (*Store)(nil)
 
-const queueCols = `name, paused, paused_at, updated_at`
+const queueCols = `name, paused, paused_at, concurrency, running, updated_at`
 
 func scanQueue(r pgx.Row) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt pgtype.Timestamptz
-	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &updatedAt); err != nil {
+	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = fromTS(pausedAt), fromTS(updatedAt)
@@ -23,9 +23,9 @@ func scanQueue(r pgx.Row) (store.QueueState, error) {
 }
 
 // SetQueue implements store.QueueControl: the queue's row is created if
-// missing, locked, changed (or deleted) in one transaction. A resume sends
-// the schema's notification after the commit (listen.go), so that the
-// workers of every process claim at once.
+// missing, locked, changed (or deleted) in one transaction. A resume, or a
+// limit raised or cleared, sends the schema's notification after the
+// commit (listen.go), so that the workers of every process claim at once.
 func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.QueueState, error) {
 	if err := p.Validate(); err != nil {
 		return store.QueueState{}, err
@@ -48,19 +48,24 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		}
 		out = store.ApplySetQueue(cur, p)
 		out.PausedAt, out.UpdatedAt = micro(out.PausedAt), micro(out.UpdatedAt)
-		if out.Zero() {
+		if out.Zero() && cur.Running == 0 {
 			_, err = tx.Exec(ctx, s.q(`DELETE FROM {schema}.queues WHERE name = $1`), p.Name)
 			return err
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, updated_at = $4 WHERE name = $1`),
-			out.Name, out.Paused, ts(out.PausedAt), ts(out.UpdatedAt))
+		// A row in the zero state that still counts slots stays until
+		// they are given back; ListQueues leaves it out.
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5
+			WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt))
 		return err
 	})
 	if err != nil {
 		return store.QueueState{}, s.translate(err)
 	}
-	if cur.Paused && !out.Paused {
-		s.notify()
+	if (cur.Paused && !out.Paused) || (cur.Concurrency > 0 && (out.Concurrency == 0 || out.Concurrency > cur.Concurrency)) {
+		s.notify() // held jobs may start
+	}
+	if out.Concurrency == 0 {
+		out.Running = 0
 	}
 	return out, nil
 }
@@ -74,7 +79,8 @@ func (s *Store) ListQueues(ctx context.Context) ([]store.QueueState, error) {
 	if s.empty {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+queueCols+` FROM {schema}.queues ORDER BY name`))
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+queueCols+` FROM {schema}.queues
+		WHERE paused OR concurrency > 0 ORDER BY name`))
 	if err != nil {
 		return nil, s.translate(err)
 	}

@@ -24,7 +24,10 @@ import (
 //     available, in those lanes) and read NextRunAt again. Most claims find
 //     nothing due and skip the promotion;
 //  2. the matching lanes with available jobs, from lane_counts, but for
-//     the lanes of queues the queues table says are paused;
+//     the lanes of queues the queues table says are paused, each with its
+//     queue's free slots if it has a limit (concurrency less its running
+//     jobs, which lane_counts counts: no COUNT over the jobs), which cap
+//     the lane as QueueLimits do;
 //  3. one UPDATE … RETURNING moves to running (store.ApplyClaim) the first
 //     Limit available jobs in claim order, merged from the first
 //     min(Limit, QueueLimits[queue]) of each lane (a range of jobs_claim per
@@ -66,9 +69,15 @@ const (
 		GROUP BY j.state, j.queue, j.kind`
 	// sqlReadyLanes are the matching lanes with available jobs, but for
 	// those of paused queues (store.QueueControl).
-	sqlReadyLanes = `SELECT queue, kind FROM lane_counts WHERE state = 'available' AND n > 0 AND ` + laneFilter + `
-		AND queue NOT IN (SELECT name FROM queues WHERE paused)
-		ORDER BY queue, kind`
+	// The third column is the free slots of the lane's queue if it has a
+	// limit (its concurrency less its running jobs, from lane_counts),
+	// else NULL.
+	sqlReadyLanes = `SELECT l.queue, l.kind, (SELECT q.concurrency - coalesce((SELECT sum(r.n) FROM lane_counts r
+			WHERE r.state = 'running' AND r.queue = q.name), 0) FROM queues q WHERE q.name = l.queue AND q.concurrency > 0)
+		FROM lane_counts l WHERE l.state = 'available' AND l.n > 0 AND (?1 IS NULL OR l.queue IN (SELECT value FROM json_each(?1)))
+		AND (?2 IS NULL OR l.kind IN (SELECT value FROM json_each(?2)))
+		AND l.queue NOT IN (SELECT name FROM queues WHERE paused)
+		ORDER BY l.queue, l.kind`
 	sqlCandidates = `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ? AND kind = ?
 		ORDER BY priority, run_at, id LIMIT +?`
 	// sqlClaimSet is store.ApplyClaim: ?1 now, ?2 worker, ?3 lease, ?4 the
@@ -240,7 +249,8 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	if err := w.syncCounts(); err != nil {
 		return res, err
 	}
-	lanes, capped, err := readyLanes(w, p, filter)
+	lanes, capped, held, err := readyLanes(w, p, filter)
+	res.Held = held
 	if err != nil || len(lanes) == 0 {
 		return res, err
 	}
@@ -280,29 +290,35 @@ func (w *writer) queryClaimed(p store.ClaimParams, q string, args ...any) ([]*jo
 }
 
 // readyLanes returns the lanes of p with available jobs, with their
-// limits, sorted by queue, and whether a queue's limit is below p.Limit
+// limits, sorted by queue, whether a queue's limit is below p.Limit
 // while it has several lanes (then the lanes of that queue must be capped
-// together).
-func readyLanes(w *writer, p store.ClaimParams, filter []any) (lanes []lane, capped bool, err error) {
+// together), and whether a queue's free slots (its concurrency limit)
+// capped a lane (ClaimResult.Held).
+func readyLanes(w *writer, p store.ClaimParams, filter []any) (lanes []lane, capped, held bool, err error) {
 	rows, err := w.query(sqlReadyLanes, filter...)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		l := lane{limit: p.Limit}
-		if err := rows.Scan(&l.queue, &l.kind); err != nil {
-			return nil, false, err
+		var free sql.NullInt64 // the queue's free slots, if it has a limit
+		if err := rows.Scan(&l.queue, &l.kind, &free); err != nil {
+			return nil, false, false, err
 		}
 		if ql, ok := p.QueueLimits[l.queue]; ok {
 			l.limit = min(l.limit, ql)
+		}
+		if free.Valid && free.Int64 < int64(l.limit) {
+			l.limit = int(max(free.Int64, 0))
+			held = true
 		}
 		if l.limit > 0 {
 			lanes = append(lanes, l)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	// Sorted by queue: the lanes of a queue are adjacent.
 	for i := 1; i < len(lanes); i++ {
@@ -310,7 +326,7 @@ func readyLanes(w *writer, p store.ClaimParams, filter []any) (lanes []lane, cap
 			capped = true
 		}
 	}
-	return lanes, capped, nil
+	return lanes, capped, held, nil
 }
 
 func claimStatement(lanes []lane, capped bool) string {

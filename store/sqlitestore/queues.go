@@ -10,43 +10,63 @@ import (
 
 var _ store.QueueControl = (*Store)(nil)
 
-const queueCols = `name, paused, paused_at, updated_at`
+const queueCols = `name, paused, paused_at, concurrency, updated_at`
+
+// sqlQueueRunning is the running jobs of the queue of the row q of queues
+// with a limit (0 without), from lane_counts.
+const sqlQueueRunning = `CASE WHEN q.concurrency > 0 THEN coalesce((SELECT sum(n) FROM lane_counts
+	WHERE state = 'running' AND queue = q.name), 0) ELSE 0 END`
+
+// sqlQueueState selects queueCols and the running jobs of the queues q.
+const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.updated_at, ` + sqlQueueRunning + ` FROM queues q`
 
 func scanQueue(r scanner) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt int64
-	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &updatedAt); err != nil {
+	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &updatedAt, &q.Running); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(updatedAt)
 	return q, nil
 }
 
-// SetQueue implements store.QueueControl. Other processes see a resume
-// through Wake, as any commit.
+// SetQueue implements store.QueueControl. Other processes see a resume,
+// or a higher limit, through Wake, as any commit.
 func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.QueueState, error) {
 	if err := p.Validate(); err != nil {
 		return store.QueueState{}, err
 	}
 	var out store.QueueState
 	err := s.write(ctx, func(w *writer) error {
+		if err := w.syncCounts(); err != nil { // for the running jobs
+			return err
+		}
 		var cur store.QueueState
 		var pausedAt, updatedAt int64
-		err := w.scanRow(`SELECT `+queueCols+` FROM queues WHERE name = ?`, []any{p.Name},
-			&cur.Name, &cur.Paused, &pausedAt, &updatedAt)
+		err := w.scanRow(sqlQueueState+` WHERE q.name = ?`, []any{p.Name},
+			&cur.Name, &cur.Paused, &pausedAt, &cur.Concurrency, &updatedAt, &cur.Running)
 		cur.PausedAt, cur.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(updatedAt)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		out = store.ApplySetQueue(cur, p)
+		if out.Concurrency == 0 {
+			out.Running = 0
+		}
 		if out.Zero() {
 			_, err = w.exec(`DELETE FROM queues WHERE name = ?`, p.Name)
 			return err
 		}
-		_, err = w.exec(`INSERT INTO queues (`+queueCols+`) VALUES (?, ?, ?, ?)
+		_, err = w.exec(`INSERT INTO queues (`+queueCols+`) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at,
-				updated_at = excluded.updated_at`,
-			out.Name, out.Paused, store.UnixNanos(out.PausedAt), store.UnixNanos(out.UpdatedAt))
+				concurrency = excluded.concurrency, updated_at = excluded.updated_at`,
+			out.Name, out.Paused, store.UnixNanos(out.PausedAt), out.Concurrency, store.UnixNanos(out.UpdatedAt))
+		if out.Concurrency > 0 && cur.Concurrency == 0 {
+			// The running jobs, which the row of a queue without a
+			// limit did not report.
+			err = w.scanRow(`SELECT coalesce(sum(n), 0) FROM lane_counts WHERE state = 'running' AND queue = ?`,
+				[]any{out.Name}, &out.Running)
+		}
 		return err
 	})
 	if err != nil {
@@ -60,7 +80,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]store.QueueState, error) {
 	if err := s.errIfClosed(); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
+	rows, err := s.rdb.QueryContext(ctx, sqlQueueState+` ORDER BY q.name`)
 	if err != nil {
 		return nil, s.readErr(err)
 	}

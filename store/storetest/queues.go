@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"reflect"
 	"testing"
 	"time"
@@ -174,4 +176,164 @@ func queueCases() []testCase {
 			}
 		}},
 	}
+}
+
+// limit sets queue's concurrency limit at now (0 clears it).
+func (e *env) limit(now time.Time, queue string, n int) store.QueueState {
+	e.t.Helper()
+	return e.setQueue(store.SetQueueParams{Now: now, Name: queue, Concurrency: &n})
+}
+
+// queueState returns queue's state as ListQueues reports it (zero if absent).
+func (e *env) queueState(queue string) store.QueueState {
+	e.t.Helper()
+	for _, q := range e.listQueues() {
+		if q.Name == queue {
+			return q
+		}
+	}
+	return store.QueueState{}
+}
+
+func concurrencyLimitCases() []testCase {
+	return []testCase{
+		{"QueueConcurrencyCapsClaims", func(t *testing.T, e *env) {
+			// A limit of 2 over two lanes (kinds) of the queue: claims
+			// take at most the free slots, whatever their filter; a
+			// finish and a rescue each give one back; clearing the limit
+			// frees the rest.
+			e.queueControl()
+			if got := e.limit(t0, "q", 2); got.Concurrency != 2 || got.Running != 0 {
+				t.Fatalf("SetQueue(concurrency 2): %+v", got)
+			}
+			for i := range 6 {
+				e.add(t0, &job.Job{Kind: []string{"a", "b"}[i%2], Queue: "q"})
+			}
+			other := e.addN(t0, 2, "a", "other")
+			got := e.claim(store.ClaimParams{Now: at(1), Limit: 10}).Jobs
+			var inQ []*job.Job
+			for _, j := range got {
+				if j.Queue == "q" {
+					inQ = append(inQ, j)
+				}
+			}
+			if len(inQ) != 2 || len(got) != 4 {
+				t.Fatalf("Claim of any queue: %d jobs, %d of q; want 4, 2 of q", len(got), len(inQ))
+			}
+			for _, p := range []store.ClaimParams{
+				{Now: at(2), Limit: 10, Queues: []string{"q"}},
+				{Now: at(2), Limit: 10, Queues: []string{"q", "other"}},
+				{Now: at(2), Limit: 10, Queues: []string{"q"}, Kinds: []string{"b"}},
+				{Now: at(2), Limit: 10},
+			} {
+				wantIDList(t, "Claim with the queue at its limit", idsOf(e.claim(p).Jobs), nil)
+			}
+			if q := e.queueState("q"); q.Concurrency != 2 || q.Running != 2 {
+				t.Errorf("ListQueues at the limit: %+v, want concurrency 2, running 2", q)
+			}
+			if n := len(got) - len(inQ); n != len(other) {
+				t.Errorf("Claim of any queue: %d of the other queue, want %d", n, len(other))
+			}
+			// A finish gives its slot back.
+			e.finishOne(at(3), inQ[0], store.Outcome{State: job.StateCompleted})
+			next := e.claim(store.ClaimParams{Now: at(4), Limit: 10, Queues: []string{"q"}}).Jobs
+			if len(next) != 1 {
+				t.Fatalf("Claim after a finish: %d jobs, want 1", len(next))
+			}
+			// A rescue gives the slot of an expired lease back.
+			rescued := e.rescue(store.RescueParams{Now: inQ[1].LeaseUntil.Add(time.Millisecond)})
+			if len(rescued) == 0 {
+				t.Fatalf("Rescue: none")
+			}
+			if q := e.queueState("q"); q.Running != 2-len(rescued)+countQueue(rescued, "other") {
+				t.Errorf("ListQueues after the rescue of %d jobs: %+v", len(rescued), q)
+			}
+			now := inQ[1].LeaseUntil.Add(2 * time.Millisecond)
+			after := e.claim(store.ClaimParams{Now: now, Limit: 10, Queues: []string{"q"}}).Jobs
+			if want := 2 - (2 - len(rescued) + countQueue(rescued, "other")); len(after) != want {
+				t.Errorf("Claim after the rescue: %d jobs, want %d", len(after), want)
+			}
+			// No limit: the rest.
+			if got := e.limit(now, "q", 0); got.Concurrency != 0 || got.Running != 0 {
+				t.Errorf("SetQueue(concurrency 0): %+v", got)
+			}
+			if q := e.queueState("q"); q.Name != "" {
+				t.Errorf("ListQueues lists q without a limit: %+v", q)
+			}
+			rest := e.claim(store.ClaimParams{Now: now.Add(time.Millisecond), Limit: 10, Queues: []string{"q"}}).Jobs
+			if len(rest) == 0 {
+				t.Errorf("Claim without a limit: none")
+			}
+		}},
+		{"QueueConcurrencyExactUnderConcurrentClaims", func(t *testing.T, e *env) {
+			// Many claims at once never take more than the limit.
+			e.queueControl()
+			e.limit(t0, "q", 3)
+			e.addN(t0, 40, "k", "q")
+			var mu sync.Mutex
+			total := 0
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 5 {
+						res, err := e.s.Claim(e.ctx, store.ClaimParams{Now: at(1), Limit: 2, Worker: fmt.Sprint("w", w),
+							LeaseUntil: at(60000), Queues: []string{"q"}})
+						if err != nil {
+							t.Errorf("Claim: %v", err)
+							return
+						}
+						mu.Lock()
+						total += len(res.Jobs)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if total != 3 {
+				t.Errorf("concurrent claims took %d jobs of a queue limited to 3, want 3", total)
+			}
+		}},
+		{"QueueConcurrencyOneIsAMutex", func(t *testing.T, e *env) {
+			// Limit 1: one job at a time, in claim order, each after the
+			// previous one's finish, whatever else runs.
+			e.queueControl()
+			e.limit(t0, "m", 1)
+			ids := e.addN(t0, 3, "k", "m")
+			for i, id := range ids {
+				now := at(10 * (i + 1))
+				got := e.claim(store.ClaimParams{Now: now, Limit: 5}).Jobs
+				if len(got) != 1 || got[0].ID != id {
+					t.Fatalf("Claim %d: %v, want [%d]", i, idsOf(got), id)
+				}
+				wantIDList(t, "second claim", idsOf(e.claim(store.ClaimParams{Now: now, Limit: 5}).Jobs), nil)
+				e.finishOne(now.Add(time.Millisecond), got[0], store.Outcome{State: job.StateRetrying, RunAt: at(100000), Error: "x"})
+			}
+		}},
+		{"QueueConcurrencyRefusesBadLimit", func(t *testing.T, e *env) {
+			qc := e.queueControl()
+			for _, n := range []int{-1, store.MaxConcurrency + 1} {
+				_, err := qc.SetQueue(e.ctx, store.SetQueueParams{Now: t0, Name: "q", Concurrency: &n})
+				var fe *job.FieldError
+				if !errors.As(err, &fe) || fe.Field != "concurrency" {
+					t.Errorf("SetQueue(concurrency %d): %v, want a *job.FieldError on concurrency", n, err)
+				}
+			}
+			if got := e.listQueues(); len(got) != 0 {
+				t.Errorf("ListQueues after refused limits: %+v", got)
+			}
+		}},
+	}
+}
+
+// countQueue counts the jobs of queue among jobs.
+func countQueue(jobs []*job.Job, queue string) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Queue == queue {
+			n++
+		}
+	}
+	return n
 }
