@@ -3,8 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
