@@ -87,9 +87,18 @@ func noopClient(b *testing.B, cfg hopper.Config) (*hopper.Client, *atomic.Int64,
 	return c, ran, done
 }
 
-func endToEnd(b *testing.B, cfg hopper.Config) {
+func endToEnd(b *testing.B, cfg hopper.Config) { endToEndLimited(b, cfg, 0) }
+
+// endToEndLimited is endToEnd with the default queue limited to limit
+// running jobs across processes (0: no limit).
+func endToEndLimited(b *testing.B, cfg hopper.Config, limit int) {
 	c, _, done := noopClient(b, cfg)
 	ctx := context.Background()
+	if limit > 0 {
+		if err := c.SetQueueConcurrency(ctx, hopper.DefaultQueue, limit); err != nil {
+			b.Fatal(err)
+		}
+	}
 	batch := make([]hopper.EnqueueRequest, 1000)
 	for i := range batch {
 		batch[i] = hopper.EnqueueRequest{Kind: "noop"}
@@ -219,4 +228,50 @@ func BenchmarkLatencyIdle(b *testing.B) {
 	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
 	b.ReportMetric(q(0.5), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+// BenchmarkQueueLimitTax measures what a global concurrency limit that
+// cannot bind costs: the end-to-end run of no-op jobs (as
+// BenchmarkEndToEnd*, 10 workers) with no limit, and with the default
+// queue limited to the number of workers (SetQueueConcurrency). With
+// -count N the two runs alternate (docs/flow-control.md).
+func BenchmarkQueueLimitTax(b *testing.B) {
+	const workers = 10
+	stores := []struct {
+		name string
+		open func(b *testing.B) (store.Store, func())
+	}{
+		{"memory", func(b *testing.B) (store.Store, func()) { return nil, func() {} }},
+		{"sqlite", func(b *testing.B) (store.Store, func()) {
+			st, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st, func() { st.Close() }
+		}},
+		{"postgres", func(b *testing.B) (store.Store, func()) {
+			st, err := store.Open(context.Background(), pgtest.StoreURL(b, 0), store.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st, func() { st.Close() }
+		}},
+	}
+	for _, s := range stores {
+		for _, limit := range []int{0, workers} {
+			name := "limit=none"
+			if limit > 0 {
+				name = fmt.Sprintf("limit=%d", limit)
+			}
+			b.Run(s.name+"/"+name, func(b *testing.B) {
+				st, closeStore := s.open(b)
+				defer closeStore()
+				cfg := hopper.Config{Store: st, Concurrency: workers}
+				if id, ok := st.(store.Identity); ok {
+					cfg.WorkerID = id.WorkerID()
+				}
+				endToEndLimited(b, cfg, limit)
+			})
+		}
+	}
 }

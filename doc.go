@@ -110,7 +110,10 @@
 // its running jobs finish and none of its jobs starts until ResumeQueue,
 // across restarts (ExampleClient_PauseQueue). The check is made inside
 // each claim, so a worker is never handed a job of a paused queue; a held
-// job stays available, and WaitReason says why it waits. Queues lists each
-// queue's state and counts. QueueConfig.MaxWorkers caps a queue's running
-// jobs in one process. See docs/flow-control.md.
+// job stays available, and WaitReason says why it waits.
+// SetQueueConcurrency caps a queue's running jobs across every process
+// (ExampleClient_SetQueueConcurrency), counted by the store in the same
+// transaction as every start and end of an attempt; QueueConfig.MaxWorkers
+// caps them in one process. Queues lists each queue's state and counts.
+// See docs/flow-control.md.
 package hopper

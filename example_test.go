@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hopperq/hopper"
@@ -352,4 +353,53 @@ func ExampleClient_PauseQueue() {
 	// Output:
 	// paused: ran false, job available, queue mail paused
 	// resumed: ran true, job completed "sent"
+}
+
+// A queue limited to 1 running job across every process sharing the store
+// runs its jobs one at a time, whatever the number of workers: a mutex.
+func ExampleClient_SetQueueConcurrency() {
+	ctx := context.Background()
+	var mu sync.Mutex
+	running, peak := 0, 0
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "sync", func(ctx context.Context, args json.RawMessage) (any, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil, nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Concurrency: 8, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.SetQueueConcurrency(ctx, "inventory", 1); err != nil {
+		panic(err)
+	}
+	var ids []hopper.ID
+	for range 5 {
+		res, err := c.Enqueue(ctx, "sync", nil, &hopper.EnqueueOptions{Queue: "inventory"})
+		if err != nil {
+			panic(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	if err := c.Start(); err != nil {
+		panic(err)
+	}
+	for _, id := range ids {
+		if _, err := c.Wait(ctx, id); err != nil {
+			panic(err)
+		}
+	}
+	if err := c.Stop(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("most running at once:", peak)
+	// Output:
+	// most running at once: 1
 }

@@ -56,6 +56,13 @@ func TestQueuesPage(t *testing.T) {
 	if st := e.job(id).State; st != hopper.StateCompleted {
 		t.Errorf("the job is %s after the resume and a run, want completed", st)
 	}
+	// A limit shows, with the queue at it.
+	if err := e.c.SetQueueConcurrency(ctx, "other", 1); err != nil {
+		t.Fatal(err)
+	}
+	if page := e.get("/queues", "").want(t, 200).body; !strings.Contains(page, "0 of 1 running") {
+		t.Errorf("queues page: no limit shown for other")
+	}
 	if jp := e.get("/jobs/"+strconv.FormatInt(int64(id), 10), "").body; strings.Contains(jp, `id="wait-reason"`) {
 		t.Errorf("a finished job's page shows a wait reason")
 	}
