@@ -39,6 +39,8 @@ type Store struct {
 	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
 	paused    int                         // how many of them are paused
 	limited   int                         // how many have a Concurrency limit
+	slotBuf   map[string]int              // the limits of the latest claim (queues.go)
+	takenBuf  map[string]int              // the jobs the latest claim took per limited queue
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.

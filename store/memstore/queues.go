@@ -88,7 +88,12 @@ func (s *Store) slots(limits map[string]int) map[string]int {
 	if s.limited == 0 {
 		return limits
 	}
-	out := make(map[string]int, len(limits)+s.limited)
+	out := s.slotBuf // reused: claims run under the lock, one at a time
+	if out == nil {
+		out = make(map[string]int, len(limits)+s.limited)
+		s.slotBuf = out
+	}
+	clear(out)
 	for q, n := range limits {
 		out[q] = n
 	}

@@ -309,7 +309,7 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 
 // sqlRescueSlots gives back the slots that the rescued jobs $1 held.
 var sqlRescueSlots = `WITH r AS MATERIALIZED (UPDATE {schema}.jobs SET slot = false WHERE id = ANY($1::bigint[]) AND slot
-		RETURNING queue, slot AS held),
+		RETURNING queue),
 	x AS (SELECT queue, true AS slot FROM r),
 	` + sqlFreeSlots("x") + `
 	SELECT count(*) FROM r`

@@ -92,6 +92,7 @@ func TestBrowser(t *testing.T) {
 		"RetryFromDLQ":    browseRetryFromDLQ,
 		"Cancel":          browseCancel,
 		"PauseSchedule":   browsePauseSchedule,
+		"PauseQueue":      browsePauseQueue,
 		"CrossOriginCSRF": browseCrossOrigin,
 		"SignIn":          browseSignIn,
 		"BulkProgress":    browseBulkProgress,
@@ -500,6 +501,29 @@ func browsePauseSchedule(t *testing.T, ctx context.Context) {
 		t.Errorf("the store has the schedule %+v, %v", sc, err)
 	}
 	screenshot(t, ctx, "schedules")
+}
+
+// browsePauseQueue: pause a queue from the queues page; a job of it then
+// says why it waits.
+func browsePauseQueue(t *testing.T, ctx context.Context) {
+	e := newEnv(t, dashboard.Options{})
+	id := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "mail", Delay: -time.Second})
+	url := serve(t, e)
+	row := `tr[data-queue="mail"]`
+	run(t, ctx, "open the queues", chromedp.Navigate(url+"/queues"), chromedp.WaitVisible(chromedp.CSS(row+" .st-active")))
+	if status := submit(t, ctx, row+` button[data-action="pause"]`); status != 200 {
+		t.Fatalf("pause: status %d", status)
+	}
+	run(t, ctx, "paused", chromedp.WaitVisible(chromedp.CSS(row+" .st-paused")), chromedp.WaitVisible(chromedp.CSS(row+` button[data-action="resume"]`)))
+	qs, err := e.c.QueueStates(context.Background())
+	if err != nil || len(qs) != 1 || !qs[0].Paused {
+		t.Errorf("the store has the queues %+v, %v", qs, err)
+	}
+	screenshot(t, ctx, "queues")
+	run(t, ctx, "open the held job", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", url, id)), chromedp.WaitVisible(chromedp.ID("wait-reason")))
+	if got := text(t, ctx, "#wait-reason"); !strings.Contains(got, "queue mail paused") {
+		t.Errorf("the held job's page says %q", got)
+	}
 }
 
 // browseCrossOrigin: a page on another site that posts to the dashboard
