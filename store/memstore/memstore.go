@@ -310,7 +310,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	limits := s.slots(p.QueueLimits) // QueueLimits and the free slots of limited queues
 	var taken map[string]int         // queue → jobs claimed, with limits
 	if len(limits) > 0 {
-		taken = make(map[string]int)
+		taken = s.takenBuf // reused: claims run under the lock, one at a time
+		if taken == nil {
+			taken = make(map[string]int)
+			s.takenBuf = taken
+		}
+		clear(taken)
 	}
 	for _, l := range ls {
 		s.promote(l, now)
