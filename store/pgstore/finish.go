@@ -49,18 +49,21 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue FROM unnest
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id
-	RETURNING j.id, j.state::text, x.slot`
+	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs)`
 
 // sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
 // the attempts in rows (a CTE with queue and slot, one row per attempt
 // leaving running, locked): each queue's running count loses its
 // attempts that held a slot, in the statement that ends them. The queue
 // rows are locked in name order, as claims lock them. Attempts that hold
-// no slot (their queue has no limit) touch no row.
+// no slot (their queue has no limit) touch no row. It returns, per queue,
+// whether the queue was at its limit before (full): only then may ready
+// jobs wait for the slots, and a wake-up is worth sending.
 func sqlFreeSlots(rows string) string {
 	return `fs AS (UPDATE {schema}.queues q SET running = greatest(q.running - n.n, 0)
 		FROM (SELECT queue, count(*)::int AS n FROM ` + rows + ` WHERE slot GROUP BY queue ORDER BY queue) n
-		WHERE q.name = n.queue)`
+		WHERE q.name = n.queue
+		RETURNING q.running + n.n >= q.concurrency AS was_full)`
 }
 
 // sqlNestedLoops makes the rest of the transaction join by nested loops
@@ -165,7 +168,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	if len(p.Outcomes) == 0 {
 		return reached, nil
 	}
-	freed := false // an attempt gave back a slot of a limited queue
+	freed := false // an attempt gave back a slot of a queue that was at its limit
 	for _, r := range rounds {
 		r.sortByID()
 	}
@@ -193,9 +196,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			var (
 				id   int64
 				name string
-				slot bool
+				full bool
 			)
-			if err := rows.Scan(&id, &name, &slot); err != nil {
+			if err := rows.Scan(&id, &name, &full); err != nil {
 				rows.Close()
 				return nil, s.translate(err)
 			}
@@ -205,7 +208,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				return nil, err
 			}
 			reached[pos[id]] = st
-			freed = freed || slot
+			freed = freed || full
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
