@@ -507,7 +507,7 @@ func browsePauseSchedule(t *testing.T, ctx context.Context) {
 // says why it waits.
 func browsePauseQueue(t *testing.T, ctx context.Context) {
 	e := newEnv(t, dashboard.Options{})
-	id := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "mail", Delay: -time.Second})
+	id := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "mail"})
 	url := serve(t, e)
 	row := `tr[data-queue="mail"]`
 	run(t, ctx, "open the queues", chromedp.Navigate(url+"/queues"), chromedp.WaitVisible(chromedp.CSS(row+" .st-active")))
