@@ -34,9 +34,6 @@ type Client struct {
 
 	mw middlewares // Config.Middleware and the kinds' (middleware.go)
 
-	clock    func() time.Time // the store's (store.Clock), else nil: time.Now
-	txer     store.TxEnqueuer // the store's, if it has one
-	registry store.Registry   // the store's, if it has one (servers.go)
 	clock    func() time.Time   // the store's (store.Clock), else nil: time.Now
 	txer     store.TxEnqueuer   // the store's, if it has one
 	registry store.Registry     // the store's, if it has one (servers.go)

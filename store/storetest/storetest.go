@@ -45,9 +45,8 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
-		listCases(), labelCases(), concurrencyCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
-		listCases(), concurrencyCases(), queueCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
-		listCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), closeCases(), oracleCases(), guardCases(), boundCases(), leaderCases(), serverCases(),
+		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), closeCases(), oracleCases(), guardCases(),
+		boundCases(), leaderCases(), serverCases(),
 	} {
 		for _, c := range group {
 			if seen[c.name] {
