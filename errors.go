@@ -2,6 +2,7 @@ package hopper
 
 import (
 	"time"
+	"errors"
 
 	"github.com/hopperq/hopper/job"
 )
@@ -66,6 +67,10 @@ var (
 	// ErrLeaseLost: a job's lease passed to another worker while it ran
 	// (ProcessNext returns it when the outcome could not be recorded).
 	ErrLeaseLost = job.ErrLeaseLost
+	// ErrScheduleBusy: RunSchedule refused to run a schedule whose overlap
+	// policy is skip while its previous job is available or running (with
+	// a *ScheduleBusyError naming that job).
+	ErrScheduleBusy = errors.New("hopper: the schedule's previous job has not finished")
 )
 
 // Permanent wraps a handler error so that the job fails permanently: it goes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -169,6 +170,96 @@ func (c *Client) scheduledJob(sc *job.Schedule, fireTime time.Time, period time.
 	}
 	return j, nil
 }
+
+// RunScheduleOptions are the options of RunSchedule.
+type RunScheduleOptions struct {
+	// Force runs the schedule's job even when its overlap policy would
+	// refuse it (with OverlapSkip, while its previous job is available
+	// or running).
+	Force bool
+}
+
+// RunSchedule runs a schedule now, outside its ticks: it enqueues the job
+// a tick would (its kind, args and every option, resolved as at a tick)
+// as a manual run — Job.Manual, with the schedule's name and no FireTime —
+// and returns it, visible at once to Get, the API and the dashboard. A
+// paused schedule runs too; the schedule's next tick does not move, and its
+// overlap policy sees the manual run as its previous job.
+//
+// With OverlapSkip (and unless o.Force), a schedule whose previous job is
+// available or running is not run: the error is a *ScheduleBusyError
+// (errors.Is ErrScheduleBusy) naming that job; a previous job waiting to
+// retry is superseded (dead), as a tick supersedes it. An unknown schedule
+// is ErrNotFound.
+func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOptions) (*Job, error) {
+	if c.closed() {
+		return nil, ErrClientStopped
+	}
+	if err := job.CheckName("name", name); err != nil {
+		return nil, err
+	}
+	sc, err := c.store.GetSchedule(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	rule, delay, err := sc.Rule()
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	period := delay
+	if rule != nil {
+		if t := rule.Next(now); !t.IsZero() {
+			period = rule.Next(t).Sub(t)
+		}
+	}
+	j, err := c.scheduledJob(sc, now, period, now)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.store.FireSchedule(ctx, store.FireScheduleParams{
+		Now: now, Name: name, Job: j, Manual: true,
+		SkipIfBusy: sc.Overlap == job.OverlapSkip && !o.Force,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Skipped {
+		return nil, &ScheduleBusyError{Schedule: name, Job: sc.LastJobID, State: res.Busy}
+	}
+	if !res.Fired { // the unique key of its options is held by another job
+		return nil, fmt.Errorf("schedule %q: its job's unique key %q is held by a waiting or running job: %w", name, j.UniqueKey, ErrDuplicate)
+	}
+	if res.Superseded != 0 {
+		c.maint.Superseded(ctx, sc, res.Superseded, now)
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "schedule run now", slog.String("schedule", name),
+		slog.Int64("job", int64(res.ID)), slog.Bool("force", o.Force))
+	out, err := c.store.Get(ctx, res.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.observe(job.Event{Type: job.EventEnqueued, Job: out, At: now})
+	c.engine.Notify()
+	return out, nil
+}
+
+// ScheduleBusyError is RunSchedule's refusal under OverlapSkip: the
+// schedule's previous job is available or running. It matches
+// ErrScheduleBusy with errors.Is.
+type ScheduleBusyError struct {
+	Schedule string
+	Job      ID    // the previous job
+	State    State // its state: available or running
+}
+
+// Error implements error.
+func (e *ScheduleBusyError) Error() string {
+	return fmt.Sprintf("schedule %q: its previous job %d is %s and its overlap policy is skip; force to run anyway", e.Schedule, e.Job, e.State)
+}
+
+// Is reports whether target is ErrScheduleBusy.
+func (e *ScheduleBusyError) Is(target error) bool { return target == ErrScheduleBusy }
 
 // Schedules lists the recurring schedules by name.
 func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {

@@ -92,7 +92,8 @@ type Job struct {
 	Tags []string `json:"tags,omitempty"`
 
 	// Schedule and FireTime are set on jobs fired by a recurring schedule;
-	// (Schedule, FireTime) is unique in a store.
+	// (Schedule, FireTime) is unique in a store. A run now of a schedule
+	// (Manual) has its Schedule but no FireTime: it belongs to no tick.
 	Schedule string    `json:"schedule,omitempty"`
 	FireTime time.Time `json:"fire_time,omitzero"`
 }
@@ -131,6 +132,14 @@ func (d Debounce) Check(prefix string) error {
 	}
 	return nil
 }
+// Manual reports whether j is a manual run of its schedule (a run now,
+// not a tick's job): it has a Schedule and no FireTime. Its JSON shows it
+// as "manual": true.
+func (j *Job) Manual() bool { return j.Schedule != "" && j.FireTime.IsZero() }
+
+// Tick reports whether j is the job of a schedule's tick, whose
+// (Schedule, FireTime) is unique in a store.
+func (j *Job) Tick() bool { return j.Schedule != "" && !j.FireTime.IsZero() }
 
 // Limits on what a job may carry. Enqueue refuses larger input with a
 // *FieldError; a handler result over MaxResultSize fails the attempt

@@ -24,6 +24,7 @@ type (
 type jobJSON struct {
 	*jobFields
 	Timeout jsondur.Duration `json:"timeout,omitempty"`
+	Manual  bool             `json:"manual,omitempty"` // Job.Manual; read back from schedule and fire_time
 }
 
 type attemptJSON struct {
@@ -39,7 +40,7 @@ type schedJSON struct {
 
 // MarshalJSON implements json.Marshaler.
 func (j Job) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jobJSON{jobFields: (*jobFields)(&j), Timeout: jsondur.Duration(j.Timeout)})
+	return json.Marshal(jobJSON{jobFields: (*jobFields)(&j), Timeout: jsondur.Duration(j.Timeout), Manual: j.Manual()})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

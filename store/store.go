@@ -554,6 +554,14 @@ type FireScheduleParams struct {
 	// superseded (ApplySupersede) and the tick fires; if it is gone or in
 	// another state the tick fires.
 	SkipIfBusy bool
+	// Manual makes this a run now of the schedule, not a tick: the job is
+	// enqueued as a manual run (FireTime zero, job.Job.Manual), whether
+	// or not the schedule is paused and whatever its NextRunAt; FireTime
+	// and Next are ignored, and NextRunAt, LastFireAt and the skip
+	// counters do not change. LastJobID becomes the new job, so the
+	// overlap policy of the next tick sees it. SkipIfBusy applies as to a
+	// tick, but a skipped run now is not counted in SkippedTicks.
+	Manual bool
 }
 
 // FireResult is the outcome of Store.FireSchedule. When NextRunAt no longer
@@ -561,7 +569,7 @@ type FireScheduleParams struct {
 type FireResult struct {
 	Fired bool
 	ID    job.ID // the job enqueued, when Fired
-	// Skipped is set when SkipIfBusy skipped the tick.
+	// Skipped is set when SkipIfBusy skipped the tick (or the run now).
 	Skipped bool
 	// Busy is, when Skipped, the state of the previous job that made
 	// SkipIfBusy skip the tick: available (waiting for a worker) or

@@ -280,13 +280,18 @@ func ApplyRetryDead(j *job.Job, now time.Time) error {
 }
 
 // ApplySupersede sends the retrying job j to the dead-letter queue because
-// a newer tick of its schedule fired at now: FinishedAt=now, and LastError
-// says so, keeping the error that made it retry.
+// a newer tick of its schedule fired at now (tick zero: a run now of it):
+// FinishedAt=now, and LastError says so, keeping the error that made it
+// retry.
 func ApplySupersede(j *job.Job, now time.Time, tick time.Time) error {
 	if j.State != job.StateRetrying {
 		return fmt.Errorf("job %d is %s, not retrying: %w", j.ID, j.State, job.ErrConflict)
 	}
 	j.State, j.FinishedAt = job.StateDead, now.UTC()
+	if tick.IsZero() {
+		j.LastError = fmt.Sprintf("superseded by a run now of its schedule while it waited to retry (last error: %s)", j.LastError)
+		return nil
+	}
 	j.LastError = fmt.Sprintf("superseded by the tick of %s: its schedule fired again while it waited to retry (last error: %s)",
 		tick.UTC().Format(time.RFC3339), j.LastError)
 	return nil

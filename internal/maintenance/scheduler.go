@@ -128,7 +128,7 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 			slog.String("previous_state", res.Busy.String()), slog.Int("skipped_ticks", sc.SkippedTicks+1))
 	}
 	if res.Superseded != 0 {
-		s.superseded(ctx, sc, res.Superseded, now)
+		s.Superseded(ctx, sc, res.Superseded, now)
 	}
 	if res.Fired {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired", slog.String("schedule", sc.Name),
@@ -144,8 +144,9 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	return next, nil
 }
 
-// superseded reports the retrying job a tick sent to the dead-letter queue.
-func (s *Services) superseded(ctx context.Context, sc *job.Schedule, id job.ID, now time.Time) {
+// Superseded reports the retrying job a tick (or a run now) of sc sent to
+// the dead-letter queue: an error line and an EventDead.
+func (s *Services) Superseded(ctx context.Context, sc *job.Schedule, id job.ID, now time.Time) {
 	j, err := s.cfg.Store.Get(ctx, id)
 	if err != nil {
 		return // purged meanwhile

@@ -198,7 +198,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 		if err := store.CheckNewJob(j, i, len(p.Jobs)); err != nil {
 			return nil, err
 		}
-		if j.Schedule != "" {
+		if j.Tick() {
 			k := fireKey{j.Schedule, store.UnixNanos(j.FireTime)}
 			if _, ok := s.fired[k]; ok || ticks[k] {
 				return nil, job.ErrDuplicate
@@ -258,7 +258,7 @@ func (s *Store) insert(j *job.Job) *entry {
 	if k := j.UniqueKey; k != "" {
 		s.unique[k] = e
 	}
-	if j.Schedule != "" {
+	if j.Tick() {
 		s.fired[fireKey{j.Schedule, store.UnixNanos(j.FireTime)}] = e.id
 	}
 	return e

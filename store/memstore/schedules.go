@@ -105,19 +105,23 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if sc == nil {
 		return store.FireResult{}, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)
 	}
-	if sc.Paused || !sc.NextRunAt.Equal(p.FireTime) {
-		return store.FireResult{}, nil
-	}
-	sc.NextRunAt = p.Next
-	if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
-		return store.FireResult{}, nil
+	if !p.Manual {
+		if sc.Paused || !sc.NextRunAt.Equal(p.FireTime) {
+			return store.FireResult{}, nil
+		}
+		sc.NextRunAt = p.Next
+		if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
+			return store.FireResult{}, nil
+		}
 	}
 	var res store.FireResult
 	if last := s.jobs.get(sc.LastJobID); p.SkipIfBusy && last != nil {
 		switch last.state {
 		case job.StateAvailable, job.StateRunning:
-			sc.SkippedTicks++
-			sc.LastSkipAt = p.FireTime
+			if !p.Manual {
+				sc.SkippedTicks++
+				sc.LastSkipAt = p.FireTime
+			}
 			return store.FireResult{Skipped: true, Busy: last.state}, nil
 		case job.StateRetrying:
 			var v job.Job
@@ -131,9 +135,15 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	}
 	j := *p.Job
 	j.Schedule, j.FireTime = p.Name, p.FireTime
+	if p.Manual {
+		j.FireTime = time.Time{}
+	}
 	e := s.insert(&j)
-	sc.LastFireAt, sc.LastJobID = p.FireTime, e.id
-	sc.SkippedTicks, sc.LastSkipAt = 0, time.Time{}
+	sc.LastJobID = e.id
+	if !p.Manual {
+		sc.LastFireAt = p.FireTime
+		sc.SkippedTicks, sc.LastSkipAt = 0, time.Time{}
+	}
 	res.Fired, res.ID = true, e.id
 	return res, nil
 }

@@ -240,6 +240,9 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	}
 	j := *p.Job
 	j.Schedule, j.FireTime = p.Name, p.FireTime
+	if p.Manual {
+		j.FireTime = time.Time{}
+	}
 	rows, err := makeRows([]*job.Job{&j})
 	if err != nil {
 		return store.FireResult{}, err
@@ -264,30 +267,38 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if sc.Paused || !sc.NextRunAt.Equal(fire) {
-			return nil // paused meanwhile, or another firing won
-		}
 		advance := func() error {
+			if p.Manual {
+				return nil // a run now moves no tick
+			}
 			_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1 WHERE name = $2`), ts(next), p.Name)
 			return err
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE schedule = $1 AND fire_time = $2)`),
-			p.Name, ts(fire)).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return advance()
+		if !p.Manual {
+			if sc.Paused || !sc.NextRunAt.Equal(fire) {
+				return nil // paused meanwhile, or another firing won
+			}
+			var exists bool
+			if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE schedule = $1 AND fire_time = $2)`),
+				p.Name, ts(fire)).Scan(&exists); err != nil {
+				return err
+			}
+			if exists {
+				return advance()
+			}
 		}
 		if p.SkipIfBusy && sc.LastJobID != 0 {
-			busy, superseded, err := s.skipIfBusy(ctx, tx, sc, now, fire)
+			busy, superseded, err := s.skipIfBusy(ctx, tx, sc, now, p.FireTime)
 			if err != nil {
 				return err
 			}
 			if busy != 0 {
+				res.Skipped, res.Busy = true, busy
+				if p.Manual {
+					return nil
+				}
 				_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, skipped_ticks = skipped_ticks + 1,
 					last_skip_at = $2 WHERE name = $3`), ts(next), ts(fire), p.Name)
-				res.Skipped, res.Busy = err == nil, busy
 				return err
 			}
 			res.Superseded = superseded
@@ -299,8 +310,12 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if out[0].Duplicate { // its unique key is held: the tick only advances
 			return advance()
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, last_fire_at = $2, last_job_id = $3,
+		if p.Manual {
+			_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET last_job_id = $1 WHERE name = $2`), int64(out[0].ID), p.Name)
+		} else {
+			_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, last_fire_at = $2, last_job_id = $3,
 			skipped_ticks = 0, last_skip_at = NULL WHERE name = $4`), ts(next), ts(fire), int64(out[0].ID), p.Name)
+		}
 		res.Fired, res.ID = err == nil, out[0].ID
 		return err
 	})

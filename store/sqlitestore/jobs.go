@@ -152,7 +152,7 @@ func insertArgs(q jobWriter, args []any, n int) ([]job.ID, error) {
 // Lookups of Enqueue, RetryDead and FireSchedule.
 const (
 	sqlHolder  = `SELECT id, state FROM jobs WHERE unique_key = ? AND ` + sqlUnfinished
-	sqlFired   = `SELECT 1 FROM jobs WHERE schedule = ? AND fire_time = ?`
+	sqlFired   = `SELECT 1 FROM jobs WHERE schedule = ? AND fire_time = ? AND fire_time != 0`
 	sqlDeadAll = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'dead' ORDER BY id`
 	// +state: look the IDs up by primary key, rather than scan every dead
 	// job in jobs_finished (whose condition state = 'dead' implies).
@@ -253,7 +253,7 @@ func enqueueBatch(q jobWriter, r *newRows) ([]store.EnqueueResult, error) {
 	}
 	var ticks map[tick]bool
 	for _, j := range r.jobs {
-		if j.Schedule == "" {
+		if !j.Tick() {
 			continue
 		}
 		t := tick{j.Schedule, store.UnixNanos(j.FireTime)}

@@ -159,6 +159,9 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	}
 	j := *p.Job
 	j.Schedule, j.FireTime = p.Name, p.FireTime
+	if p.Manual {
+		j.FireTime = time.Time{}
+	}
 	rows, err := makeRows([]*job.Job{&j})
 	if err != nil {
 		return store.FireResult{}, err
@@ -171,16 +174,18 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if sc.Paused || store.UnixNanos(sc.NextRunAt) != fire {
-			return nil // paused meanwhile, or another firing won
-		}
-		exists, err := fired(w, p.Name, fire)
-		if err != nil {
-			return err
-		}
-		if exists {
-			_, err := w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
-			return err
+		if !p.Manual {
+			if sc.Paused || store.UnixNanos(sc.NextRunAt) != fire {
+				return nil // paused meanwhile, or another firing won
+			}
+			exists, err := fired(w, p.Name, fire)
+			if err != nil {
+				return err
+			}
+			if exists {
+				_, err := w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
+				return err
+			}
 		}
 		if p.SkipIfBusy && sc.LastJobID != 0 {
 			busy, superseded, err := w.skipIfBusy(sc, now, p.FireTime)
@@ -188,16 +193,19 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 				return err
 			}
 			if busy != 0 {
+				res.Skipped, res.Busy = true, busy
+				if p.Manual {
+					return nil
+				}
 				_, err := w.exec(`UPDATE schedules SET next_run_at = ?, skipped_ticks = skipped_ticks + 1,
 					last_skip_at = ? WHERE name = ?`, next, fire, p.Name)
-				res.Skipped, res.Busy = err == nil, busy
 				return err
 			}
 			res.Superseded = superseded
 		}
 		if j.UniqueKey != "" {
 			if _, _, held, err := holder(w, j.UniqueKey); err != nil || held {
-				if err == nil {
+				if err == nil && !p.Manual {
 					_, err = w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
 				}
 				return err
@@ -207,8 +215,12 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		_, err = w.exec(`UPDATE schedules SET next_run_at = ?, last_fire_at = ?, last_job_id = ?,
+		if p.Manual {
+			_, err = w.exec(`UPDATE schedules SET last_job_id = ? WHERE name = ?`, int64(ids[0]), p.Name)
+		} else {
+			_, err = w.exec(`UPDATE schedules SET next_run_at = ?, last_fire_at = ?, last_job_id = ?,
 			skipped_ticks = 0, last_skip_at = 0 WHERE name = ?`, next, fire, int64(ids[0]), p.Name)
+		}
 		res.Fired, res.ID = true, ids[0]
 		return err
 	})

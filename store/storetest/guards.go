@@ -110,5 +110,58 @@ func guardCases() []testCase {
 				t.Errorf("tick with overlap allowed: got %+v, want fired", res)
 			}
 		}},
+		{"FireManual", func(t *testing.T, e *env) {
+			e.addSchedule(newSchedule("s", at(60000)))
+			paused := true
+			if _, err := e.s.UpdateSchedule(e.ctx, store.UpdateScheduleParams{Name: "s", Paused: &paused}); err != nil {
+				t.Fatal(err)
+			}
+			// A run now fires while paused, whatever NextRunAt, and moves no tick.
+			first := e.fireP(store.FireScheduleParams{Now: at(10), Name: "s", Manual: true, SkipIfBusy: true})
+			if !first.Fired || first.Skipped {
+				t.Fatalf("run now of a paused schedule: %+v, want fired", first)
+			}
+			j := e.get(first.ID)
+			if !j.Manual() || j.Schedule != "s" || !j.FireTime.IsZero() || j.Kind != "tick" || j.Queue != "cron" || j.Priority != 2 || j.MaxAttempts != 3 {
+				t.Errorf("manual job: %+v, want kind tick, queue cron, priority 2, max attempts 3, schedule s, no fire time", j)
+			}
+			e.wantSchedule("s", at(60000), time.Time{}, first.ID)
+			// The skip policy sees the waiting run; a skipped run now is not counted.
+			res := e.fireP(store.FireScheduleParams{Now: at(20), Name: "s", Manual: true, SkipIfBusy: true})
+			if res.Fired || !res.Skipped || res.Busy != job.StateAvailable {
+				t.Errorf("run now while the last run waits: %+v, want skipped, busy available", res)
+			}
+			if sc := e.getSchedule("s"); sc.SkippedTicks != 0 || !sc.LastSkipAt.IsZero() {
+				t.Errorf("after a skipped run now: skipped ticks %d, last skip %v; want 0, zero", sc.SkippedTicks, sc.LastSkipAt)
+			}
+			// Forced (no SkipIfBusy): a second manual run; any number may exist.
+			second := e.fireP(store.FireScheduleParams{Now: at(30), Name: "s", Manual: true})
+			if !second.Fired || second.ID == first.ID {
+				t.Fatalf("forced run now: %+v, want a second job", second)
+			}
+			e.wantSchedule("s", at(60000), time.Time{}, second.ID)
+			paused = false
+			if _, err := e.s.UpdateSchedule(e.ctx, store.UpdateScheduleParams{Name: "s", Paused: &paused}); err != nil {
+				t.Fatal(err)
+			}
+			// The next tick's skip policy sees the manual run as the previous job.
+			res = e.fireP(store.FireScheduleParams{Now: at(60000), Name: "s", FireTime: at(60000), Next: at(120000), SkipIfBusy: true})
+			if res.Fired || !res.Skipped || res.Busy != job.StateAvailable {
+				t.Errorf("tick while the manual run waits: %+v, want skipped, busy available", res)
+			}
+			tick := e.fireP(store.FireScheduleParams{Now: at(120000), Name: "s", FireTime: at(120000), Next: at(180000)})
+			if !tick.Fired {
+				t.Fatalf("tick with overlap allowed: %+v, want fired", tick)
+			}
+			if g := e.get(tick.ID); g.Manual() || !g.FireTime.Equal(at(120000)) {
+				t.Errorf("tick's job: manual %v fire time %v, want a tick at %v", g.Manual(), g.FireTime, at(120000))
+			}
+			e.wantSchedule("s", at(180000), at(120000), tick.ID)
+			// A manual run of an unknown schedule is ErrNotFound.
+			_, err := e.s.FireSchedule(e.ctx, store.FireScheduleParams{Now: at(1), Name: "nope", Manual: true, Job: e.get(first.ID)})
+			if err == nil {
+				t.Errorf("run now of an unknown schedule: got no error")
+			}
+		}},
 	}
 }
