@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // Actions are POSTs (checked for cross-origin requests and for the
@@ -150,6 +152,38 @@ func (h *handler) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	h.hub.poke()
 	h.done(w, r, false, fmt.Sprintf("Schedule %q resumed: it fires from its next tick on (missed ticks are not replayed).", name), h.url("/schedules"))
+}
+
+// runSchedule runs a schedule now (hopper.Client.RunSchedule), forced if
+// the form's force is set, and shows the job it enqueued. An exec
+// schedule needs exec scope, as in the API: its job runs a command.
+func (h *handler) runSchedule(w http.ResponseWriter, r *http.Request) {
+	name, back := r.PathValue("name"), h.url("/schedules")
+	sc, err := h.c.GetSchedule(r.Context(), name)
+	if err != nil {
+		h.actionFailed(w, r, err, back)
+		return
+	}
+	if sc.Kind == kinds.KindExec {
+		if _, err := h.auth.Allow(r, httpauth.Exec); err != nil {
+			h.refused(w, r, err)
+			return
+		}
+	}
+	force := r.PostFormValue("force") != ""
+	j, err := h.c.RunSchedule(r.Context(), name, hopper.RunScheduleOptions{Force: force})
+	var busy *hopper.ScheduleBusyError
+	switch {
+	case errors.As(err, &busy):
+		h.done(w, r, true, fmt.Sprintf("Schedule %q not run: its previous job %d is %s and its overlap policy is skip. Tick \"even if busy\" to run it anyway.", name, busy.Job, busy.State), back)
+	case err != nil:
+		h.actionFailed(w, r, err, back)
+	default:
+		h.hub.poke()
+		httpauth.Note(r, "schedule", name, "job", j.ID, "force", force)
+		h.setFlash(w, r, false, fmt.Sprintf("Schedule %q run now: job %d enqueued (a manual run).", name, j.ID))
+		http.Redirect(w, r, h.jobPath(j.ID), http.StatusSeeOther)
+	}
 }
 
 // actionFailed ends an action whose call failed, with a message the user

@@ -232,6 +232,7 @@ func (h *handler) routes() {
 	action("/schedules/{name}/resume", httpauth.Write, h.resumeSchedule)
 	action("/queues/{name}/pause", httpauth.Write, h.pauseQueue)
 	action("/queues/{name}/resume", httpauth.Write, h.resumeQueue)
+	action("/schedules/{name}/run", httpauth.Write, h.runSchedule) // exec schedules need exec: checked inside
 
 	m.HandleFunc("GET "+p+"/login", h.loginPage)
 	m.Handle("POST "+p+"/login", httpauth.Audit(h.log, "dashboard sign-in", h.form(h.login)))

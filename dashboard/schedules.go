@@ -22,6 +22,7 @@ type scheduleView struct {
 	LastJob   string // the page of the last job it fired
 	PauseURL  string
 	ResumeURL string
+	RunURL    string
 }
 
 func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +40,7 @@ func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 			v.LastJob = h.jobPath(sc.LastJobID)
 		}
 		base := h.url("/schedules/" + url.PathEscape(sc.Name))
-		v.PauseURL, v.ResumeURL = base+"/pause", base+"/resume"
+		v.PauseURL, v.ResumeURL, v.RunURL = base+"/pause", base+"/resume", base+"/run"
 		views = append(views, v)
 	}
 	h.render(w, r, http.StatusOK, "schedules", &page{Title: "Schedules", Nav: "schedules", Live: true, Data: views})

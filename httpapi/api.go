@@ -34,6 +34,9 @@
 // and resume and asking a remote worker to go quiet or stop, worker (or
 // admin) for the worker protocol under /workers (docs/workers.md),
 // exec for enqueueing jobs of the exec kind (one in a batch is enough),
+// for enqueue, cancel, reschedule, DLQ retry and schedule pause, resume and
+// run now, exec for enqueueing jobs of the exec kind (one in a batch is
+// enough, or running an exec schedule now),
 // admin for purge, delete and adding or removing schedules. An address
 // that keeps sending bad tokens gets 429. Every request that changes
 // something is logged at info with its token's name, its address, its
@@ -236,6 +239,7 @@ func (a *api) table() []route {
 		{"GET", Prefix + "/schedules/{name}", r, nil, a.getSchedule},
 		{"POST", Prefix + "/schedules/{name}/pause", wr, nil, a.pauseSchedule},
 		{"POST", Prefix + "/schedules/{name}/resume", wr, nil, a.resumeSchedule},
+		{"POST", Prefix + "/schedules/{name}/run", wr, []string{"force"}, a.runSchedule},
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
 		{"GET", Prefix + "/queues", r, nil, a.queues},

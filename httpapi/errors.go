@@ -77,6 +77,7 @@ var errorStatus = []struct {
 	{hopper.ErrNotFound, http.StatusNotFound, CodeNotFound},
 	{hopper.ErrNotWaiting, http.StatusConflict, CodeConflict},
 	{job.ErrConflict, http.StatusConflict, CodeConflict}, // a compare-and-set lost to another change
+	{hopper.ErrScheduleBusy, http.StatusConflict, CodeConflict},
 	{hopper.ErrDuplicate, http.StatusConflict, CodeDuplicate},
 	{hopper.ErrUnknownKind, http.StatusBadRequest, CodeInvalid},
 	{hopper.ErrNotDurable, http.StatusBadRequest, CodeInvalid},

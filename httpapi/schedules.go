@@ -234,3 +234,50 @@ func (a *api) removeSchedule(w http.ResponseWriter, r *http.Request) error {
 	reply(w, http.StatusOK, map[string]string{"removed": name})
 	return nil
 }
+
+// runSchedule handles POST /schedules/{name}/run: runs the schedule now as
+// a manual run of its job (201 with the job). With overlap skip, a run
+// while its previous job is available or running is 409 conflict naming
+// that job, unless ?force=true. An exec schedule needs exec scope, as
+// enqueueing an exec job does.
+func (a *api) runSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(r)
+	if err != nil {
+		return err
+	}
+	fs, err := queryOne(q, "force")
+	if err != nil {
+		return err
+	}
+	var o hopper.RunScheduleOptions
+	switch fs {
+	case "", "false":
+	case "true":
+		o.Force = true
+	default:
+		return invalid("force", fmt.Sprintf("want true or false, got %q", fs))
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	sc, err := a.c.GetSchedule(r.Context(), name)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	if sc.Kind == kinds.KindExec {
+		if err := a.needExec(r); err != nil {
+			return err
+		}
+	}
+	j, err := a.c.RunSchedule(r.Context(), name, o)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	httpauth.Note(r, "schedule", name, "job", j.ID, "force", o.Force)
+	reply(w, http.StatusCreated, j)
+	return nil
+}

@@ -209,6 +209,12 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"POST /api/v1/queues/{name}/pause", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/pause", "")},
 		{"POST /api/v1/queues/{name}/resume", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/resume", "")},
 		{"POST /api/v1/queues/{name}/limits", "200", send(envOpts{}, "POST", "/api/v1/queues/nightly/limits", `{"concurrency":2}`)},
+		{"POST /api/v1/schedules/{name}/run", "201", send(envOpts{}, "POST", "/api/v1/schedules/nightly/run", "")},
+		{"POST /api/v1/schedules/{name}/run", "409", func(t *testing.T) int {
+			e := env(t, envOpts{}) // not started: the first run stays available
+			e.do("POST", "/api/v1/schedules/nightly/run", "")
+			return e.do("POST", "/api/v1/schedules/nightly/run", "").status
+		}},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -143,4 +144,28 @@ func mustZone(t *testing.T, name string) *time.Location {
 		t.Skipf("no zone data: %v", err)
 	}
 	return loc
+}
+
+func TestScheduleRun(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "nightly", "--cron", "0 3 * * *", "--queue", "ops", "--max-attempts", "4", "exec", "--", "echo", "hi").ok(t)
+	hop(t, db, "schedule", "pause", "nightly").ok(t)
+	var j hopper.Job
+	hop(t, db, "--json", "schedule", "run", "nightly").ok(t).decode(&j)
+	if !j.Manual() || j.Schedule != "nightly" || j.Queue != "ops" || j.MaxAttempts != 4 || j.Kind != "exec" || j.State != hopper.StateAvailable {
+		t.Fatalf("run now: %+v", j)
+	}
+	hop(t, db, "jobs", "get", fmt.Sprint(j.ID)).ok(t).has(t, "nightly (manual run, not a tick)")
+	hop(t, db, "schedule", "run", "nightly").fails(t, 1, `schedule "nightly" not run`, fmt.Sprintf("previous job %d is available", j.ID), "--force")
+	hop(t, db, "schedule", "run", "--force", "nightly").ok(t).has(t, fmt.Sprint(j.ID+1))
+	hop(t, db, "schedule", "run", "nope").fails(t, 1, `schedule "nope" not found`, "nightly")
+	hop(t, db, "schedule", "run").fails(t, 2, "needs a schedule NAME")
+	var sc hopper.Schedule
+	hop(t, db, "--json", "jobs", "count").ok(t).has(t, "2")
+	var scheds []*hopper.Schedule
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if sc = *scheds[0]; !sc.Paused || !sc.LastFireAt.IsZero() || sc.LastJobID != j.ID+1 {
+		t.Fatalf("schedule after runs now: %+v", sc)
+	}
 }

@@ -64,7 +64,10 @@ func printJob(w io.Writer, j *hopper.Job) error {
 	if j.Crashes > 0 {
 		field("crashes", fmt.Sprintf("%d in a row (its worker died under it)", j.Crashes))
 	}
-	if j.Schedule != "" {
+	switch {
+	case j.Manual():
+		field("schedule", fmt.Sprintf("%s (manual run, not a tick)", j.Schedule))
+	case j.Schedule != "":
 		field("schedule", fmt.Sprintf("%s (tick %s)", j.Schedule, fullTime(j.FireTime)))
 	}
 	if err := t.flush(); err != nil {

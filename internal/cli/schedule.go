@@ -17,8 +17,8 @@ import (
 )
 
 func (a *app) scheduleCmd() *cobra.Command {
-	c := group("schedule", "Recurring schedules: add, list, pause, resume, rm",
-		a.scheduleAddCmd(), a.scheduleListCmd(),
+	c := group("schedule", "Recurring schedules: add, list, run, pause, resume, rm",
+		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleRunCmd(),
 		a.scheduleSetCmd("pause", "Stop a schedule from firing until resumed"),
 		a.scheduleSetCmd("resume", "Let a paused schedule fire again (missed ticks are not replayed)"),
 		a.scheduleSetCmd("rm", "Delete a schedule (the jobs it fired are kept)"))
@@ -267,6 +267,52 @@ gets when the schedule sets no --timeout: the period, at least 1m).`,
 			})
 		},
 	}
+}
+
+func (a *app) scheduleRunCmd() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "run NAME [--force]",
+		Short: "Run a schedule now: enqueue its job as a manual run",
+		Long: `Run the schedule NAME now: enqueue the job its ticks enqueue, with all its
+options, marked manual ("manual": true on the job; hopper jobs get shows
+"manual run of NAME"). It prints the job's ID (the job with --json); the job
+exists at once, and a running "hopper serve" picks it up. A paused schedule
+runs too; its next tick does not move.
+
+With --overlap skip (the default), a schedule whose previous job (a tick's or
+a manual run's) is waiting for a worker or running is not run: give --force
+to run it anyway.
+
+Exit code: 0 if the job was enqueued; 1 if there is no schedule NAME or its
+previous job has not finished.`,
+		Example: `  hopper schedule run nightly-report
+  hopper schedule run --force nightly-report`,
+		Args: exactArgs(1, "a schedule NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				j, err := s.RunSchedule(ctx, name, hopper.RunScheduleOptions{Force: force})
+				if errors.Is(err, hopper.ErrNotFound) {
+					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
+				}
+				var busy *hopper.ScheduleBusyError
+				if errors.As(err, &busy) {
+					return fmt.Errorf("schedule %q not run: its previous job %d is %s and its overlap policy is skip (--force runs it anyway)", name, busy.Job, busy.State)
+				}
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, j)
+				}
+				_, err = fmt.Fprintln(a.Out, j.ID)
+				return err
+			})
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "run even if the overlap policy would refuse (the previous job has not finished)")
+	return c
 }
 
 // scheduleSetCmd is pause, resume or rm.
