@@ -261,6 +261,26 @@ func (e *ScheduleBusyError) Error() string {
 // Is reports whether target is ErrScheduleBusy.
 func (e *ScheduleBusyError) Is(target error) bool { return target == ErrScheduleBusy }
 
+// NextRuns returns the next n fire times of the schedule name, in its zone
+// (a cron schedule's TimeZone, else UTC), as Schedule.NextRuns computes
+// them as of now: from its stored next tick, or for a paused schedule the
+// ticks it would fire if resumed now; a fixed-delay schedule has at most
+// one. n must be between 1 and MaxNextRuns (1,000): otherwise a
+// *FieldError on "n". An unknown schedule is ErrNotFound.
+func (c *Client) NextRuns(ctx context.Context, name string, n int) ([]time.Time, error) {
+	if n < 1 || n > MaxNextRuns {
+		return nil, &FieldError{Field: "n", Reason: fmt.Sprintf("must be between 1 and %d, got %d", MaxNextRuns, n)}
+	}
+	sc, err := c.store.GetSchedule(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return sc.NextRuns(c.now(), n)
+}
+
+// MaxNextRuns bounds the n of NextRuns (and of the API's ?n=).
+const MaxNextRuns = job.MaxNextRuns
+
 // Schedules lists the recurring schedules by name.
 func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {
 	return c.store.ListSchedules(ctx)

@@ -58,38 +58,25 @@ func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 // ticks). A fixed-delay schedule counts each run from the previous one's
 // end, so only its next run is known.
 func nextFires(sc *job.Schedule, now time.Time, n int) ([]time.Time, string, string) {
-	loc := time.UTC
-	if sc.TimeZone != "" {
-		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
-			loc = l
-		}
-	}
+	loc := sc.Location()
 	rule, delay, err := sc.Rule()
 	if err != nil {
 		return nil, err.Error(), loc.String()
 	}
-	var out []time.Time
-	if rule == nil { // fixed delay
-		note := "then " + delay.String() + " after each run ends"
-		if sc.NextRunAt.IsZero() {
-			return nil, delay.String() + " after the running job ends", loc.String()
-		}
-		if sc.Paused {
-			return []time.Time{now.Add(delay).In(loc)}, "if resumed now; " + note, loc.String()
-		}
-		return []time.Time{sc.NextRunAt.In(loc)}, note, loc.String()
+	out, err := sc.NextRuns(now, n)
+	if err != nil {
+		return nil, err.Error(), loc.String()
 	}
 	note := ""
-	t := sc.NextRunAt
-	if sc.Paused || t.IsZero() {
-		t = rule.Next(now)
-		if sc.Paused {
-			note = "if resumed now"
-		}
-	}
-	for len(out) < n && !t.IsZero() {
-		out = append(out, t.In(loc))
-		t = rule.Next(t)
+	switch {
+	case rule == nil && sc.NextRunAt.IsZero() && !sc.Paused:
+		note = delay.String() + " after the running job ends"
+	case rule == nil && sc.Paused:
+		note = "if resumed now; then " + delay.String() + " after each run ends"
+	case rule == nil:
+		note = "then " + delay.String() + " after each run ends"
+	case sc.Paused:
+		note = "if resumed now"
 	}
 	return out, note, loc.String()
 }

@@ -236,7 +236,7 @@ func (a *api) table() []route {
 
 		{"GET", Prefix + "/schedules", r, nil, a.schedules},
 		{"POST", Prefix + "/schedules", ad, nil, a.addSchedule},
-		{"GET", Prefix + "/schedules/{name}", r, nil, a.getSchedule},
+		{"GET", Prefix + "/schedules/{name}", r, []string{"n"}, a.getSchedule},
 		{"POST", Prefix + "/schedules/{name}/pause", wr, nil, a.pauseSchedule},
 		{"POST", Prefix + "/schedules/{name}/resume", wr, nil, a.resumeSchedule},
 		{"POST", Prefix + "/schedules/{name}/run", wr, []string{"force"}, a.runSchedule},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,48 +44,30 @@ func (v scheduleView) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// view returns sc as the API shows it, its times in its zone: the stores
-// return them in UTC, which next_run_at showed beside next_runs in the
-// schedule's zone.
-func view(sc *hopper.Schedule) scheduleView {
-	loc := zone(sc)
+// view returns sc as the API shows it, its times in its zone, with its
+// next n fire times: the stores return them in UTC, which next_run_at
+// showed beside next_runs in the schedule's zone.
+func view(sc *hopper.Schedule, n int) scheduleView {
+	loc := sc.Location()
 	v := *sc
 	for _, t := range []*time.Time{&v.NextRunAt, &v.LastFireAt, &v.LastSkipAt, &v.CreatedAt} {
 		if !t.IsZero() {
 			*t = t.In(loc)
 		}
 	}
-	return scheduleView{Schedule: &v, NextRuns: nextRuns(sc, loc, NextRuns)}
+	return scheduleView{Schedule: &v, NextRuns: nextRuns(sc, n)}
 }
 
-// zone returns the zone sc's times are shown in: a cron schedule's
-// time_zone, else UTC.
-func zone(sc *hopper.Schedule) *time.Location {
-	if sc.TimeZone != "" && !sc.FixedDelay {
-		if l, err := time.LoadLocation(sc.TimeZone); err == nil {
-			return l
-		}
-	}
-	return time.UTC
-}
-
-// nextRuns returns up to n fire times of sc from its next one, in loc.
-func nextRuns(sc *hopper.Schedule, loc *time.Location, n int) []time.Time {
-	out := []time.Time{}
+// nextRuns returns up to n fire times of sc from its next one, in its
+// zone (hopper.Schedule.NextRuns); none while it is paused or its next
+// run waits for its job.
+func nextRuns(sc *hopper.Schedule, n int) []time.Time {
 	if sc.Paused || sc.NextRunAt.IsZero() {
-		return out
+		return []time.Time{}
 	}
-	r, _, err := sc.Rule()
+	out, err := sc.NextRuns(time.Now(), n)
 	if err != nil {
-		return out
-	}
-	t := sc.NextRunAt
-	out = append(out, t.In(loc))
-	for r != nil && len(out) < n {
-		if t = r.Next(t); t.IsZero() {
-			break
-		}
-		out = append(out, t.In(loc))
+		return []time.Time{}
 	}
 	return out
 }
@@ -100,7 +83,7 @@ func (a *api) schedules(w http.ResponseWriter, r *http.Request) error {
 		Schedules []scheduleView `json:"schedules"`
 	}{Schedules: make([]scheduleView, len(scs))}
 	for i, sc := range scs {
-		out.Schedules[i] = view(sc)
+		out.Schedules[i] = view(sc, NextRuns)
 	}
 	reply(w, http.StatusOK, out)
 	return nil
@@ -123,17 +106,34 @@ func scheduleNotFound(err error, name string) error {
 	return err
 }
 
-// getSchedule handles GET /schedules/{name}.
+// getSchedule handles GET /schedules/{name}[?n=N]: next_runs holds its
+// next N fire times (default NextRuns, 1 to hopper.MaxNextRuns).
 func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r)
 	if err != nil {
 		return err
 	}
+	q, err := parseQuery(r)
+	if err != nil {
+		return err
+	}
+	ns, err := queryOne(q, "n")
+	if err != nil {
+		return err
+	}
+	n := NextRuns
+	if _, given := q["n"]; given {
+		v, err := strconv.Atoi(strings.TrimSpace(ns))
+		if err != nil || v < 1 || v > hopper.MaxNextRuns {
+			return invalid("n", fmt.Sprintf("want a whole number of fire times from 1 to %d, got %q", hopper.MaxNextRuns, ns))
+		}
+		n = v
+	}
 	sc, err := a.c.GetSchedule(r.Context(), name)
 	if err != nil {
 		return scheduleNotFound(err, name)
 	}
-	reply(w, http.StatusOK, view(sc))
+	reply(w, http.StatusOK, view(sc, n))
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 		return e
 	}
 	httpauth.Note(r, "schedule", sr.Name, "kind", sr.Kind, "replace", sr.Replace)
-	reply(w, http.StatusCreated, view(sc))
+	reply(w, http.StatusCreated, view(sc, NextRuns))
 	return nil
 }
 
@@ -199,7 +199,7 @@ func (a *api) setSchedule(w http.ResponseWriter, r *http.Request, fn func(*hoppe
 	if err != nil {
 		return scheduleNotFound(err, name)
 	}
-	reply(w, http.StatusOK, view(sc))
+	reply(w, http.StatusOK, view(sc, NextRuns))
 	return nil
 }
 

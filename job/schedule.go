@@ -172,6 +172,62 @@ func (s *Schedule) FirstRun(now time.Time) (time.Time, error) {
 	return next, nil
 }
 
+// MaxNextRuns bounds the n of Schedule.NextRuns: 1,000 fire times are
+// years of an hourly schedule, and computed in about a millisecond.
+const MaxNextRuns = 1000
+
+// Location returns the zone s's times are shown in: a cron schedule's
+// TimeZone, else UTC (an unknown zone, which AddSchedule refuses, is UTC).
+func (s *Schedule) Location() *time.Location {
+	if s.TimeZone != "" && !s.FixedDelay {
+		if l, err := time.LoadLocation(s.TimeZone); err == nil {
+			return l
+		}
+	}
+	return time.UTC
+}
+
+// NextRuns returns the next n fire times of s as of now, in its zone
+// (Location), computed by its rule (package schedule, across DST) as the
+// scheduler computes them: an active schedule's from its stored next tick
+// (which may be overdue while no server fires schedules); a paused one's
+// the ticks it would fire if resumed at now (resuming never replays missed
+// ticks). A fixed-delay schedule has at most one: its next run, or if
+// paused now plus the delay, and none while it waits for its job to finish
+// (each run counts from the previous one's end). Fewer than n come back
+// when the rule stops (an expression that never fires again). An n outside
+// 1 to MaxNextRuns is a *FieldError on "n"; a bad spec or zone one on
+// spec or time_zone.
+func (s *Schedule) NextRuns(now time.Time, n int) ([]time.Time, error) {
+	if n < 1 || n > MaxNextRuns {
+		return nil, Invalid("n", "must be between 1 and %d, got %d", MaxNextRuns, n)
+	}
+	rule, delay, err := s.Rule()
+	if err != nil {
+		return nil, err
+	}
+	loc := s.Location()
+	if rule == nil { // fixed delay
+		switch {
+		case s.Paused:
+			return []time.Time{now.Add(delay).In(loc)}, nil
+		case s.NextRunAt.IsZero():
+			return []time.Time{}, nil
+		}
+		return []time.Time{s.NextRunAt.In(loc)}, nil
+	}
+	t := s.NextRunAt
+	if s.Paused || t.IsZero() {
+		t = rule.Next(now)
+	}
+	out := make([]time.Time, 0, n)
+	for len(out) < n && !t.IsZero() {
+		out = append(out, t.In(loc))
+		t = rule.Next(t)
+	}
+	return out, nil
+}
+
 // NewJob returns the job that the tick at fireTime enqueues, before its
 // options are resolved and it is validated.
 func (s *Schedule) NewJob(fireTime time.Time) *Job {

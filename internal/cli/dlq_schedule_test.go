@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,4 +169,34 @@ func TestScheduleRun(t *testing.T) {
 	if sc = *scheds[0]; !sc.Paused || !sc.LastFireAt.IsZero() || sc.LastJobID != j.ID+1 {
 		t.Fatalf("schedule after runs now: %+v", sc)
 	}
+}
+
+func TestScheduleNext(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "nightly", "--cron", "30 2 * * *", "--tz", "Australia/Lord_Howe", "exec", "--", "true").ok(t)
+	out := hop(t, db, "schedule", "next", "nightly", "-n", "400").ok(t)
+	lines := strings.Split(strings.TrimSpace(out.out), "\n")
+	if len(lines) != 400 {
+		t.Fatalf("%d lines, want 400", len(lines))
+	}
+	// Within a year both of Lord Howe's offsets show, half an hour apart.
+	joined := strings.Join(lines, "\n")
+	if !strings.Contains(joined, "(+10:30)") || !strings.Contains(joined, "(+11:00)") || !strings.Contains(lines[0], "02:30:00") {
+		t.Errorf("fire times:\n%s", strings.Join(lines[:3], "\n"))
+	}
+	var res struct {
+		Schedule string      `json:"schedule"`
+		TimeZone string      `json:"time_zone"`
+		NextRuns []time.Time `json:"next_runs"`
+	}
+	hop(t, db, "--json", "schedule", "next", "nightly").ok(t).decode(&res)
+	if res.Schedule != "nightly" || res.TimeZone != "Australia/Lord_Howe" || len(res.NextRuns) != 5 || !res.NextRuns[1].After(res.NextRuns[0]) {
+		t.Errorf("--json: %+v", res)
+	}
+	hop(t, db, "schedule", "pause", "nightly").ok(t)
+	hop(t, db, "schedule", "next", "nightly", "-n", "1").ok(t).has(t, "02:30:00")
+	hop(t, db, "schedule", "next", "nightly", "-n", "0").fails(t, 2, "bad -n 0", "1 to 1000")
+	hop(t, db, "schedule", "next", "nightly", "-n", "1001").fails(t, 2, "bad -n 1001")
+	hop(t, db, "schedule", "next", "nope").fails(t, 1, `schedule "nope" not found`)
 }

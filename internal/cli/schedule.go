@@ -17,8 +17,8 @@ import (
 )
 
 func (a *app) scheduleCmd() *cobra.Command {
-	c := group("schedule", "Recurring schedules: add, list, run, pause, resume, rm",
-		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleRunCmd(),
+	c := group("schedule", "Recurring schedules: add, list, next, run, pause, resume, rm",
+		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleNextCmd(), a.scheduleRunCmd(),
 		a.scheduleSetCmd("pause", "Stop a schedule from firing until resumed"),
 		a.scheduleSetCmd("resume", "Let a paused schedule fire again (missed ticks are not replayed)"),
 		a.scheduleSetCmd("rm", "Delete a schedule (the jobs it fired are kept)"))
@@ -267,6 +267,69 @@ gets when the schedule sets no --timeout: the period, at least 1m).`,
 			})
 		},
 	}
+}
+
+func (a *app) scheduleNextCmd() *cobra.Command {
+	var n int
+	c := &cobra.Command{
+		Use:   "next NAME [-n N]",
+		Short: "Print a schedule's next fire times",
+		Long: fmt.Sprintf(`Print the next N fire times of the schedule NAME (default 5, at most %d), one
+a line, in the schedule's zone (a cron schedule's --tz, else UTC) with the
+zone's offset, computed by the scheduler's own rules across DST changes: a
+time in a spring-forward gap fires once at the gap's end, a time repeated
+by a fall-back once, in its first pass.
+
+An active schedule's times start at its stored next tick (overdue when no
+server has fired it). A paused schedule's are the ticks it would fire if
+resumed now. A fixed-delay schedule has at most one (each run counts from
+the end of the one before), none while its job runs.
+
+--json prints {"schedule", "time_zone", "paused", "next_runs": [RFC 3339 times]}.
+
+Exit code: 0 if printed; 1 if there is no schedule NAME; 2 for an N out of
+range.`, hopper.MaxNextRuns),
+		Example: `  hopper schedule next nightly-report
+  hopper schedule next -n 100 nightly-report`,
+		Args: exactArgs(1, "a schedule NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			if n < 1 || n > hopper.MaxNextRuns {
+				return usagef("bad -n %d: want 1 to %d fire times", n, hopper.MaxNextRuns)
+			}
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
+				sc, err := s.GetSchedule(ctx, name)
+				if errors.Is(err, hopper.ErrNotFound) {
+					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
+				}
+				if err != nil {
+					return err
+				}
+				runs, err := sc.NextRuns(time.Now(), n)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, map[string]any{"schedule": sc.Name, "time_zone": sc.Location().String(),
+						"paused": sc.Paused, "next_runs": runs})
+				}
+				if sc.Paused {
+					fmt.Fprintf(a.Err, "schedule %s is paused: the times it would fire at if resumed now\n", name)
+				}
+				if len(runs) == 0 {
+					fmt.Fprintf(a.Err, "schedule %s waits for its job to finish (fixed delay)\n", name)
+				}
+				for _, t := range runs {
+					if _, err := fmt.Fprintf(a.Out, "%s  %s\n", t.Format("Mon 2006-01-02 15:04:05 MST (-07:00)"), relative(t)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().IntVarP(&n, "n", "n", 5, fmt.Sprintf("how many fire times, 1 to %d", hopper.MaxNextRuns))
+	return c
 }
 
 func (a *app) scheduleRunCmd() *cobra.Command {

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestScheduleNextRunsN: GET /schedules/{name}?n=N lists N fire times in
+// the schedule's zone; N outside 1..1000 is a 400 naming n.
+func TestScheduleNextRunsN(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.do("POST", "/api/v1/schedules", `{"name":"lh","cron":"*/30 * * * *","time_zone":"Australia/Lord_Howe","kind":"ok"}`).ok(http.StatusCreated, nil)
+	var s struct {
+		NextRuns []time.Time `json:"next_runs"`
+	}
+	e.do("GET", "/api/v1/schedules/lh?n=1000", "").ok(http.StatusOK, &s)
+	if len(s.NextRuns) != 1000 {
+		t.Fatalf("n=1000: %d times", len(s.NextRuns))
+	}
+	for i := 1; i < len(s.NextRuns); i++ {
+		if d := s.NextRuns[i].Sub(s.NextRuns[i-1]); d != 30*time.Minute {
+			t.Errorf("times %d and %d are %s apart, want 30m", i-1, i, d)
+		}
+		if _, off := s.NextRuns[i].Zone(); off != 10*3600+1800 && off != 11*3600 {
+			t.Errorf("time %d: %s, want Lord Howe's offset", i, s.NextRuns[i])
+		}
+	}
+	e.do("GET", "/api/v1/schedules/lh?n=1", "").ok(http.StatusOK, &s)
+	if len(s.NextRuns) != 1 {
+		t.Errorf("n=1: %d times", len(s.NextRuns))
+	}
+	e.do("GET", "/api/v1/schedules/lh", "").ok(http.StatusOK, &s)
+	if len(s.NextRuns) != NextRuns {
+		t.Errorf("no n: %d times, want %d", len(s.NextRuns), NextRuns)
+	}
+	for _, n := range []string{"0", "1001", "-3", "ten", "1.5"} {
+		e.do("GET", "/api/v1/schedules/lh?n="+n, "").fails(400, CodeInvalid, "n", "1 to 1000")
+	}
+	e.do("GET", "/api/v1/schedules/lh?n=", "").fails(400, CodeInvalid, "n")
+	e.do("GET", "/api/v1/schedules/lh?n=2&n=3", "").fails(400, CodeInvalid, "n", "more than once")
+}
