@@ -21,6 +21,8 @@ type (
 	EventType = job.EventType
 	// Schedule is a recurring schedule; see job.Schedule.
 	Schedule = job.Schedule
+	// Overlap is a schedule's overlap policy; see job.Overlap.
+	Overlap = job.Overlap
 	// FieldError reports invalid input, naming the field and the reason.
 	FieldError = job.FieldError
 	// Attempt records one attempt in a job's history.

@@ -16,15 +16,17 @@ import (
 
 // Overlap policies of recurring schedules.
 const (
-	OverlapSkip  = job.OverlapSkip  // skip a tick while the previous run is unfinished (default)
-	OverlapAllow = job.OverlapAllow // fire anyway
+	OverlapSkip   = job.OverlapSkip   // skip a tick while the previous run is unfinished (default)
+	OverlapAllow  = job.OverlapAllow  // fire anyway
+	OverlapCancel = job.OverlapCancel // fire, and cancel the previous run if unfinished
 )
 
 // ScheduleOptions describe a recurring schedule for AddSchedule.
 //
 // A job a schedule fires gets its options as any job does (EnqueueOptions):
 // the schedule's Options, else its kind's, else Config.Defaults. Two rules
-// keep a failing or hung job from blocking its schedule:
+// keep a failing or hung job from blocking its schedule (OverlapCancel is
+// a third: each tick cancels the unfinished job before it):
 //
 //   - with OverlapSkip (the default), a tick that comes while the previous
 //     job runs (or is about to) is skipped and counted (Schedule.SkippedTicks),
@@ -48,8 +50,10 @@ type ScheduleOptions struct {
 	// the previous run finished. At least one second.
 	Every      time.Duration
 	FixedDelay bool
-	// Overlap: OverlapSkip (default) or OverlapAllow (every tick fires,
-	// whatever the previous job does).
+	// Overlap: OverlapSkip (default), OverlapAllow (every tick fires,
+	// whatever the previous job does) or OverlapCancel (every tick fires
+	// and cancels the previous job if it has not finished; not with
+	// FixedDelay).
 	Overlap job.Overlap
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
@@ -104,8 +108,10 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
 	}
 	switch {
-	case o.Overlap != OverlapSkip && o.Overlap != OverlapAllow:
-		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d", o.Overlap)}
+	case !o.Overlap.Valid():
+		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d: want OverlapSkip, OverlapAllow or OverlapCancel", o.Overlap)}
+	case o.Overlap == OverlapCancel && o.FixedDelay:
+		return nil, &FieldError{Field: "overlap", Reason: "cancel does not apply to a fixed-delay schedule: its next run waits for its job to finish"}
 	case o.Cron != "" && o.Every != 0:
 		return nil, &FieldError{Field: "cron", Reason: "set cron or every, not both"}
 	case o.Cron != "":
@@ -189,8 +195,9 @@ type RunScheduleOptions struct {
 // With OverlapSkip (and unless o.Force), a schedule whose previous job is
 // available or running is not run: the error is a *ScheduleBusyError
 // (errors.Is ErrScheduleBusy) naming that job; a previous job waiting to
-// retry is superseded (dead), as a tick supersedes it. An unknown schedule
-// is ErrNotFound.
+// retry is superseded (dead), as a tick supersedes it. With
+// OverlapCancel, the previous job is cancelled if unfinished, as a tick
+// cancels it. An unknown schedule is ErrNotFound.
 func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOptions) (*Job, error) {
 	if c.closed() {
 		return nil, ErrClientStopped
@@ -232,6 +239,9 @@ func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOpti
 	}
 	if res.Superseded != 0 {
 		c.maint.Superseded(ctx, sc, res.Superseded, now)
+	}
+	if sc.Overlap == OverlapCancel {
+		c.maint.CancelPrevious(ctx, sc, sc.LastJobID, res.ID)
 	}
 	c.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "schedule run now", slog.String("schedule", name),
 		slog.Int64("job", int64(res.ID)), slog.Bool("force", o.Force))

@@ -191,6 +191,7 @@ func TestSchedules(t *testing.T) {
 				{`{"name":"x","every":"1m","time_zone":"UTC","kind":"ok"}`, "time_zone"},
 				{`{"name":"x","cron":"0 3 * * *","fixed_delay":true,"kind":"ok"}`, "fixed_delay"},
 				{`{"name":"x","every":"1m","overlap":"sometimes","kind":"ok"}`, "overlap"},
+				{`{"name":"x","every":"1m","fixed_delay":true,"overlap":"cancel","kind":"ok"}`, "overlap"},
 				{`{"name":"","every":"1m","kind":"ok"}`, "name"},
 				{`{"name":"x","every":"1m"}`, "kind"},
 				{`{"name":"x","every":"1m","kind":"nope"}`, "kind"},

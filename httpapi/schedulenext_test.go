@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -40,4 +41,28 @@ func TestScheduleNextRunsN(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/schedules/lh?n=", "").fails(400, CodeInvalid, "n")
 	e.do("GET", "/api/v1/schedules/lh?n=2&n=3", "").fails(400, CodeInvalid, "n", "more than once")
+}
+
+// TestScheduleOverlapCancelAPI: overlap "cancel" is taken, shown, and a
+// run now of such a schedule cancels its waiting previous job.
+func TestScheduleOverlapCancelAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{}) // not started: runs stay available
+	var s struct {
+		Overlap string `json:"overlap"`
+	}
+	e.do("POST", "/api/v1/schedules", `{"name":"c","every":"1h","overlap":"cancel","kind":"ok"}`).ok(http.StatusCreated, &s)
+	if s.Overlap != "cancel" {
+		t.Errorf("overlap %q, want cancel", s.Overlap)
+	}
+	var first, second struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+	}
+	e.do("POST", "/api/v1/schedules/c/run", "").ok(http.StatusCreated, &first)
+	e.do("POST", "/api/v1/schedules/c/run", "").ok(http.StatusCreated, &second)
+	e.do("GET", "/api/v1/jobs/"+strconv.FormatInt(first.ID, 10), "").ok(http.StatusOK, &first)
+	if first.State != "cancelled" || second.State != "available" {
+		t.Errorf("after two runs now: first %s, second %s; want cancelled, available", first.State, second.State)
+	}
 }

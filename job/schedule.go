@@ -25,17 +25,31 @@ const (
 	OverlapSkip Overlap = iota
 	// OverlapAllow fires anyway.
 	OverlapAllow
+	// OverlapCancel (Kubernetes' Replace) fires, and cancels the
+	// schedule's previous job if it has not finished: a waiting one ends
+	// cancelled at once; a running one's handler context is cancelled
+	// (an exec job's process group is killed) and it ends cancelled. The
+	// newest tick wins. It does not apply to fixed-delay schedules, which
+	// wait for their job.
+	OverlapCancel
 )
 
-// String returns "skip" or "allow".
+// String returns "skip", "allow" or "cancel" (the stored and JSON names).
 func (o Overlap) String() string {
-	if o == OverlapAllow {
+	switch o {
+	case OverlapAllow:
 		return "allow"
+	case OverlapCancel:
+		return "cancel"
 	}
 	return "skip"
 }
 
-// MarshalText implements encoding.TextMarshaler: "skip" or "allow".
+// Valid reports whether o is one of the Overlap constants.
+func (o Overlap) Valid() bool { return o <= OverlapCancel }
+
+// MarshalText implements encoding.TextMarshaler: "skip", "allow" or
+// "cancel".
 func (o Overlap) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
@@ -45,8 +59,10 @@ func (o *Overlap) UnmarshalText(b []byte) error {
 		*o = OverlapSkip
 	case "allow":
 		*o = OverlapAllow
+	case "cancel":
+		*o = OverlapCancel
 	default:
-		return fmt.Errorf("overlap %q: want skip or allow", b)
+		return fmt.Errorf("overlap %q: want skip, allow or cancel", b)
 	}
 	return nil
 }

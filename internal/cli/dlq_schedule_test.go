@@ -126,7 +126,8 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--every", "1m").fails(t, 2, "needs a NAME and a job kind")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "ftp").fails(t, 2, `unknown job kind "ftp"`)
 	hop(t, db, "schedule", "add", "--every", "1m", "exec", "--", "true").fails(t, 2, `unknown job kind "true"`, `"exec" was taken as the schedule's NAME`)
-	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap", "skip (the default), allow or cancel")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--fixed-delay", "--overlap", "cancel", "exec", "true").fails(t, 2, "--overlap", "fixed-delay")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--bogus", "exec", "true").fails(t, 2, "unknown flag: --bogus")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "exec", "--bogus", "true").fails(t, 2, "exec: unknown flag: --bogus")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "http").fails(t, 2, "--url")
@@ -161,12 +162,19 @@ func TestScheduleRun(t *testing.T) {
 	hop(t, db, "schedule", "run", "nightly").fails(t, 1, `schedule "nightly" not run`, fmt.Sprintf("previous job %d is available", j.ID), "--force")
 	hop(t, db, "schedule", "run", "--force", "nightly").ok(t).has(t, fmt.Sprint(j.ID+1))
 	hop(t, db, "schedule", "run", "nope").fails(t, 1, `schedule "nope" not found`, "nightly")
+	// Overlap cancel: a run cancels the waiting previous one.
+	hop(t, db, "schedule", "add", "latest", "--every", "1h", "--overlap", "cancel", "exec", "--", "true").ok(t).has(t, "overlap cancel")
+	var c1, c2 hopper.Job
+	hop(t, db, "--json", "schedule", "run", "latest").ok(t).decode(&c1)
+	hop(t, db, "--json", "schedule", "run", "latest").ok(t).decode(&c2)
+	hop(t, db, "jobs", "get", fmt.Sprint(c1.ID)).ok(t).has(t, "cancelled")
+	hop(t, db, "jobs", "get", fmt.Sprint(c2.ID)).ok(t).has(t, "available")
 	hop(t, db, "schedule", "run").fails(t, 2, "needs a schedule NAME")
 	var sc hopper.Schedule
-	hop(t, db, "--json", "jobs", "count").ok(t).has(t, "2")
+	hop(t, db, "--json", "jobs", "count").ok(t).has(t, "4")
 	var scheds []*hopper.Schedule
 	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
-	if sc = *scheds[0]; !sc.Paused || !sc.LastFireAt.IsZero() || sc.LastJobID != j.ID+1 {
+	if sc = *scheds[1]; !sc.Paused || !sc.LastFireAt.IsZero() || sc.LastJobID != j.ID+1 {
 		t.Fatalf("schedule after runs now: %+v", sc)
 	}
 }

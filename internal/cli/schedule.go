@@ -43,7 +43,7 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the cron expression is read in (default UTC), e.g. Europe/Paris")
 	fs.DurationVar(&f.every, "every", 0, fmt.Sprintf("fire at this fixed rate instead of --cron, e.g. 5m (at least %s)", schedule.MinInterval))
 	fs.BoolVar(&f.fixedDelay, "fixed-delay", false, "with --every: count the interval from the end of the previous run")
-	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, or allow it")
+	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, allow it, or cancel the previous run and fire")
 	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")
 	f.job.register(fs, true)
 }

@@ -140,8 +140,32 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 		if s.cfg.OnFire != nil {
 			s.cfg.OnFire(sc, j)
 		}
+		if sc.Overlap == job.OverlapCancel && !sc.FixedDelay {
+			s.CancelPrevious(ctx, sc, sc.LastJobID, res.ID)
+		}
 	}
 	return next, nil
+}
+
+// CancelPrevious applies OverlapCancel after sc fired job fired (a tick or
+// a run now): it cancels prev, the schedule's job before it, unless that
+// one finished (or is 0: none). Only the process whose firing won the
+// tick's compare-and-set calls it, so a tick cancels once.
+func (s *Services) CancelPrevious(ctx context.Context, sc *job.Schedule, prev, fired job.ID) {
+	if prev == 0 || s.cfg.CancelJob == nil {
+		return
+	}
+	ok, err := s.cfg.CancelJob(ctx, prev)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "cancel a schedule's previous job", slog.String("schedule", sc.Name),
+				slog.Int64("previous_job", int64(prev)), slog.String("error", err.Error()))
+		}
+	case ok:
+		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule cancelled its previous job (overlap cancel)", slog.String("schedule", sc.Name),
+			slog.Int64("previous_job", int64(prev)), slog.Int64("job", int64(fired)))
+	}
 }
 
 // Superseded reports the retrying job a tick (or a run now) of sc sent to

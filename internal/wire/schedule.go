@@ -55,7 +55,7 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 	}
 	if s.Overlap != nil {
 		if err := o.Overlap.UnmarshalText([]byte(*s.Overlap)); err != nil {
-			return o, job.Invalid("overlap", "%q: want skip (the default) or allow", *s.Overlap)
+			return o, job.Invalid("overlap", "%q: want skip (the default), allow or cancel", *s.Overlap)
 		}
 	}
 	eo, err := s.Options.options()

@@ -102,6 +102,16 @@ func scheduleCases() []testCase {
 				t.Errorf("GetSchedule after changing a returned schedule: got spec %q paused %v, want it unchanged", g2.Spec, g2.Paused)
 			}
 		}},
+		{"ScheduleOverlapPoliciesRoundTrip", func(t *testing.T, e *env) {
+			for _, o := range []job.Overlap{job.OverlapSkip, job.OverlapAllow, job.OverlapCancel} {
+				sc := newSchedule("s-"+o.String(), at(60000))
+				sc.Overlap = o
+				e.addSchedule(sc)
+				if got := e.getSchedule(sc.Name).Overlap; got != o {
+					t.Errorf("overlap %s stored, %s read back", o, got)
+				}
+			}
+		}},
 		{"ScheduleAddLeavesWhatIsStored", func(t *testing.T, e *env) {
 			// Times finer than any store keeps: after AddSchedule, the
 			// schedule given holds the stored times (the client returns it).
