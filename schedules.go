@@ -21,6 +21,14 @@ const (
 	OverlapCancel = job.OverlapCancel // fire, and cancel the previous run if unfinished
 )
 
+// Catch-up policies of recurring schedules (job.CatchUp).
+const (
+	CatchUpOne    = job.CatchUpOne    // one run for the missed ticks, the earliest (default)
+	CatchUpNone   = job.CatchUpNone   // no run
+	CatchUpLatest = job.CatchUpLatest // one run, the latest missed tick
+	CatchUpAll    = job.CatchUpAll    // every missed tick within a window, up to a cap
+)
+
 // ScheduleOptions describe a recurring schedule for AddSchedule.
 //
 // A job a schedule fires gets its options as any job does (EnqueueOptions):
@@ -55,6 +63,15 @@ type ScheduleOptions struct {
 	// and cancels the previous job if it has not finished; not with
 	// FixedDelay).
 	Overlap job.Overlap
+	// CatchUp says what happens to ticks missed while no server fired
+	// schedules: CatchUpOne (default: one run, for the earliest),
+	// CatchUpNone, CatchUpLatest or CatchUpAll (each missed tick within
+	// CatchUpWindow, default 24h and at most 7 days, and at most
+	// CatchUpMax runs, default 100 and at most 10,000: the latest ones; a
+	// warning names the ticks over the cap). Not with FixedDelay.
+	CatchUp       job.CatchUp
+	CatchUpWindow time.Duration
+	CatchUpMax    int
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
 	Replace bool
@@ -103,6 +120,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	t := c.now()
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
+		CatchUp: o.CatchUp, CatchUpWindow: o.CatchUpWindow, CatchUpMax: o.CatchUpMax,
 		Kind: o.Kind, Args: args, CreatedAt: t,
 		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone(),
 			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
@@ -112,6 +130,20 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d: want OverlapSkip, OverlapAllow or OverlapCancel", o.Overlap)}
 	case o.Overlap == OverlapCancel && o.FixedDelay:
 		return nil, &FieldError{Field: "overlap", Reason: "cancel does not apply to a fixed-delay schedule: its next run waits for its job to finish"}
+	case !o.CatchUp.Valid():
+		return nil, &FieldError{Field: "catch_up", Reason: fmt.Sprintf("unknown policy %d: want CatchUpOne, CatchUpNone, CatchUpLatest or CatchUpAll", o.CatchUp)}
+	case o.CatchUp != CatchUpOne && o.FixedDelay:
+		return nil, &FieldError{Field: "catch_up", Reason: "does not apply to a fixed-delay schedule: it has no ticks to miss"}
+	case o.CatchUp != CatchUpAll && (o.CatchUpWindow != 0 || o.CatchUpMax != 0):
+		field := "catch_up_window"
+		if o.CatchUpWindow == 0 {
+			field = "catch_up_max"
+		}
+		return nil, &FieldError{Field: field, Reason: "applies to catch_up all only"}
+	case o.CatchUpWindow < 0 || o.CatchUpWindow > job.CatchUpWindowLimit:
+		return nil, &FieldError{Field: "catch_up_window", Reason: fmt.Sprintf("must be between 0 (the default, %s) and %s, got %s", job.CatchUpWindowDefault, job.CatchUpWindowLimit, o.CatchUpWindow)}
+	case o.CatchUpMax < 0 || o.CatchUpMax > job.CatchUpMaxLimit:
+		return nil, &FieldError{Field: "catch_up_max", Reason: fmt.Sprintf("must be between 0 (the default, %d) and %d, got %d", job.CatchUpMaxDefault, job.CatchUpMaxLimit, o.CatchUpMax)}
 	case o.Cron != "" && o.Every != 0:
 		return nil, &FieldError{Field: "cron", Reason: "set cron or every, not both"}
 	case o.Cron != "":

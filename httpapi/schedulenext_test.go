@@ -43,6 +43,25 @@ func TestScheduleNextRunsN(t *testing.T) {
 	e.do("GET", "/api/v1/schedules/lh?n=2&n=3", "").fails(400, CodeInvalid, "n", "more than once")
 }
 
+// TestScheduleCatchUpAPI: the catch-up fields are taken and shown.
+func TestScheduleCatchUpAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	var s struct {
+		CatchUp       string `json:"catch_up"`
+		CatchUpWindow string `json:"catch_up_window"`
+		CatchUpMax    int    `json:"catch_up_max"`
+	}
+	e.do("POST", "/api/v1/schedules", `{"name":"a","every":"1m","catch_up":"all","catch_up_window":"3h","catch_up_max":200,"kind":"ok"}`).ok(http.StatusCreated, &s)
+	if s.CatchUp != "all" || s.CatchUpWindow != "3h0m0s" || s.CatchUpMax != 200 {
+		t.Errorf("catch-up all: %+v", s)
+	}
+	e.do("POST", "/api/v1/schedules", `{"name":"b","every":"1m","kind":"ok"}`).ok(http.StatusCreated, &s)
+	if s.CatchUp != "one" {
+		t.Errorf("default catch-up: %+v", s)
+	}
+}
+
 // TestScheduleOverlapCancelAPI: overlap "cancel" is taken, shown, and a
 // run now of such a schedule cancels its waiting previous job.
 func TestScheduleOverlapCancelAPI(t *testing.T) {

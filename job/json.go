@@ -35,7 +35,8 @@ type attemptJSON struct {
 
 type schedJSON struct {
 	*schedFields
-	Timeout jsondur.Duration `json:"timeout,omitempty"`
+	Timeout       jsondur.Duration `json:"timeout,omitempty"`
+	CatchUpWindow jsondur.Duration `json:"catch_up_window,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -70,7 +71,7 @@ func (a *Attempt) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON implements json.Marshaler.
 func (s Schedule) MarshalJSON() ([]byte, error) {
-	return json.Marshal(schedJSON{schedFields: (*schedFields)(&s), Timeout: jsondur.Duration(s.Timeout)})
+	return json.Marshal(schedJSON{schedFields: (*schedFields)(&s), Timeout: jsondur.Duration(s.Timeout), CatchUpWindow: jsondur.Duration(s.CatchUpWindow)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -79,6 +80,6 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	s.Timeout = time.Duration(v.Timeout)
+	s.Timeout, s.CatchUpWindow = time.Duration(v.Timeout), time.Duration(v.CatchUpWindow)
 	return nil
 }

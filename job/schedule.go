@@ -67,6 +67,72 @@ func (o *Overlap) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// CatchUp says what a recurring schedule does with the ticks it missed
+// while no server fired schedules: ticks at or before now that a later
+// tick, also at or before now, followed.
+type CatchUp uint8
+
+const (
+	// CatchUpOne (the default): one run, for the earliest missed tick;
+	// the schedule then continues from its first tick after now.
+	CatchUpOne CatchUp = iota
+	// CatchUpNone runs no missed tick: the schedule continues from its
+	// first tick after now.
+	CatchUpNone
+	// CatchUpLatest runs the latest missed tick only.
+	CatchUpLatest
+	// CatchUpAll runs every missed tick within CatchUpWindow before now,
+	// oldest first, at most CatchUpMax of them (the latest ones); the
+	// ticks over the cap are not run, and a warning says so. Its runs are
+	// fired whatever the overlap policy: each is a tick's job.
+	CatchUpAll
+)
+
+// Bounds and defaults of CatchUpAll.
+const (
+	CatchUpWindowDefault = 24 * time.Hour
+	CatchUpWindowLimit   = 7 * 24 * time.Hour
+	CatchUpMaxDefault    = 100
+	CatchUpMaxLimit      = 10_000
+)
+
+// String returns "one", "none", "latest" or "all" (the stored and JSON
+// names).
+func (c CatchUp) String() string {
+	switch c {
+	case CatchUpNone:
+		return "none"
+	case CatchUpLatest:
+		return "latest"
+	case CatchUpAll:
+		return "all"
+	}
+	return "one"
+}
+
+// Valid reports whether c is one of the CatchUp constants.
+func (c CatchUp) Valid() bool { return c <= CatchUpAll }
+
+// MarshalText implements encoding.TextMarshaler.
+func (c CatchUp) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *CatchUp) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "one":
+		*c = CatchUpOne
+	case "none":
+		*c = CatchUpNone
+	case "latest":
+		*c = CatchUpLatest
+	case "all":
+		*c = CatchUpAll
+	default:
+		return fmt.Errorf("catch_up %q: want one, none, latest or all", b)
+	}
+	return nil
+}
+
 // Options are the options a schedule gives the jobs it fires, one value
 // (its JSON fields are the schedule's own). A zero field is unset: the
 // kind's, then the client's option applies when a tick fires (see
@@ -96,6 +162,12 @@ type Schedule struct {
 	FixedDelay bool    `json:"fixed_delay,omitempty"`
 	Overlap    Overlap `json:"overlap"`
 	Paused     bool    `json:"paused,omitempty"`
+	// CatchUp is the policy for missed ticks; with CatchUpAll,
+	// CatchUpWindow and CatchUpMax bound the runs (zero: the defaults,
+	// CatchUpWindowDefault and CatchUpMaxDefault).
+	CatchUp       CatchUp       `json:"catch_up"`
+	CatchUpWindow time.Duration `json:"catch_up_window,omitempty"`
+	CatchUpMax    int           `json:"catch_up_max,omitempty"`
 
 	// Template for the jobs it fires: their kind and args, and their
 	// options, whose zero fields inherit from the kind's and the client's

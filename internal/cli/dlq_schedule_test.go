@@ -208,3 +208,19 @@ func TestScheduleNext(t *testing.T) {
 	hop(t, db, "schedule", "next", "nightly", "-n", "1001").fails(t, 2, "bad -n 1001")
 	hop(t, db, "schedule", "next", "nope").fails(t, 1, `schedule "nope" not found`)
 }
+
+func TestScheduleCatchUpFlags(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "all", "--every", "1m", "--catch-up", "all", "--catch-up-window", "3h", "--catch-up-max", "500", "exec", "--", "true").ok(t)
+	hop(t, db, "schedule", "add", "none", "--every", "1m", "--catch-up", "none", "exec", "--", "true").ok(t)
+	var scheds []*hopper.Schedule
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if len(scheds) != 2 || scheds[0].CatchUp != hopper.CatchUpAll || scheds[0].CatchUpWindow != 3*time.Hour || scheds[0].CatchUpMax != 500 || scheds[1].CatchUp != hopper.CatchUpNone {
+		t.Fatalf("schedules: %+v %+v", scheds[0], scheds[1])
+	}
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up", "some", "exec", "true").fails(t, 2, "--catch-up", "one (the default), none, latest or all")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up", "all", "--catch-up-max", "10001", "exec", "true").fails(t, 2, "--catch-up-max", "10000")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up", "all", "--catch-up-window", "200h", "exec", "true").fails(t, 2, "--catch-up-window")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up-max", "5", "exec", "true").fails(t, 2, "--catch-up-max", "catch_up all only")
+}

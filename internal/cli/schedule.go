@@ -31,11 +31,13 @@ missed while no server ran fire once when one starts.`
 
 // scheduleFlags are schedule add's own flags.
 type scheduleFlags struct {
-	cron, tz, overlap string
-	every             time.Duration
-	fixedDelay        bool
-	replace           bool
-	job               jobFlags
+	cron, tz, overlap, catchUp string
+	catchUpWindow              time.Duration
+	catchUpMax                 int
+	every                      time.Duration
+	fixedDelay                 bool
+	replace                    bool
+	job                        jobFlags
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
@@ -44,6 +46,9 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.every, "every", 0, fmt.Sprintf("fire at this fixed rate instead of --cron, e.g. 5m (at least %s)", schedule.MinInterval))
 	fs.BoolVar(&f.fixedDelay, "fixed-delay", false, "with --every: count the interval from the end of the previous run")
 	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, allow it, or cancel the previous run and fire")
+	fs.StringVar(&f.catchUp, "catch-up", "one", "ticks missed while no server ran: one (a run for the earliest), none, latest, or all (within --catch-up-window, at most --catch-up-max runs)")
+	fs.DurationVar(&f.catchUpWindow, "catch-up-window", 0, "with --catch-up all: how far back missed ticks run (default 24h, at most 168h)")
+	fs.IntVar(&f.catchUpMax, "catch-up-max", 0, "with --catch-up all: at most this many runs, the latest ticks (default 100, at most 10000); the rest are logged as not run")
 	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")
 	f.job.register(fs, true)
 }
@@ -149,7 +154,10 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 	if fs.Changed("every") {
 		d.Every = (*wire.Duration)(&f.every)
 	}
-	d.Overlap = &f.overlap
+	d.Overlap, d.CatchUp, d.CatchUpMax = &f.overlap, &f.catchUp, f.catchUpMax
+	if fs.Changed("catch-up-window") {
+		d.CatchUpWindow = (*wire.Duration)(&f.catchUpWindow)
+	}
 	o, err := d.ScheduleOptions()
 	if err != nil {
 		return flagError(fs, err)

@@ -97,6 +97,11 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	if sc.NextRunAt.After(now) {
 		return sc.NextRunAt, nil
 	}
+	if rule != nil && sc.CatchUp != job.CatchUpOne {
+		if after := rule.Next(sc.NextRunAt); !after.IsZero() && !after.After(now) {
+			return s.catchUp(ctx, sc, rule, now)
+		}
+	}
 	fireAt := sc.NextRunAt
 	var next time.Time
 	period := delay

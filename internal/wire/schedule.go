@@ -11,15 +11,19 @@ import (
 // Schedule is a schedule request: POST /api/v1/schedules and the flags of
 // schedule add.
 type Schedule struct {
-	Name       string          `json:"name"`
-	Cron       *string         `json:"cron"`
-	TimeZone   *string         `json:"time_zone"`
-	Every      *Duration       `json:"every"`
-	FixedDelay bool            `json:"fixed_delay"`
-	Overlap    *string         `json:"overlap"`
-	Replace    bool            `json:"replace"`
-	Kind       string          `json:"kind"`
-	Args       json.RawMessage `json:"args"`
+	Name       string    `json:"name"`
+	Cron       *string   `json:"cron"`
+	TimeZone   *string   `json:"time_zone"`
+	Every      *Duration `json:"every"`
+	FixedDelay bool      `json:"fixed_delay"`
+	Overlap    *string   `json:"overlap"`
+	CatchUp    *string   `json:"catch_up"`
+	// CatchUpWindow and CatchUpMax bound catch_up all.
+	CatchUpWindow *Duration       `json:"catch_up_window"`
+	CatchUpMax    int             `json:"catch_up_max"`
+	Replace       bool            `json:"replace"`
+	Kind          string          `json:"kind"`
+	Args          json.RawMessage `json:"args"`
 	Options
 }
 
@@ -58,6 +62,18 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 			return o, job.Invalid("overlap", "%q: want skip (the default), allow or cancel", *s.Overlap)
 		}
 	}
+	if s.CatchUp != nil {
+		if err := o.CatchUp.UnmarshalText([]byte(*s.CatchUp)); err != nil {
+			return o, job.Invalid("catch_up", "%q: want one (the default), none, latest or all", *s.CatchUp)
+		}
+	}
+	if s.CatchUpWindow != nil {
+		if err := Given("catch_up_window", s.CatchUpWindow.D() <= 0, "", s.CatchUpWindow.D()); err != nil {
+			return o, err
+		}
+		o.CatchUpWindow = s.CatchUpWindow.D()
+	}
+	o.CatchUpMax = s.CatchUpMax
 	eo, err := s.Options.options()
 	if err != nil {
 		return o, err

@@ -18,6 +18,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels`
+	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window_ns, catch_up_max`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -33,28 +34,37 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels}, nil
+		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt),
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax)}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
 	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, '')`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, $20, $21, $22`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
 		sc                                job.Schedule
-		overlap                           string
+		overlap, catchUp                  string
 		args, retry                       []byte
 		labels                            *string
 		timeout, lastJob                  int64
+		timeout, lastJob, window          int64
 		next, lastFire, lastSkip, created pgtype.Timestamptz
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &catchUp, &window, &sc.CatchUpMax)
 	if err != nil {
 		return nil, err
 	}
+	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	sc.CatchUpWindow = time.Duration(window)
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

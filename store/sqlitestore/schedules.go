@@ -16,6 +16,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels`
+	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window, catch_up_max`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -31,6 +32,8 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels)}, nil
+		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt),
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
@@ -39,14 +42,22 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 		overlap                               string
 		args, retry, labels                   []byte
 		timeout                               int64
+		overlap, catchUp                      string
+		args, retry                           []byte
+		timeout, window                       int64
 		next, lastFire, lastJob, lastSkip, ca int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &catchUp, &window, &sc.CatchUpMax)
 	if err != nil {
 		return nil, err
 	}
+	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	sc.CatchUpWindow = time.Duration(window)
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

@@ -112,6 +112,20 @@ func scheduleCases() []testCase {
 				}
 			}
 		}},
+		{"ScheduleCatchUpRoundTrips", func(t *testing.T, e *env) {
+			for _, c := range []job.CatchUp{job.CatchUpOne, job.CatchUpNone, job.CatchUpLatest, job.CatchUpAll} {
+				sc := newSchedule("s-"+c.String(), at(60000))
+				sc.CatchUp = c
+				if c == job.CatchUpAll {
+					sc.CatchUpWindow, sc.CatchUpMax = 3*time.Hour, 42
+				}
+				e.addSchedule(sc)
+				got := e.getSchedule(sc.Name)
+				if got.CatchUp != c || got.CatchUpWindow != sc.CatchUpWindow || got.CatchUpMax != sc.CatchUpMax {
+					t.Errorf("catch-up %s/%s/%d stored, %s/%s/%d read back", c, sc.CatchUpWindow, sc.CatchUpMax, got.CatchUp, got.CatchUpWindow, got.CatchUpMax)
+				}
+			}
+		}},
 		{"ScheduleAddLeavesWhatIsStored", func(t *testing.T, e *env) {
 			// Times finer than any store keeps: after AddSchedule, the
 			// schedule given holds the stored times (the client returns it).
