@@ -23,6 +23,9 @@ type (
 	Schedule = job.Schedule
 	// Overlap is a schedule's overlap policy; see job.Overlap.
 	Overlap = job.Overlap
+	// JitterMode says how a schedule's jitter delays its jobs; see
+	// job.JitterMode.
+	JitterMode = job.JitterMode
 	// FieldError reports invalid input, naming the field and the reason.
 	FieldError = job.FieldError
 	// Attempt records one attempt in a job's history.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -27,6 +28,12 @@ const (
 	CatchUpNone   = job.CatchUpNone   // no run
 	CatchUpLatest = job.CatchUpLatest // one run, the latest missed tick
 	CatchUpAll    = job.CatchUpAll    // every missed tick within a window, up to a cap
+)
+
+// Jitter modes of recurring schedules (job.JitterMode).
+const (
+	JitterRandom = job.JitterRandom // a new random delay at each tick (default)
+	JitterStable = job.JitterStable // the same delay at every tick, from the schedule's name
 )
 
 // ScheduleOptions describe a recurring schedule for AddSchedule.
@@ -72,6 +79,12 @@ type ScheduleOptions struct {
 	CatchUp       job.CatchUp
 	CatchUpWindow time.Duration
 	CatchUpMax    int
+	// Jitter delays the job of each tick by up to this much (at most
+	// 24h), and never past the next tick: JitterRandom (default) draws a
+	// new delay at each tick, JitterStable keeps one per schedule, from a
+	// hash of its name. The tick itself (its FireTime) does not move.
+	Jitter     time.Duration
+	JitterMode job.JitterMode
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
 	Replace bool
@@ -121,6 +134,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
 		CatchUp: o.CatchUp, CatchUpWindow: o.CatchUpWindow, CatchUpMax: o.CatchUpMax,
+		Jitter: o.Jitter, JitterMode: o.JitterMode,
 		Kind: o.Kind, Args: args, CreatedAt: t,
 		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone(),
 			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
@@ -142,6 +156,12 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		return nil, &FieldError{Field: field, Reason: "applies to catch_up all only"}
 	case o.CatchUpWindow < 0 || o.CatchUpWindow > job.CatchUpWindowLimit:
 		return nil, &FieldError{Field: "catch_up_window", Reason: fmt.Sprintf("must be between 0 (the default, %s) and %s, got %s", job.CatchUpWindowDefault, job.CatchUpWindowLimit, o.CatchUpWindow)}
+	case o.Jitter < 0 || o.Jitter > job.MaxJitter:
+		return nil, &FieldError{Field: "jitter", Reason: fmt.Sprintf("must be between 0 (none) and %s, got %s", job.MaxJitter, o.Jitter)}
+	case !o.JitterMode.Valid():
+		return nil, &FieldError{Field: "jitter_mode", Reason: fmt.Sprintf("unknown mode %d: want JitterRandom or JitterStable", o.JitterMode)}
+	case o.JitterMode != JitterRandom && o.Jitter == 0:
+		return nil, &FieldError{Field: "jitter_mode", Reason: "applies with a jitter only"}
 	case o.CatchUpMax < 0 || o.CatchUpMax > job.CatchUpMaxLimit:
 		return nil, &FieldError{Field: "catch_up_max", Reason: fmt.Sprintf("must be between 0 (the default, %d) and %d, got %d", job.CatchUpMaxDefault, job.CatchUpMaxLimit, o.CatchUpMax)}
 	case o.Cron != "" && o.Every != 0:
@@ -197,6 +217,9 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 // with the scheduled-job timeout when nothing sets one.
 func (c *Client) scheduledJob(sc *job.Schedule, fireTime time.Time, period time.Duration, now time.Time) (*job.Job, error) {
 	j := sc.NewJob(fireTime)
+	if d := sc.JitterDelay(period, rand.Int64N); d > 0 {
+		j.RunAt = fireTime.Add(d)
+	}
 	so := sc.Options
 	o := c.options(sc.Kind, &EnqueueOptions{Queue: so.Queue, Priority: so.Priority, MaxAttempts: so.MaxAttempts, Timeout: so.Timeout, Retry: so.Retry})
 	j.Queue, j.Priority, j.MaxAttempts = o.Queue, o.Priority, o.MaxAttempts

@@ -60,6 +60,14 @@ func TestScheduleCatchUpAPI(t *testing.T) {
 	if s.CatchUp != "one" {
 		t.Errorf("default catch-up: %+v", s)
 	}
+	var j struct {
+		Jitter     string `json:"jitter"`
+		JitterMode string `json:"jitter_mode"`
+	}
+	e.do("POST", "/api/v1/schedules", `{"name":"c","every":"1h","jitter":"10m","jitter_mode":"stable","kind":"ok"}`).ok(http.StatusCreated, &j)
+	if j.Jitter != "10m0s" || j.JitterMode != "stable" {
+		t.Errorf("jitter: %+v", j)
+	}
 }
 
 // TestScheduleOverlapCancelAPI: overlap "cancel" is taken, shown, and a

@@ -37,6 +37,7 @@ type schedJSON struct {
 	*schedFields
 	Timeout       jsondur.Duration `json:"timeout,omitempty"`
 	CatchUpWindow jsondur.Duration `json:"catch_up_window,omitempty"`
+	Jitter        jsondur.Duration `json:"jitter,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -71,7 +72,8 @@ func (a *Attempt) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON implements json.Marshaler.
 func (s Schedule) MarshalJSON() ([]byte, error) {
-	return json.Marshal(schedJSON{schedFields: (*schedFields)(&s), Timeout: jsondur.Duration(s.Timeout), CatchUpWindow: jsondur.Duration(s.CatchUpWindow)})
+	return json.Marshal(schedJSON{schedFields: (*schedFields)(&s), Timeout: jsondur.Duration(s.Timeout), CatchUpWindow: jsondur.Duration(s.CatchUpWindow),
+		Jitter: jsondur.Duration(s.Jitter)})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -80,6 +82,6 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	s.Timeout, s.CatchUpWindow = time.Duration(v.Timeout), time.Duration(v.CatchUpWindow)
+	s.Timeout, s.CatchUpWindow, s.Jitter = time.Duration(v.Timeout), time.Duration(v.CatchUpWindow), time.Duration(v.Jitter)
 	return nil
 }

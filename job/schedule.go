@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -133,6 +134,77 @@ func (c *CatchUp) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// JitterMode says how a schedule's jitter delays the job of each tick.
+type JitterMode uint8
+
+const (
+	// JitterRandom (the default): a new random delay at each tick.
+	JitterRandom JitterMode = iota
+	// JitterStable: the same fraction of the bound at every tick, from a
+	// hash of the schedule's name (systemd's FixedRandomDelay): schedules
+	// spread out, each keeps its own rhythm.
+	JitterStable
+)
+
+// MaxJitter bounds a schedule's Jitter.
+const MaxJitter = 24 * time.Hour
+
+// String returns "random" or "stable".
+func (m JitterMode) String() string {
+	if m == JitterStable {
+		return "stable"
+	}
+	return "random"
+}
+
+// Valid reports whether m is one of the JitterMode constants.
+func (m JitterMode) Valid() bool { return m <= JitterStable }
+
+// MarshalText implements encoding.TextMarshaler.
+func (m JitterMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *JitterMode) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "random":
+		*m = JitterRandom
+	case "stable":
+		*m = JitterStable
+	default:
+		return fmt.Errorf("jitter_mode %q: want random or stable", b)
+	}
+	return nil
+}
+
+// JitterDelay returns how long after its tick the job of a tick of s may
+// first run, its period being the time to the following tick: 0 without
+// Jitter; else within [0, min(Jitter, period)), so that a job never runs
+// past the next tick. JitterRandom draws it with randN (rand.Int64N: a
+// number in [0, n)); JitterStable takes the same fraction of the bound at
+// every tick, from a hash of the name (FNV-1a, mixed by MurmurHash3's
+// finaliser): changing it would move every stable schedule's delay.
+func (s *Schedule) JitterDelay(period time.Duration, randN func(n int64) int64) time.Duration {
+	bound := min(s.Jitter, period)
+	if bound <= 0 {
+		return 0
+	}
+	if s.JitterMode == JitterStable {
+		h := fnv.New64a()
+		h.Write([]byte(s.Name))
+		// FNV-1a's high bits barely change between names such as
+		// "report-1" and "report-2": MurmurHash3's finaliser mixes them.
+		x := h.Sum64()
+		x ^= x >> 33
+		x *= 0xff51afd7ed558ccd
+		x ^= x >> 33
+		x *= 0xc4ceb9fe1a85ec53
+		x ^= x >> 33
+		frac := float64(x>>11) / (1 << 53) // in [0, 1)
+		return time.Duration(frac * float64(bound))
+	}
+	return time.Duration(randN(int64(bound)))
+}
+
 // Options are the options a schedule gives the jobs it fires, one value
 // (its JSON fields are the schedule's own). A zero field is unset: the
 // kind's, then the client's option applies when a tick fires (see
@@ -168,6 +240,10 @@ type Schedule struct {
 	CatchUp       CatchUp       `json:"catch_up"`
 	CatchUpWindow time.Duration `json:"catch_up_window,omitempty"`
 	CatchUpMax    int           `json:"catch_up_max,omitempty"`
+	// Jitter delays the job of each tick by up to this much (JitterDelay),
+	// by JitterMode; zero: none.
+	Jitter     time.Duration `json:"jitter,omitempty"`
+	JitterMode JitterMode    `json:"jitter_mode,omitempty"`
 
 	// Template for the jobs it fires: their kind and args, and their
 	// options, whose zero fields inherit from the kind's and the client's

@@ -223,4 +223,12 @@ func TestScheduleCatchUpFlags(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up", "all", "--catch-up-max", "10001", "exec", "true").fails(t, 2, "--catch-up-max", "10000")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up", "all", "--catch-up-window", "200h", "exec", "true").fails(t, 2, "--catch-up-window")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--catch-up-max", "5", "exec", "true").fails(t, 2, "--catch-up-max", "catch_up all only")
+	// Jitter.
+	hop(t, db, "schedule", "add", "j", "--every", "1h", "--jitter", "10m", "--jitter-mode", "stable", "exec", "true").ok(t)
+	hop(t, db, "schedule", "list", "--json").ok(t).decode(&scheds)
+	if j := scheds[1]; j.Name != "j" || j.Jitter != 10*time.Minute || j.JitterMode != hopper.JitterStable {
+		t.Fatalf("jittered schedule: %+v", j)
+	}
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--jitter", "25h", "exec", "true").fails(t, 2, "--jitter", "24h")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--jitter", "1m", "--jitter-mode", "fixed", "exec", "true").fails(t, 2, "--jitter-mode", "random (the default) or stable")
 }

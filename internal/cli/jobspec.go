@@ -117,7 +117,7 @@ var flagOf = map[string]string{
 	"debounce": "--debounce", "debounce.period": "--debounce", "debounce.max_wait": "--debounce-max",
 	"meta": "--meta", "tags": "--tag",
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
-	"overlap": "--overlap", "name": "NAME", "catch_up": "--catch-up", "catch_up_window": "--catch-up-window", "catch_up_max": "--catch-up-max",
+	"overlap": "--overlap", "name": "NAME", "catch_up": "--catch-up", "catch_up_window": "--catch-up-window", "catch_up_max": "--catch-up-max", "jitter": "--jitter", "jitter_mode": "--jitter-mode",
 }
 
 // flagError makes err, a *hopper.FieldError about a field a flag gave, a

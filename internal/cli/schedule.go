@@ -34,6 +34,8 @@ type scheduleFlags struct {
 	cron, tz, overlap, catchUp string
 	catchUpWindow              time.Duration
 	catchUpMax                 int
+	jitter                     time.Duration
+	jitterMode                 string
 	every                      time.Duration
 	fixedDelay                 bool
 	replace                    bool
@@ -49,6 +51,8 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.catchUp, "catch-up", "one", "ticks missed while no server ran: one (a run for the earliest), none, latest, or all (within --catch-up-window, at most --catch-up-max runs)")
 	fs.DurationVar(&f.catchUpWindow, "catch-up-window", 0, "with --catch-up all: how far back missed ticks run (default 24h, at most 168h)")
 	fs.IntVar(&f.catchUpMax, "catch-up-max", 0, "with --catch-up all: at most this many runs, the latest ticks (default 100, at most 10000); the rest are logged as not run")
+	fs.DurationVar(&f.jitter, "jitter", 0, "delay each tick's job by up to this much (at most 24h, never past the next tick)")
+	fs.StringVar(&f.jitterMode, "jitter-mode", "random", "random (a new delay each tick) or stable (one delay per schedule, from its name)")
 	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")
 	f.job.register(fs, true)
 }
@@ -155,6 +159,12 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 		d.Every = (*wire.Duration)(&f.every)
 	}
 	d.Overlap, d.CatchUp, d.CatchUpMax = &f.overlap, &f.catchUp, f.catchUpMax
+	if fs.Changed("jitter") {
+		d.Jitter = (*wire.Duration)(&f.jitter)
+	}
+	if fs.Changed("jitter-mode") {
+		d.JitterMode = &f.jitterMode
+	}
 	if fs.Changed("catch-up-window") {
 		d.CatchUpWindow = (*wire.Duration)(&f.catchUpWindow)
 	}

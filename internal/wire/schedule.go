@@ -21,6 +21,8 @@ type Schedule struct {
 	// CatchUpWindow and CatchUpMax bound catch_up all.
 	CatchUpWindow *Duration       `json:"catch_up_window"`
 	CatchUpMax    int             `json:"catch_up_max"`
+	Jitter        *Duration       `json:"jitter"`
+	JitterMode    *string         `json:"jitter_mode"`
 	Replace       bool            `json:"replace"`
 	Kind          string          `json:"kind"`
 	Args          json.RawMessage `json:"args"`
@@ -74,6 +76,17 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		o.CatchUpWindow = s.CatchUpWindow.D()
 	}
 	o.CatchUpMax = s.CatchUpMax
+	if s.Jitter != nil {
+		if err := Given("jitter", s.Jitter.D() <= 0, "", s.Jitter.D()); err != nil {
+			return o, err
+		}
+		o.Jitter = s.Jitter.D()
+	}
+	if s.JitterMode != nil {
+		if err := o.JitterMode.UnmarshalText([]byte(*s.JitterMode)); err != nil {
+			return o, job.Invalid("jitter_mode", "%q: want random (the default) or stable", *s.JitterMode)
+		}
+	}
 	eo, err := s.Options.options()
 	if err != nil {
 		return o, err

@@ -19,6 +19,8 @@ const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels`
 	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window_ns, catch_up_max`
+	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window_ns, catch_up_max,
+	jitter_ns, jitter_mode`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -35,7 +37,7 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels}, nil
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt),
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax)}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String()}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
@@ -43,28 +45,34 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
 	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, '')`
 	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, $20, $21, $22`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
 		sc                                job.Schedule
-		overlap, catchUp                  string
+		overlap, catchUp, jitterMode      string
 		args, retry                       []byte
 		labels                            *string
 		timeout, lastJob                  int64
 		timeout, lastJob, window          int64
+		timeout, lastJob, window, jitter  int64
 		next, lastFire, lastSkip, created pgtype.Timestamptz
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels)
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &catchUp, &window, &sc.CatchUpMax)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
 	if err != nil {
 		return nil, err
 	}
 	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
-	sc.CatchUpWindow = time.Duration(window)
+	if err := sc.JitterMode.UnmarshalText([]byte(jitterMode)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

@@ -17,6 +17,8 @@ const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels`
 	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window, catch_up_max`
+	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window, catch_up_max,
+	jitter, jitter_mode`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -33,7 +35,7 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels)}, nil
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt),
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String()}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
@@ -43,21 +45,26 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 		args, retry, labels                   []byte
 		timeout                               int64
 		overlap, catchUp                      string
+		overlap, catchUp, jitterMode          string
 		args, retry                           []byte
-		timeout, window                       int64
+		timeout, window, jitter               int64
 		next, lastFire, lastJob, lastSkip, ca int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels)
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &catchUp, &window, &sc.CatchUpMax)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
 	if err != nil {
 		return nil, err
 	}
 	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
-	sc.CatchUpWindow = time.Duration(window)
+	if err := sc.JitterMode.UnmarshalText([]byte(jitterMode)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

@@ -112,6 +112,16 @@ func scheduleCases() []testCase {
 				}
 			}
 		}},
+		{"ScheduleJitterRoundTrips", func(t *testing.T, e *env) {
+			for i, m := range []job.JitterMode{job.JitterRandom, job.JitterStable} {
+				sc := newSchedule("s-"+m.String(), at(60000))
+				sc.Jitter, sc.JitterMode = time.Duration(i+1)*time.Minute, m
+				e.addSchedule(sc)
+				if got := e.getSchedule(sc.Name); got.Jitter != sc.Jitter || got.JitterMode != m {
+					t.Errorf("jitter %s %s stored, %s %s read back", sc.Jitter, m, got.Jitter, got.JitterMode)
+				}
+			}
+		}},
 		{"ScheduleCatchUpRoundTrips", func(t *testing.T, e *env) {
 			for _, c := range []job.CatchUp{job.CatchUpOne, job.CatchUpNone, job.CatchUpLatest, job.CatchUpAll} {
 				sc := newSchedule("s-"+c.String(), at(60000))
