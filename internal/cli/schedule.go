@@ -292,18 +292,19 @@ func (a *app) scheduleNextCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "next NAME [-n N]",
 		Short: "Print a schedule's next fire times",
-		Long: fmt.Sprintf(`Print the next N fire times of the schedule NAME (default 5, at most %d), one
-a line, in the schedule's zone (a cron schedule's --tz, else UTC) with the
-zone's offset, computed by the scheduler's own rules across DST changes: a
-time in a spring-forward gap fires once at the gap's end, a time repeated
-by a fall-back once, in its first pass.
+		Long: fmt.Sprintf(`Print the next N fire times of the schedule NAME (default 5, at most
+%d), one a line, in the schedule's zone (a cron schedule's --tz, else
+UTC) with the zone's offset, computed by the scheduler's own rules across
+DST changes: a time in a spring-forward gap fires once at the gap's end, a
+time repeated by a fall-back once, in its first pass.
 
 An active schedule's times start at its stored next tick (overdue when no
 server has fired it). A paused schedule's are the ticks it would fire if
 resumed now. A fixed-delay schedule has at most one (each run counts from
 the end of the one before), none while its job runs.
 
---json prints {"schedule", "time_zone", "paused", "next_runs": [RFC 3339 times]}.
+--json prints {"schedule", "time_zone", "paused", "next_runs": [times]},
+the times in RFC 3339.
 
 Exit code: 0 if printed; 1 if there is no schedule NAME; 2 for an N out of
 range.`, hopper.MaxNextRuns),
