@@ -79,12 +79,12 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 		}
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired", slog.String("schedule", sc.Name),
 			slog.Time("tick", tick), slog.Int64("job", int64(res.ID)), slog.Time("next", next), slog.Bool("catch_up", true))
+		j.ID = res.ID
 		if s.cfg.Observe != nil {
-			j.ID = res.ID
 			s.cfg.Observe(job.Event{Type: job.EventEnqueued, Job: j, At: now})
 		}
 		if s.cfg.OnFire != nil {
-			s.cfg.OnFire(res.ID)
+			s.cfg.OnFire(sc, j)
 		}
 	}
 	return after, nil

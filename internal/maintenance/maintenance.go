@@ -33,8 +33,6 @@ type Config struct {
 	// OnFire, if set, is called after a schedule fired a job: sc as it
 	// was before the tick, j the job with its ID set.
 	OnFire func(sc *job.Schedule, j *job.Job)
-	// OnFire, if set, is called after a schedule fired a job.
-	OnFire func(id job.ID)
 	// CancelJob, if set, cancels a job as Client.Cancel does (a waiting
 	// one at once, a running one through its handler's context) and
 	// reports whether it did: OverlapCancel's ticks call it on the

@@ -17,9 +17,7 @@ import (
 
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
-	skipped_ticks, last_skip_at, created_at, labels`
-	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window_ns, catch_up_max`
-	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window_ns, catch_up_max,
+	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window_ns, catch_up_max,
 	jitter_ns, jitter_mode`
 
 // scheduleArgs are the values of scheduleCols for sc.
@@ -35,17 +33,14 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
-		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels}, nil
-		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt),
+		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels,
 		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String()}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, '')`
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, $20, $21, $22`
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
@@ -53,16 +48,13 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 		overlap, catchUp, jitterMode      string
 		args, retry                       []byte
 		labels                            *string
-		timeout, lastJob                  int64
-		timeout, lastJob, window          int64
 		timeout, lastJob, window, jitter  int64
 		next, lastFire, lastSkip, created pgtype.Timestamptz
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels)
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &catchUp, &window, &sc.CatchUpMax)
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels,
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,7 @@ import (
 
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
-	skipped_ticks, last_skip_at, created_at, labels`
-	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window, catch_up_max`
-	skipped_ticks, last_skip_at, created_at, catch_up, catch_up_window, catch_up_max,
+	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window, catch_up_max,
 	jitter, jitter_mode`
 
 // scheduleArgs are the values of scheduleCols for sc.
@@ -33,28 +31,22 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
-		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels)}, nil
-		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt),
+		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels),
 		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String()}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
 		sc                                    job.Schedule
-		overlap                               string
-		args, retry, labels                   []byte
-		timeout                               int64
-		overlap, catchUp                      string
 		overlap, catchUp, jitterMode          string
-		args, retry                           []byte
+		args, retry, labels                   []byte
 		timeout, window, jitter               int64
 		next, lastFire, lastJob, lastSkip, ca int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels)
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &catchUp, &window, &sc.CatchUpMax)
-		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
+		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels,
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 6.
+-- Hopper SQLite schema, version 7.
 --
 -- queues: the flow-control state of each queue that is not in the zero
 -- state (store.QueueControl, docs/flow-control.md): one small row per

@@ -1,10 +1,10 @@
--- Hopper SQLite schema, version 7.
+-- Hopper SQLite schema, version 9.
 --
 -- schedules.overlap gains 'cancel' (job.OverlapCancel: a tick cancels the
 -- schedule's unfinished previous job and fires). SQLite cannot change a
 -- CHECK constraint in place, so the table (one row per schedule) is copied.
 
-CREATE TABLE schedules_v7 (
+CREATE TABLE schedules_v9 (
     name          TEXT    PRIMARY KEY,
     spec          TEXT    NOT NULL,
     time_zone     TEXT    NOT NULL DEFAULT '',
@@ -23,16 +23,17 @@ CREATE TABLE schedules_v7 (
     last_job_id   INTEGER NOT NULL DEFAULT 0,
     skipped_ticks INTEGER NOT NULL DEFAULT 0,  -- ticks skipped since the last firing
     last_skip_at  INTEGER NOT NULL DEFAULT 0,  -- the latest of them
-    created_at    INTEGER NOT NULL DEFAULT 0
+    created_at    INTEGER NOT NULL DEFAULT 0,
+    labels        TEXT                          -- schema 6: the meta and tags a schedule gives its jobs
 ) WITHOUT ROWID;
 
-INSERT INTO schedules_v7 (name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
+INSERT INTO schedules_v9 (name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
         priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
-        skipped_ticks, last_skip_at, created_at)
+        skipped_ticks, last_skip_at, created_at, labels)
     SELECT name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
         priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
-        skipped_ticks, last_skip_at, created_at
+        skipped_ticks, last_skip_at, created_at, labels
     FROM schedules;
 
 DROP TABLE schedules;
-ALTER TABLE schedules_v7 RENAME TO schedules;
+ALTER TABLE schedules_v9 RENAME TO schedules;

@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 9.
+-- Hopper SQLite schema, version 11.
 --
 -- schedules.jitter (nanoseconds, 0: none) delays the job of each tick by
 -- up to that much, by jitter_mode (job.JitterMode by name).

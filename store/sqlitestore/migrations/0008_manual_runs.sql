@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 6.
+-- Hopper SQLite schema, version 8.
 --
 -- A run now of a schedule (hopper.Client.RunSchedule) is a job with its
 -- schedule and no tick: fire_time 0 (job.Job.Manual). Only ticks are

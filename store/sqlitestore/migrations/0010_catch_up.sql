@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 8.
+-- Hopper SQLite schema, version 10.
 --
 -- schedules.catch_up: what a schedule does with the ticks it missed while
 -- no server ran (job.CatchUp by name; 'one', the behaviour before, is the
