@@ -1,8 +1,8 @@
 package hopper
 
 import (
-	"time"
 	"errors"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 )

@@ -3,10 +3,10 @@ package hopper
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 

@@ -132,6 +132,7 @@ func (d Debounce) Check(prefix string) error {
 	}
 	return nil
 }
+
 // Manual reports whether j is a manual run of its schedule (a run now,
 // not a tick's job): it has a Schedule and no FireTime. Its JSON shows it
 // as "manual": true.

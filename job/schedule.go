@@ -3,8 +3,8 @@ package job
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
