@@ -559,7 +559,7 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 			continue
 		}
 		out = append(out, Finished{ID: j.ID, State: reached[i]})
-		t := eventOfState(reached[i])
+		t := job.FinishEvent(reached[i])
 		c.logRemote(t, j, outs[i].Record.Duration, outs[i].Error)
 		if observing {
 			a := j.Clone()
@@ -572,18 +572,4 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 		return nil, &late
 	}
 	return out, nil
-}
-
-func eventOfState(s job.State) job.EventType {
-	switch s {
-	case job.StateCompleted:
-		return job.EventCompleted
-	case job.StateRetrying:
-		return job.EventRetrying
-	case job.StateDead:
-		return job.EventDead
-	case job.StateCancelled:
-		return job.EventCancelled
-	}
-	return job.EventReleased
 }

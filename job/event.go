@@ -91,3 +91,23 @@ func SnoozeOf(err error) *SnoozeError {
 	}
 	return nil
 }
+
+// FinishEvent is the event of an attempt's end that left its job in s, the
+// state store Finish reported: completed, retrying, dead, cancelled,
+// snoozed (scheduled again), or released (available again) for any other.
+func FinishEvent(s State) EventType {
+	switch s {
+	case StateCompleted:
+		return EventCompleted
+	case StateRetrying:
+		return EventRetrying
+	case StateDead:
+		return EventDead
+	case StateCancelled:
+		return EventCancelled
+	case StateScheduled:
+		return EventSnoozed
+	default:
+		return EventReleased
+	}
+}

@@ -113,7 +113,7 @@ func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, wa
 		// The store's word on the state reached: a cancel requested since
 		// the claim (by another process) wins over a failure.
 		j.CancelRequested = j.CancelRequested || reached[i] == job.StateCancelled && o.State != job.StateCancelled
-		t := eventOf(reached[i])
+		t := job.FinishEvent(reached[i])
 		e.logJob(t, j, o.Record.Duration, o.Error)
 		if !want && !observing {
 			continue
@@ -129,23 +129,6 @@ func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, wa
 		}
 	}
 	return after, nil
-}
-
-func eventOf(s job.State) job.EventType {
-	switch s {
-	case job.StateCompleted:
-		return job.EventCompleted
-	case job.StateRetrying:
-		return job.EventRetrying
-	case job.StateDead:
-		return job.EventDead
-	case job.StateCancelled:
-		return job.EventCancelled
-	case job.StateScheduled:
-		return job.EventSnoozed
-	default:
-		return job.EventReleased
-	}
 }
 
 // logJob writes the structured line of a transition, if the level is on.
