@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hopperq/hopper"
@@ -67,5 +68,11 @@ func TestTraceparentHeader(t *testing.T) {
 		if j := send(`{"kind":"ok"}`, bad); len(j.Meta) != 0 {
 			t.Errorf("traceparent %q: meta %v, want none", bad, j.Meta)
 		}
+	}
+	long := http.Header{"Traceparent": {tp}, "Tracestate": {"v=" + strings.Repeat("x", 511)}} // 513 bytes
+	var res enqueued
+	e.doWith(e.token, long, "POST", "/api/v1/jobs", `{"kind":"ok"}`).ok(http.StatusCreated, &res)
+	if j := e.job(res.ID); j.Meta["traceparent"] != tp || j.Meta["tracestate"] != "" {
+		t.Errorf("meta %v, want the traceparent and no tracestate over 512 bytes", j.Meta)
 	}
 }

@@ -83,7 +83,8 @@ func TestQueues(t *testing.T) {
 	}
 }
 
-// TestQueuesScope: listing needs read, pausing and resuming write.
+// TestQueuesScope: listing needs read; pausing, resuming and setting
+// limits write.
 func TestQueuesScope(t *testing.T) {
 	t.Parallel()
 	auth := &httpauth.Auth{Logger: slog.New(slog.DiscardHandler)}
@@ -97,4 +98,6 @@ func TestQueuesScope(t *testing.T) {
 	e.doAs("", "GET", "/api/v1/queues", "").fails(401, CodeUnauthorized, "")
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/pause", "").ok(200, nil)
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/resume", "").ok(200, nil)
+	e.doAs(readToken, "POST", "/api/v1/queues/q/limits", `{"concurrency":1}`).fails(403, CodeForbidden, "")
+	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"concurrency":1}`).ok(200, nil)
 }
