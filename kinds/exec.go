@@ -26,6 +26,7 @@ const (
 	MaxExecEnv      = 1024        // entries in ExecArgs.Env
 	MaxExecArgSize  = 128<<10 - 1 // bytes of each entry of ExecArgs.Args and ExecArgs.Env
 	MaxExecPathSize = 4<<10 - 1   // bytes of ExecArgs.Command and ExecArgs.Dir
+	MaxExecStdin    = 64 << 10    // bytes of ExecArgs.Stdin
 )
 
 // ExecArgs are the args of an exec job: a command run directly (no shell).
@@ -45,7 +46,7 @@ const (
 //
 // Every string must be valid UTF-8 without NUL bytes: args are JSON text,
 // which cannot carry other bytes exactly, and a command line cannot hold a
-// NUL. See also the Max* limits.
+// NUL (Stdin, which is no part of a command line, may hold NUL bytes). See also the Max* limits.
 type ExecArgs struct {
 	// Command is the program: a path, or a name looked up in the PATH of
 	// the command's environment (see ExecPolicy; not a PATH set in Env).
@@ -59,6 +60,12 @@ type ExecArgs struct {
 	Env []string `json:"env,omitempty"`
 	// Dir is the working directory (default: the worker's).
 	Dir string `json:"dir,omitempty"`
+	// Stdin is written to the command's standard input, which is then
+	// closed; the command may read it or not. Empty (the default): the
+	// standard input is the null device, at end-of-file at once. It is
+	// text like every other string here (NUL bytes are allowed), of at most
+	// MaxExecStdin bytes.
+	Stdin string `json:"stdin,omitempty"`
 	// Timeout kills the command after this long (0: only the job's own
 	// timeout applies). A timeout fails the attempt; it is retried.
 	Timeout Duration `json:"timeout,omitempty"`
@@ -121,6 +128,12 @@ func (a *ExecArgs) Validate() error {
 	}
 	if err := checkExecString("dir", a.Dir, MaxExecPathSize); err != nil {
 		return err
+	}
+	if err := checkText(KindExec, "stdin", a.Stdin); err != nil {
+		return err
+	}
+	if len(a.Stdin) > MaxExecStdin {
+		return fmt.Errorf("exec: stdin is %d bytes, more than the limit of %d", len(a.Stdin), MaxExecStdin)
 	}
 	if a.Timeout < 0 {
 		return fmt.Errorf("exec: timeout must not be negative, got %s", a.Timeout)

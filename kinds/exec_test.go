@@ -54,6 +54,33 @@ func TestExecSuccess(t *testing.T) {
 	})
 }
 
+// TestExecStdin checks that ExecArgs.Stdin is the command's standard
+// input, exactly, that a command reading none gets the null device, and
+// that a command that leaves its input unread ends as usual.
+func TestExecStdin(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789abcdef", MaxExecStdin/16) // more than a pipe holds
+	forModes(t, func(t *testing.T, m execMode) {
+		for _, tc := range []struct {
+			name, stdin, script, want string
+		}{
+			{"lines", "first\nsecond %\n\x00third", "cat", "first\nsecond %\n\x00third"},
+			{"none", "", "cat; echo end", "end\n"},
+			{"big", big, "wc -c", strconv.Itoa(len(big)) + "\n"},
+			{"unread", big, "echo ignored", "ignored\n"},
+			{"half read", big, "head -c 3", "012"},
+		} {
+			res, err := m.exec(context.Background(), ExecArgs{Command: "sh", Args: []string{"-c", tc.script}, Stdin: tc.stdin})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got := strings.TrimLeft(res.StdoutTail, " "); got != tc.want {
+				t.Errorf("%s: stdout %q, want %q", tc.name, got, tc.want)
+			}
+		}
+	})
+}
+
 // TestExecUsesSupervisor checks that Exec starts commands under a
 // supervisor once Supervise was called (TestMain did), and runExec without
 // one directly.
@@ -285,6 +312,9 @@ func TestExecArgsValidate(t *testing.T) {
 		{ExecArgs{Command: "true", PermanentExitCodes: []int{2, 0}}, "permanent_exit_codes: 0 is not the exit code of a failure (want 1 to 255)"},
 		{ExecArgs{Command: "true", PermanentExitCodes: []int{256}}, "permanent_exit_codes: 256"},
 		{ExecArgs{Command: "true", PermanentExitCodes: []int{-1}}, "permanent_exit_codes: -1"},
+		{ExecArgs{Command: "true", Stdin: "a\x00b\n" + strings.Repeat("x", MaxExecStdin-4)}, ""},
+		{ExecArgs{Command: "true", Stdin: "a\xffb"}, "stdin is not valid UTF-8"},
+		{ExecArgs{Command: "true", Stdin: strings.Repeat("x", MaxExecStdin+1)}, "stdin is 65537 bytes, more than the limit of 65536"},
 	} {
 		err := tc.a.Validate()
 		switch {

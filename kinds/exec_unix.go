@@ -69,15 +69,21 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 		SysProcAttr: &syscall.SysProcAttr{Credential: r.cred},
 	}
 
+	in, err := newStdinPipe(a.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer in.close()
 	var cmd *exec.Cmd
 	var sv *supervisorLink
 	if supervised {
-		if cmd, sv, err = supervisorCommand(ctx, target); err != nil {
+		if cmd, sv, err = supervisorCommand(ctx, target, in.r); err != nil {
 			return nil, fmt.Errorf("exec %s: %w", a.Command, err)
 		}
 	} else {
 		cmd = exec.CommandContext(ctx, target.Path)
 		cmd.Args, cmd.Env, cmd.Dir = target.Args, target.Env, target.Dir
+		cmd.Stdin = in.r
 		cmd.SysProcAttr = directProcAttr()
 		cmd.SysProcAttr.Credential = r.cred
 	}
@@ -112,6 +118,7 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 		errR.Close()
 		return nil, startError(a.Command, err)
 	}
+	in.write(a.Stdin)
 	var wg sync.WaitGroup
 	wg.Go(func() { io.Copy(&stdout, outR) })
 	wg.Go(func() { io.Copy(&stderr, errR) })
@@ -233,4 +240,58 @@ func supervisorEnded(command string, waitErr error, res *ExecResult) error {
 	}
 	return fmt.Errorf("exec %s: the supervisor ended (%v) before reporting whether it started the command%s%s",
 		command, waitErr, ran, errExcerpt(res.StderrTail))
+}
+
+// stdinPipe is the standard input of a command: the null device, or a pipe
+// that a goroutine fills with ExecArgs.Stdin and then closes.
+type stdinPipe struct {
+	// r is the command's end: nil for the null device in a direct start
+	// (exec opens it), else a file a supervisor passes on.
+	r *os.File
+	// w is this process's end of the pipe; nil without one.
+	w *os.File
+	// written is closed once the writer is done.
+	written chan struct{}
+}
+
+// newStdinPipe returns the standard input of a command whose
+// ExecArgs.Stdin is data.
+func newStdinPipe(data string) (*stdinPipe, error) {
+	if data == "" {
+		return &stdinPipe{}, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &stdinPipe{r: r, w: w}, nil
+}
+
+// write closes the command's end, which the command (or its supervisor)
+// now holds, and writes data into the pipe in a goroutine, closing it
+// after: the command reads it at its own pace, or never (a write to a pipe
+// nobody reads any longer fails, and close ends a write still waiting).
+func (p *stdinPipe) write(data string) {
+	if p.w == nil {
+		return
+	}
+	p.r.Close()
+	p.written = make(chan struct{})
+	go func() {
+		defer close(p.written)
+		io.WriteString(p.w, data)
+		p.w.Close()
+	}()
+}
+
+// close closes both ends and waits for the writer, if one was started.
+func (p *stdinPipe) close() {
+	if p.w == nil {
+		return
+	}
+	p.r.Close()
+	p.w.Close()
+	if p.written != nil {
+		<-p.written
+	}
 }

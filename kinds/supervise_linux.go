@@ -32,12 +32,12 @@ import (
 // called first in main, notices argv[0] and runs the supervisor. It reads
 // the command (path, dir, user, argv, environment) from its stdin, starts it
 // in its own process group, as that user if one is given, reports on file
-// descriptor 3 whether it started,
-// and waits for it, passing its stdout and stderr through (they are the
-// server's pipes). On SIGTERM from a dead server it kills its process group
+// descriptor 3 whether it started, and waits for it, passing its stdout and
+// stderr through (they are the server's pipes) and giving it file
+// descriptor 4 as its stdin (ExecArgs.Stdin's pipe, or the null device). On SIGTERM from a dead server it kills its process group
 // with SIGKILL, itself included; when the command ends it exits with the
 // command's exit code, or dies of the command's signal. Before it starts
-// the command it closes the descriptors it inherited beyond 0–3
+// the command it closes the descriptors it inherited beyond 0–4
 // (closeInherited): the command gets its stdio and nothing else.
 //
 // The supervisor itself keeps the server's user (it must be able to kill
@@ -93,11 +93,15 @@ func Supervise() {
 }
 
 // supervisorLink is the server's end of a supervisor's two pipes: the
-// command goes to its stdin, and it says on fd 3 whether it started it.
+// command goes to its stdin, and it says on fd 3 whether it started it;
+// fd 4 is the command's stdin.
 type supervisorLink struct {
 	spec             []byte
 	specR, specW     *os.File
 	statusR, statusW *os.File
+	// null is the null device opened as the command's standard input,
+	// if it has no other.
+	null *os.File
 }
 
 // errNoHandshake means the supervisor exited without saying whether it
@@ -106,7 +110,10 @@ var errNoHandshake = errors.New("no word from the supervisor")
 
 // supervisorCommand returns a supervisor command for target (not started)
 // and its link.
-func supervisorCommand(ctx context.Context, target *exec.Cmd) (*exec.Cmd, *supervisorLink, error) {
+//
+// stdin is the command's standard input, passed to the supervisor as its
+// file descriptor 4; nil is the null device.
+func supervisorCommand(ctx context.Context, target *exec.Cmd, stdin *os.File) (*exec.Cmd, *supervisorLink, error) {
 	l := &supervisorLink{spec: encodeSpec(target)}
 	var err error
 	if l.specR, l.specW, err = os.Pipe(); err != nil {
@@ -120,7 +127,14 @@ func supervisorCommand(ctx context.Context, target *exec.Cmd) (*exec.Cmd, *super
 	cmd.Args = []string{supervisorArg0, strconv.Itoa(os.Getpid())}
 	cmd.Env = (*execRunner)(nil).env(nil)
 	cmd.Stdin = l.specR
-	cmd.ExtraFiles = []*os.File{l.statusW}
+	if stdin == nil {
+		if l.null, err = os.Open(os.DevNull); err != nil {
+			l.close()
+			return nil, nil, err
+		}
+		stdin = l.null
+	}
+	cmd.ExtraFiles = []*os.File{l.statusW, stdin}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	return cmd, l, nil
 }
@@ -131,13 +145,16 @@ func (l *supervisorLink) started() {
 	if l != nil {
 		l.specR.Close()
 		l.statusW.Close()
+		if l.null != nil {
+			l.null.Close()
+		}
 	}
 }
 
 // close closes every pipe.
 func (l *supervisorLink) close() {
 	if l != nil {
-		for _, f := range []*os.File{l.specR, l.specW, l.statusR, l.statusW} {
+		for _, f := range []*os.File{l.specR, l.specW, l.statusR, l.statusW, l.null} {
 			if f != nil {
 				f.Close()
 			}
@@ -260,6 +277,7 @@ func supervise(ppid int) {
 		os.Exit(1)
 	}
 	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
 	closeInherited()
 	status := os.NewFile(3, "status")
 	fail := func(permanent bool, err error) {
@@ -283,7 +301,7 @@ func supervise(ppid int) {
 	// covers a supervisor that dies alone (the server kills the whole
 	// group itself). The child changes user (the spec's) before it sets
 	// the parent-death signal, which a change of user would clear.
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.NewFile(4, "stdin"), os.Stdout, os.Stderr
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		fail(isPermanentStartError(err), err)
@@ -312,7 +330,8 @@ func supervise(ppid int) {
 }
 
 // closeInherited closes the descriptors this supervisor inherited beyond
-// stdin, stdout, stderr and the status pipe (fd 3): those the server
+// stdin, stdout, stderr, the status pipe (fd 3) and the command's stdin
+// (fd 4): those the server
 // itself inherited without close-on-exec from whoever started it (a shell,
 // a service manager, a test harness) and passed on. A command would get
 // them otherwise, and with them whatever they open — a file or a socket
@@ -326,7 +345,7 @@ func closeInherited() {
 	}
 	for _, e := range entries {
 		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 3 {
+		if err != nil || fd <= 4 {
 			continue
 		}
 		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {

@@ -5,6 +5,7 @@ package kinds
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"sync/atomic"
 )
@@ -27,7 +28,7 @@ var errNoHandshake = errors.New("no word from the supervisor")
 // supervisorLink is unused without supervisors.
 type supervisorLink struct{}
 
-func supervisorCommand(context.Context, *exec.Cmd) (*exec.Cmd, *supervisorLink, error) {
+func supervisorCommand(context.Context, *exec.Cmd, *os.File) (*exec.Cmd, *supervisorLink, error) {
 	return nil, nil, errors.New("exec supervisors need Linux")
 }
 
