@@ -160,12 +160,14 @@ type kindFlags interface {
 type execFlags struct {
 	env       []string
 	dir       string
+	stdin     string
 	permCodes []int
 }
 
 func (f *execFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE for the command (repeatable)")
 	fs.StringVar(&f.dir, "dir", "", "working directory of the command (default: the server's)")
+	fs.StringVar(&f.stdin, "stdin", "", "text written to the command's standard input (default: none, the null device)")
 	fs.IntSliceVar(&f.permCodes, "permanent-exit-codes", nil, "exit codes that fail the job at once, without retries, e.g. 2,64")
 }
 
@@ -178,7 +180,7 @@ func (f *execFlags) args(pos []string) (any, error) {
 			return nil, usagef("bad --permanent-exit-codes: %d is not an exit code of a failure (1 to 255)", c)
 		}
 	}
-	a := kinds.ExecArgs{Command: pos[0], Args: pos[1:], Env: f.env, Dir: f.dir, PermanentExitCodes: f.permCodes}
+	a := kinds.ExecArgs{Command: pos[0], Args: pos[1:], Env: f.env, Dir: f.dir, Stdin: f.stdin, PermanentExitCodes: f.permCodes}
 	if err := a.Validate(); err != nil {
 		return nil, usageError{err}
 	}
