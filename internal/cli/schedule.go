@@ -31,15 +31,11 @@ missed while no server ran fire once when one starts.`
 
 // scheduleFlags are schedule add's own flags.
 type scheduleFlags struct {
-	cron, tz, overlap, catchUp string
-	catchUpWindow              time.Duration
-	catchUpMax                 int
-	jitter                     time.Duration
-	jitterMode                 string
-	every                      time.Duration
-	fixedDelay                 bool
-	replace                    bool
-	job                        jobFlags
+	cron, tz   string
+	every      time.Duration
+	fixedDelay bool
+	replace    bool
+	policyFlags
 }
 
 func (f *scheduleFlags) register(fs *pflag.FlagSet) {
@@ -47,14 +43,44 @@ func (f *scheduleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone the cron expression is read in (default UTC), e.g. Europe/Paris")
 	fs.DurationVar(&f.every, "every", 0, fmt.Sprintf("fire at this fixed rate instead of --cron, e.g. 5m (at least %s)", schedule.MinInterval))
 	fs.BoolVar(&f.fixedDelay, "fixed-delay", false, "with --every: count the interval from the end of the previous run")
+	f.policyFlags.register(fs)
+	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")
+}
+
+// policyFlags are the policies and job options of a schedule, which
+// schedule add and crontab import share.
+type policyFlags struct {
+	overlap, catchUp string
+	catchUpWindow    time.Duration
+	catchUpMax       int
+	jitter           time.Duration
+	jitterMode       string
+	job              jobFlags
+}
+
+func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, allow it, or cancel the previous run and fire")
 	fs.StringVar(&f.catchUp, "catch-up", "one", "ticks missed while no server ran: one (a run for the earliest), none, latest, or all (within --catch-up-window, at most --catch-up-max runs)")
 	fs.DurationVar(&f.catchUpWindow, "catch-up-window", 0, "with --catch-up all: how far back missed ticks run (default 24h, at most 168h)")
 	fs.IntVar(&f.catchUpMax, "catch-up-max", 0, "with --catch-up all: at most this many runs, the latest ticks (default 100, at most 10000); the rest are logged as not run")
 	fs.DurationVar(&f.jitter, "jitter", 0, "delay each tick's job by up to this much (at most 24h, never past the next tick)")
 	fs.StringVar(&f.jitterMode, "jitter-mode", "random", "random (a new delay each tick) or stable (one delay per schedule, from its name)")
-	fs.BoolVar(&f.replace, "replace", false, "replace a schedule of the same name instead of failing")
 	f.job.register(fs, true)
+}
+
+// document sets the fields of d that the flags in fs give.
+func (f *policyFlags) document(fs *pflag.FlagSet, d *wire.Schedule) {
+	d.Options = f.job.document(fs).Options
+	d.Overlap, d.CatchUp, d.CatchUpMax = &f.overlap, &f.catchUp, f.catchUpMax
+	if fs.Changed("jitter") {
+		d.Jitter = (*wire.Duration)(&f.jitter)
+	}
+	if fs.Changed("jitter-mode") {
+		d.JitterMode = &f.jitterMode
+	}
+	if fs.Changed("catch-up-window") {
+		d.CatchUpWindow = (*wire.Duration)(&f.catchUpWindow)
+	}
 }
 
 const scheduleAddUse = "add NAME (--cron EXPR [--tz ZONE] | --every D [--fixed-delay]) [flags] (exec [exec flags] -- COMMAND [ARGS...] | http --url URL [http flags])"
@@ -148,7 +174,8 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 	if !fs.Changed("cron") && !fs.Changed("every") {
 		return usagef("give --cron EXPR or --every D")
 	}
-	d := wire.Schedule{Name: name, FixedDelay: f.fixedDelay, Replace: f.replace, Kind: kind, Options: f.job.document(fs).Options}
+	d := wire.Schedule{Name: name, FixedDelay: f.fixedDelay, Replace: f.replace, Kind: kind}
+	f.policyFlags.document(fs, &d)
 	if fs.Changed("cron") {
 		d.Cron = &f.cron
 	}
@@ -157,16 +184,6 @@ func (a *app) scheduleAdd(ctx context.Context, fs *pflag.FlagSet, name, kind str
 	}
 	if fs.Changed("every") {
 		d.Every = (*wire.Duration)(&f.every)
-	}
-	d.Overlap, d.CatchUp, d.CatchUpMax = &f.overlap, &f.catchUp, f.catchUpMax
-	if fs.Changed("jitter") {
-		d.Jitter = (*wire.Duration)(&f.jitter)
-	}
-	if fs.Changed("jitter-mode") {
-		d.JitterMode = &f.jitterMode
-	}
-	if fs.Changed("catch-up-window") {
-		d.CatchUpWindow = (*wire.Duration)(&f.catchUpWindow)
 	}
 	o, err := d.ScheduleOptions()
 	if err != nil {

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hopperq/hopper/crontab"
+	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/kinds"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func (a *app) crontabCmd() *cobra.Command {
+	return group("crontab", "Move crontab lines into Hopper schedules", a.crontabImportCmd())
+}
+
+// crontabFlags are crontab import's flags.
+type crontabFlags struct {
+	dryRun, skip, prune, system bool
+	prefix, tz, user            string
+	policyFlags
+}
+
+func (a *app) crontabImportCmd() *cobra.Command {
+	var f crontabFlags
+	c := &cobra.Command{
+		Use:   "import [flags] FILE|-",
+		Short: "Turn each line of a crontab into a schedule of an exec job",
+		Long: `Read a crontab (crontab(5); "-" reads stdin) and make each command line a
+schedule of an exec job, or show what it would do with --dry-run.
+
+  m h dom mon dow COMMAND   the cron expression "m h dom mon dow"
+  @daily COMMAND            @yearly @annually @monthly @weekly @daily
+                            @midnight @hourly, as written
+  CRON_TZ=Zone, TZ=Zone     the zone of the lines after it (default --tz,
+                            else UTC); TZ is also in the commands' environment
+  NAME=value, NAME="value"  in the environment of the commands after it
+  SHELL=/bin/bash           runs the commands after it (default /bin/sh)
+  COMMAND%text%more         "text\nmore" is the command's stdin; \% is a %
+
+Each job runs "SHELL -c COMMAND". A schedule is named --prefix (default
+cron-) and a slug of its command's first words, with -2, -3... for a repeated
+slug: importing the file again updates the schedules it made (a paused one
+stays paused) and leaves unchanged ones alone; --prune also removes the
+schedules with the prefix and the tag "crontab" that the file no longer has.
+The flags of "hopper schedule add" (--overlap, --catch-up, --jitter,
+--queue, --tag, --timeout...) apply to every schedule.
+
+A line that cannot be mapped is reported with its number and the reason:
+@reboot, a MAILTO with an address (email is not sent by Hopper), a
+malformed line, an unknown zone, and, with --system, the lines of another
+user than --user. Then nothing is imported unless --skip-unmappable is
+given, which imports the other lines.
+
+Exit code: 0 if every line was imported (or, with --skip-unmappable, every
+line that maps); 1 if the database failed; 2 if a line cannot be mapped or
+the command line is wrong: nothing changed (--dry-run prints its plan
+still).`,
+		Example: `  crontab -l | hopper crontab import --dry-run --tz Europe/Berlin -
+  hopper crontab import --tz Europe/Berlin --overlap skip --catch-up latest my.crontab
+  hopper crontab import --system --user root --prefix etc- /etc/crontab`,
+		Args: exactArgs(1, "a crontab FILE, or - for stdin"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.crontabImport(cmd.Context(), cmd.Flags(), args[0], &f)
+		},
+	}
+	fs := c.Flags()
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be created, updated or removed, and change nothing")
+	fs.StringVar(&f.prefix, "prefix", crontab.DefaultPrefix, "start of every schedule's name")
+	fs.StringVar(&f.tz, "tz", "", "IANA zone of the lines without CRON_TZ or TZ before them: the zone of the machine the crontab ran on (default UTC)")
+	fs.BoolVar(&f.skip, "skip-unmappable", false, "import the lines that map even if others do not (each is still reported)")
+	fs.BoolVar(&f.prune, "prune", false, "remove the schedules with --prefix and the tag crontab that the file no longer has")
+	fs.BoolVar(&f.system, "system", false, "a system crontab (/etc/crontab, /etc/cron.d): a user field follows the time fields; needs --user")
+	fs.StringVar(&f.user, "user", "", "with --system: import the lines of this user (Hopper runs every command as its server's user)")
+	f.policyFlags.register(fs)
+	return c
+}
+
+// crontabChange is a change in crontab import's --json output.
+type crontabChange struct {
+	Action   crontab.Action `json:"action"`
+	Name     string         `json:"name"`
+	Line     int            `json:"line,omitempty"`
+	Cron     string         `json:"cron,omitempty"`
+	TimeZone string         `json:"time_zone,omitempty"`
+	Paused   bool           `json:"paused,omitempty"`
+	Args     any            `json:"args,omitempty"`
+}
+
+// crontabProblem is a problem in crontab import's --json output.
+type crontabProblem struct {
+	Line   int    `json:"line"`
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
+func (a *app) crontabImport(ctx context.Context, fs *pflag.FlagSet, file string, f *crontabFlags) error {
+	if f.prefix == "" {
+		return usagef("bad --prefix: empty; the prefix marks the schedules an import made (default %s)", crontab.DefaultPrefix)
+	}
+	d := wire.Schedule{Name: "crontab", Kind: kinds.KindExec}
+	f.policyFlags.document(fs, &d)
+	tmpl, err := d.ScheduleOptions()
+	if err != nil {
+		return flagError(fs, err)
+	}
+	tab, label, err := a.readCrontab(file, crontab.Options{Prefix: f.prefix, TimeZone: f.tz, System: f.system, User: f.user})
+	if err != nil {
+		return err
+	}
+	ko, err := envOptions()
+	if err != nil {
+		return err
+	}
+	// A command the exec allow-list refuses is a problem of its line, found
+	// before anything changes.
+	entries := tab.Entries[:0:0]
+	for _, e := range tab.Entries {
+		raw, err := json.Marshal(e.Args())
+		if err == nil {
+			err = ko.ValidateArgs(kinds.KindExec, raw)
+		}
+		if err != nil {
+			tab.Problems = append(tab.Problems, crontab.Problem{Line: e.Line, Text: e.Text, Reason: err.Error()})
+			continue
+		}
+		entries = append(entries, e)
+	}
+	tab.Entries = entries
+	for _, p := range tab.Problems {
+		fmt.Fprintf(a.Err, "hopper: %s:%d: %s\n    %s\n", label, p.Line, p.Reason, p.Text)
+	}
+	if tab.Zoneless > 0 && f.tz == "" {
+		fmt.Fprintf(a.Err, "hopper: note: %d %s no CRON_TZ or TZ before %s and %s read in UTC; cron read %s in its machine's zone: pass --tz ZONE (e.g. --tz Europe/Berlin) to keep the times\n",
+			tab.Zoneless, plural(tab.Zoneless, "line has", "lines have"), plural(tab.Zoneless, "it", "them"), plural(tab.Zoneless, "is", "are"), plural(tab.Zoneless, "it", "them"))
+	}
+	refused := len(tab.Problems) > 0 && !f.skip
+	o := crontab.ImportOptions{Prefix: f.prefix, Template: tmpl, DryRun: f.dryRun || refused, Prune: f.prune}
+	if refused && !f.dryRun {
+		return usagef("%d %s of %s cannot be imported; nothing changed (fix %s, or pass --skip-unmappable to import the others)",
+			len(tab.Problems), plural(len(tab.Problems), "line", "lines"), label, plural(len(tab.Problems), "it", "them"))
+	}
+	access := create
+	if o.DryRun {
+		access = readOnly
+	}
+	return a.withSession(ctx, openOpts{access: access}, func(s *session) error {
+		changes, err := crontab.Import(ctx, s.Client, tab, o)
+		if perr := a.printCrontabChanges(changes, tab, o.DryRun); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil {
+			return err
+		}
+		if refused {
+			return usagef("%d %s of %s cannot be imported (fix %s, or pass --skip-unmappable to import the others)",
+				len(tab.Problems), plural(len(tab.Problems), "line", "lines"), label, plural(len(tab.Problems), "it", "them"))
+		}
+		return nil
+	})
+}
+
+// readCrontab parses file ("-": stdin) and returns it with its name for
+// messages.
+func (a *app) readCrontab(file string, o crontab.Options) (*crontab.Table, string, error) {
+	var r io.Reader = a.In
+	label := "stdin"
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, "", fmt.Errorf("crontab: %w", err)
+		}
+		defer fh.Close()
+		r, label = fh, file
+	}
+	tab, err := crontab.Parse(r, o)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "crontab: read") {
+			return nil, "", err
+		}
+		return nil, "", usageError{err}
+	}
+	return tab, label, nil
+}
+
+// printCrontabChanges prints what crontab import did, or would do.
+func (a *app) printCrontabChanges(changes []crontab.Change, tab *crontab.Table, dryRun bool) error {
+	if a.json {
+		out := struct {
+			DryRun   bool             `json:"dry_run"`
+			Changes  []crontabChange  `json:"changes"`
+			Problems []crontabProblem `json:"problems"`
+		}{DryRun: dryRun, Changes: []crontabChange{}, Problems: []crontabProblem{}}
+		for _, ch := range changes {
+			c := crontabChange{Action: ch.Action, Name: ch.Name, Paused: ch.Paused}
+			if e := ch.Entry; e != nil {
+				c.Line, c.Cron, c.TimeZone, c.Args = e.Line, e.Cron, e.TimeZone, e.Args()
+			}
+			out.Changes = append(out.Changes, c)
+		}
+		for _, p := range tab.Problems {
+			out.Problems = append(out.Problems, crontabProblem(p))
+		}
+		return printJSON(a.Out, out)
+	}
+	counts := map[crontab.Action]int{}
+	t := newTable(a.Out, "ACTION", "NAME", "LINE", "WHEN", "COMMAND")
+	for _, ch := range changes {
+		counts[ch.Action]++
+		action := string(ch.Action)
+		if dryRun && ch.Action != crontab.Unchanged {
+			action = "would " + action
+		}
+		if ch.Entry == nil {
+			t.row(action, ch.Name, "-", "-", "-")
+			continue
+		}
+		e := ch.Entry
+		when := e.Cron
+		if e.TimeZone != "" {
+			when += " (" + e.TimeZone + ")"
+		}
+		t.row(action, ch.Name, e.Line, when, commandText(e))
+	}
+	if len(changes) > 0 {
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	verb := ""
+	if dryRun {
+		verb = "dry run, nothing changed: would "
+	}
+	_, err := fmt.Fprintf(a.Out, "%screate %d, update %d, remove %d; %d unchanged; %d %s not imported\n", verb,
+		counts[crontab.Create], counts[crontab.Update], counts[crontab.Remove], counts[crontab.Unchanged],
+		len(tab.Problems), plural(len(tab.Problems), "line", "lines"))
+	return err
+}
+
+// commandText describes an entry's job in one line: the command, and its
+// shell, input and environment when they are not the defaults.
+func commandText(e *crontab.Entry) string {
+	s := truncate(e.Command, 60)
+	var extra []string
+	if e.Shell != crontab.DefaultShell {
+		extra = append(extra, "shell "+e.Shell)
+	}
+	if e.Stdin != "" {
+		extra = append(extra, fmt.Sprintf("stdin %d bytes", len(e.Stdin)))
+	}
+	if len(e.Env) > 0 {
+		names := make([]string, len(e.Env))
+		for i, kv := range e.Env {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		extra = append(extra, "env "+strings.Join(names, ","))
+	}
+	if len(extra) > 0 {
+		s += " [" + strings.Join(extra, "; ") + "]"
+	}
+	return s
+}
