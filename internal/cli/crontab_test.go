@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/kinds"
+)
+
+// schedulesOf returns the schedules stored in the SQLite file db, by name.
+func schedulesOf(t *testing.T, db string) map[string]*hopper.Schedule {
+	t.Helper()
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	kinds.Register(ws)
+	c, err := hopper.Open(ctx, "sqlite:"+db, hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StopNow()
+	scheds, err := c.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*hopper.Schedule{}
+	for _, sc := range scheds {
+		out[sc.Name] = sc
+	}
+	return out
+}
+
+// readFile returns the bytes of the SQLite file path and of its
+// write-ahead log, if it has one.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return append(b, wal...)
+}
+
+// TestCrontabImportEveryForm imports a crontab holding every form the
+// import maps into a SQLite store and checks each schedule: its cron
+// expression, zone, shell, environment, stdin and command; then that a dry
+// run and a second import change nothing, and that a job of an imported
+// schedule runs with its shell, environment and stdin.
+func TestCrontabImportEveryForm(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const file = "testdata/crontab/every-form.crontab"
+	hop(t, db, "migrate").ok(t)
+
+	// A dry run plans every line and changes nothing, not a byte.
+	before := readFile(t, db)
+	hop(t, db, "crontab", "import", "--dry-run", "--tz", "Europe/Paris", file).ok(t).
+		has(t, "would create  cron-sync-quiet", "dry run, nothing changed: would create 14, update 0, remove 0; 0 unchanged; 0 lines not imported")
+	if !bytes.Equal(before, readFile(t, db)) {
+		t.Fatal("the dry run changed the database file")
+	}
+	if n := len(schedulesOf(t, db)); n != 0 {
+		t.Fatalf("the dry run made %d schedules", n)
+	}
+
+	r := hop(t, db, "crontab", "import", "--tz", "Europe/Paris", file).ok(t).has(t, "create 14, update 0, remove 0; 0 unchanged")
+	if r.err != "" {
+		t.Errorf("stderr: %s", r.err)
+	}
+	env := []string{"SHELL=/bin/sh", "PATH=/usr/local/bin:/usr/bin:/bin", "GREETING=hello  from cron", "QUOTED=single quoted"}
+	with := func(extra ...string) []string { return append(append([]string{}, env...), extra...) }
+	type want struct {
+		cron, zone, shell, command, stdin string
+		env                               []string
+	}
+	wants := map[string]want{
+		"cron-sync-quiet":     {"*/15 * * * *", "Europe/Paris", "/bin/sh", "/opt/app/bin/sync --quiet >/dev/null 2>&1", "", env},
+		"cron-report-weekday": {"0 2 * * MON-FRI", "Europe/Paris", "/bin/sh", "/opt/app/bin/report --weekday", "", env},
+		"cron-halfmonthly":    {"5 4 1,15 jan-jun *", "Europe/Paris", "/bin/sh", "/opt/app/bin/halfmonthly", "", env},
+		"cron-yearly":         {"@yearly", "Europe/Paris", "/bin/sh", "/opt/app/bin/yearly", "", env},
+		"cron-annually":       {"@annually", "Europe/Paris", "/bin/sh", "/opt/app/bin/annually", "", env},
+		"cron-monthly":        {"@monthly", "Europe/Paris", "/bin/sh", "/opt/app/bin/monthly", "", env},
+		"cron-weekly":         {"@weekly", "Europe/Paris", "/bin/sh", "/opt/app/bin/weekly", "", env},
+		"cron-daily":          {"@daily", "Europe/Paris", "/bin/sh", "/opt/app/bin/daily", "", env},
+		"cron-midnight":       {"@midnight", "Europe/Paris", "/bin/sh", "/opt/app/bin/midnight", "", env},
+		"cron-hourly":         {"@hourly", "Europe/Paris", "/bin/sh", "/opt/app/bin/hourly", "", env},
+		"cron-printf-s": {"30 2 * * *", "Europe/Berlin", "/bin/sh",
+			`printf '%s|' "$GREETING" "$QUOTED"; tr a-z A-Z; date +%Y >/dev/null`, "first line\nsecond line", env},
+		"cron-echo-tz":    {"0 9 * * 1", "Europe/Berlin", "/bin/sh", `echo "$TZ"`, "", with("TZ=America/New_York")},
+		"cron-echo-tokyo": {"0 0 * * *", "Asia/Tokyo", "/bin/sh", "echo tokyo", "", with("TZ=Asia/Tokyo")},
+		"cron-echo-bash-version-bash": {"@daily", "Asia/Tokyo", "/bin/bash", `echo "${BASH_VERSION:+bash}"`, "",
+			// SHELL keeps its first place in the environment when set again.
+			[]string{"SHELL=/bin/bash", "PATH=/usr/local/bin:/usr/bin:/bin", "GREETING=hello  from cron", "QUOTED=single quoted", "TZ=Asia/Tokyo"}},
+	}
+	scheds := schedulesOf(t, db)
+	if len(scheds) != len(wants) {
+		t.Errorf("%d schedules, want %d", len(scheds), len(wants))
+	}
+	for name, w := range wants {
+		sc := scheds[name]
+		if sc == nil {
+			t.Errorf("no schedule %s", name)
+			continue
+		}
+		var a kinds.ExecArgs
+		if err := json.Unmarshal(sc.Args, &a); err != nil {
+			t.Fatal(err)
+		}
+		got := want{sc.Spec, sc.TimeZone, a.Command, "", a.Stdin, a.Env}
+		if len(a.Args) == 2 && a.Args[0] == "-c" {
+			got.command = a.Args[1]
+		}
+		if !reflect.DeepEqual(got, w) || sc.Kind != kinds.KindExec || !reflect.DeepEqual(sc.Tags, []string{"crontab"}) {
+			t.Errorf("%s:\n got %+v (kind %s, tags %v)\nwant %+v", name, got, sc.Kind, sc.Tags, w)
+		}
+	}
+
+	// Importing again changes nothing; so does a dry run of it.
+	before = readFile(t, db)
+	hop(t, db, "crontab", "import", "--dry-run", "--tz", "Europe/Paris", file).ok(t).has(t, "would create 0, update 0, remove 0; 14 unchanged")
+	if !bytes.Equal(before, readFile(t, db)) {
+		t.Fatal("the dry run changed the database file")
+	}
+	hop(t, db, "crontab", "import", "--tz", "Europe/Paris", file).ok(t).has(t, "create 0, update 0, remove 0; 14 unchanged")
+	if again := schedulesOf(t, db); !reflect.DeepEqual(again, scheds) {
+		t.Error("a second import changed the schedules")
+	}
+
+	// The job of the Berlin line runs with its environment and stdin.
+	id := hop(t, db, "schedule", "run", "cron-printf-s").ok(t).id(t)
+	j := work(t, db, id)[0]
+	var res kinds.ExecResult
+	if err := json.Unmarshal(j.Result, &res); err != nil || j.State != hopper.StateCompleted {
+		t.Fatalf("job %+v: %v", j, err)
+	}
+	if want := "hello  from cron|single quoted|FIRST LINE\nSECOND LINE"; res.StdoutTail != want {
+		t.Errorf("stdout %q, want %q", res.StdoutTail, want)
+	}
+}
+
+// TestCrontabImportUnmappable checks that each line that cannot be mapped
+// is reported with its number and reason, that nothing is imported then
+// (exit 2), and that --skip-unmappable imports the rest.
+func TestCrontabImportUnmappable(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const file = "testdata/crontab/unmappable.crontab"
+	hop(t, db, "migrate").ok(t)
+	before := readFile(t, db)
+	hop(t, db, "crontab", "import", file).fails(t, ExitUsage,
+		"unmappable.crontab:1: MAILTO=ops@example.com: email notifications are not set up by import",
+		"unmappable.crontab:2: @reboot runs a command once when the machine boots",
+		`unmappable.crontab:3: minute field "61": value 61 out of range 0-59`,
+		`unmappable.crontab:4: CRON_TZ: unknown zone "Mars/Olympus"`,
+		"unmappable.crontab:5: the time zone of line 4",
+		"unmappable.crontab:6: want 5 time fields and a command",
+		"6 lines of testdata/crontab/unmappable.crontab cannot be imported; nothing changed")
+	if !bytes.Equal(before, readFile(t, db)) {
+		t.Fatal("a refused import changed the database file")
+	}
+	// A dry run shows its plan, and fails as the import would.
+	r := hop(t, db, "crontab", "import", "--dry-run", file)
+	r.fails(t, ExitUsage, "unmappable.crontab:2: @reboot")
+	r.has(t, "would create  cron-echo-ok", "would create 1, update 0, remove 0; 0 unchanged; 6 lines not imported")
+
+	hop(t, db, "crontab", "import", "--skip-unmappable", file).ok(t).has(t, "create 1, update 0, remove 0; 0 unchanged; 6 lines not imported")
+	if scheds := schedulesOf(t, db); len(scheds) != 1 || scheds["cron-echo-ok"] == nil || scheds["cron-echo-ok"].TimeZone != "UTC" {
+		t.Fatalf("schedules %v", scheds)
+	}
+}
+
+// TestCrontabImportStdinJSONPrune reads a crontab from stdin, prints
+// --json, and prunes the schedules of lines removed from it; a paused
+// schedule stays paused across an update.
+func TestCrontabImportStdinJSONPrune(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	var out struct {
+		DryRun  bool `json:"dry_run"`
+		Changes []struct {
+			Action, Name string
+			Line         int
+			Paused       bool
+			Args         kinds.ExecArgs
+		} `json:"changes"`
+		Problems []struct {
+			Line         int
+			Text, Reason string
+		} `json:"problems"`
+	}
+	hopIn(t, db, "@daily /bin/a\n@hourly /bin/b%in\n", "--json", "crontab", "import", "--prefix", "x-", "-").ok(t).decode(&out)
+	if out.DryRun || len(out.Changes) != 2 || out.Changes[1].Name != "x-b" || out.Changes[1].Action != "create" ||
+		out.Changes[1].Line != 2 || out.Changes[1].Args.Stdin != "in" || len(out.Problems) != 0 {
+		t.Fatalf("--json: %+v", out)
+	}
+	hop(t, db, "schedule", "pause", "x-b").ok(t)
+	hopIn(t, db, "@weekly /bin/b%in\n@reboot /bin/c\n", "crontab", "import", "--prefix", "x-", "--prune", "--skip-unmappable", "-").ok(t).
+		has(t, "update  x-b", "remove  x-a", "create 0, update 1, remove 1; 0 unchanged; 1 line not imported")
+	scheds := schedulesOf(t, db)
+	if len(scheds) != 1 || scheds["x-b"] == nil || !scheds["x-b"].Paused || scheds["x-b"].Spec != "@weekly" {
+		t.Fatalf("schedules after prune: %v", scheds)
+	}
+	hopIn(t, db, "", "crontab", "import", "--prefix", "", "-").fails(t, ExitUsage, "bad --prefix: empty")
+	hopIn(t, db, "", "crontab", "import", "--system", "-").fails(t, ExitUsage, "a system crontab needs the user")
+	hopIn(t, db, "", "crontab", "import", "--overlap", "sometimes", "-").fails(t, ExitUsage, "--overlap")
+	if r := hopIn(t, db, "@daily x\n", "crontab", "import", "-"); !strings.Contains(r.err, "1 line has no CRON_TZ or TZ before it") {
+		t.Errorf("no note about the zone: %q", r.err)
+	}
+}
