@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/crontab"
 	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/kinds"
@@ -49,7 +51,8 @@ slug: importing the file again updates the schedules it made (a paused one
 stays paused) and leaves unchanged ones alone; --prune also removes the
 schedules with the prefix and the tag "crontab" that the file no longer has.
 The flags of "hopper schedule add" (--overlap, --catch-up, --jitter,
---queue, --tag, --timeout...) apply to every schedule.
+--queue, --tag, --timeout...) apply to every schedule; --max-attempts is 1
+unless given (cron runs a command once a tick).
 
 A line that cannot be mapped is reported with its number and the reason:
 @reboot, a MAILTO with an address (email is not sent by Hopper), a
@@ -78,8 +81,14 @@ still).`,
 	fs.BoolVar(&f.system, "system", false, "a system crontab (/etc/crontab, /etc/cron.d): a user field follows the time fields; needs --user")
 	fs.StringVar(&f.user, "user", "", "with --system: import the lines of this user (Hopper runs every command as its server's user)")
 	f.policyFlags.register(fs)
+	ma := fs.Lookup("max-attempts")
+	ma.DefValue, ma.Usage = strconv.Itoa(crontabMaxAttempts), fmt.Sprintf("attempts before the job goes to the dead-letter queue, 1 to %d (default 1: one run a tick, as cron; more retries a failed run)", hopper.MaxAttemptsLimit)
 	return c
 }
+
+// crontabMaxAttempts is the default --max-attempts of crontab import: cron
+// runs a command once a tick, never again if it fails.
+const crontabMaxAttempts = 1
 
 // crontabChange is a change in crontab import's --json output.
 type crontabChange struct {
@@ -105,6 +114,10 @@ func (a *app) crontabImport(ctx context.Context, fs *pflag.FlagSet, file string,
 	}
 	d := wire.Schedule{Name: "crontab", Kind: kinds.KindExec}
 	f.policyFlags.document(fs, &d)
+	if !fs.Changed("max-attempts") { // cron runs a command once a tick
+		once := crontabMaxAttempts
+		d.Options.MaxAttempts = &once
+	}
 	tmpl, err := d.ScheduleOptions()
 	if err != nil {
 		return flagError(fs, err)

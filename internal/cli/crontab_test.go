@@ -122,8 +122,8 @@ func TestCrontabImportEveryForm(t *testing.T) {
 		if len(a.Args) == 2 && a.Args[0] == "-c" {
 			got.command = a.Args[1]
 		}
-		if !reflect.DeepEqual(got, w) || sc.Kind != kinds.KindExec || !reflect.DeepEqual(sc.Tags, []string{"crontab"}) {
-			t.Errorf("%s:\n got %+v (kind %s, tags %v)\nwant %+v", name, got, sc.Kind, sc.Tags, w)
+		if !reflect.DeepEqual(got, w) || sc.Kind != kinds.KindExec || !reflect.DeepEqual(sc.Tags, []string{"crontab"}) || sc.MaxAttempts != 1 {
+			t.Errorf("%s:\n got %+v (kind %s, tags %v, max attempts %d)\nwant %+v", name, got, sc.Kind, sc.Tags, sc.MaxAttempts, w)
 		}
 	}
 
@@ -206,10 +206,11 @@ func TestCrontabImportStdinJSONPrune(t *testing.T) {
 		t.Fatalf("--json: %+v", out)
 	}
 	hop(t, db, "schedule", "pause", "x-b").ok(t)
-	hopIn(t, db, "@weekly /bin/b%in\n@reboot /bin/c\n", "crontab", "import", "--prefix", "x-", "--prune", "--skip-unmappable", "-").ok(t).
+	hopIn(t, db, "@weekly /bin/b%in\n@reboot /bin/c\n", "crontab", "import", "--prefix", "x-", "--prune", "--skip-unmappable", "--max-attempts", "3", "--overlap", "allow", "-").ok(t).
 		has(t, "update  x-b", "remove  x-a", "create 0, update 1, remove 1; 0 unchanged; 1 line not imported")
 	scheds := schedulesOf(t, db)
-	if len(scheds) != 1 || scheds["x-b"] == nil || !scheds["x-b"].Paused || scheds["x-b"].Spec != "@weekly" {
+	if len(scheds) != 1 || scheds["x-b"] == nil || !scheds["x-b"].Paused || scheds["x-b"].Spec != "@weekly" ||
+		scheds["x-b"].MaxAttempts != 3 || scheds["x-b"].Overlap != hopper.OverlapAllow {
 		t.Fatalf("schedules after prune: %v", scheds)
 	}
 	hopIn(t, db, "", "crontab", "import", "--prefix", "", "-").fails(t, ExitUsage, "bad --prefix: empty")
