@@ -3,6 +3,8 @@ package crontab_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -11,8 +13,11 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/crontab"
+	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/kinds"
 	"github.com/hopperq/hopper/store/memstore"
+	_ "github.com/hopperq/hopper/store/pgstore"     // postgres:
+	_ "github.com/hopperq/hopper/store/sqlitestore" // sqlite:
 )
 
 // newClient returns a client on a fresh memory store with the built-in
@@ -21,7 +26,32 @@ func newClient(t *testing.T) *hopper.Client {
 	t.Helper()
 	ws := hopper.NewWorkers()
 	kinds.Register(ws)
-	c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: ws})
+	c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.StopNow() })
+	return c
+}
+
+// stores are the stores Import is tested on: each returns a client on a
+// fresh store (PostgreSQL skips without a test server).
+var stores = []struct {
+	name string
+	open func(t *testing.T) *hopper.Client
+}{
+	{"memory", newClient},
+	{"sqlite", func(t *testing.T) *hopper.Client { return openClient(t, "sqlite:"+filepath.Join(t.TempDir(), "h.db")) }},
+	{"postgres", func(t *testing.T) *hopper.Client { return openClient(t, pgtest.StoreURL(t, 4)) }},
+}
+
+// openClient returns a client on the store at url, with the built-in
+// kinds, not started.
+func openClient(t *testing.T, url string) *hopper.Client {
+	t.Helper()
+	ws := hopper.NewWorkers()
+	kinds.Register(ws)
+	c, err := hopper.Open(context.Background(), url, hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +89,16 @@ func actions(changes []crontab.Change) []string {
 // prune, and that a dry run changes nothing.
 func TestImportIdempotent(t *testing.T) {
 	t.Parallel()
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			testImportIdempotent(t, st.open(t))
+		})
+	}
+}
+
+func testImportIdempotent(t *testing.T, c *hopper.Client) {
 	ctx := context.Background()
-	c := newClient(t)
 	src := "@daily /opt/backup.sh\nCRON_TZ=Europe/Berlin\n30 2 * * 1-5 report --week\n"
 	want := []string{"cron-backup-sh:create", "cron-report-week:create"}
 	if got := actions(importSrc(t, c, src, crontab.ImportOptions{DryRun: true})); !reflect.DeepEqual(got, want) {

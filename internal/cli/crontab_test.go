@@ -213,6 +213,8 @@ func TestCrontabImportStdinJSONPrune(t *testing.T) {
 		scheds["x-b"].MaxAttempts != 3 || scheds["x-b"].Overlap != hopper.OverlapAllow {
 		t.Fatalf("schedules after prune: %v", scheds)
 	}
+	hopIn(t, db, "@daily root /bin/r\n@daily www /bin/w\n", "crontab", "import", "--system", "--user", "root", "--skip-unmappable", "--prefix", "etc-", "-").ok(t).
+		has(t, "create  etc-r", "create 1, update 0, remove 0; 0 unchanged; 1 line not imported")
 	hopIn(t, db, "", "crontab", "import", "--prefix", "", "-").fails(t, ExitUsage, "bad --prefix: empty")
 	hopIn(t, db, "", "crontab", "import", "--system", "-").fails(t, ExitUsage, "a system crontab needs the user")
 	hopIn(t, db, "", "crontab", "import", "--overlap", "sometimes", "-").fails(t, ExitUsage, "--overlap")
