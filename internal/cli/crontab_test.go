@@ -222,3 +222,15 @@ func TestCrontabImportStdinJSONPrune(t *testing.T) {
 		t.Errorf("no note about the zone: %q", r.err)
 	}
 }
+
+// TestEnqueueExecStdin: enqueue exec --stdin gives the command its input.
+func TestEnqueueExecStdin(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	id := hop(t, db, "enqueue", "exec", "--stdin", "a%b\n", "--", "tr", "a-z", "A-Z").ok(t).id(t)
+	j := work(t, db, id)[0]
+	var res kinds.ExecResult
+	if err := json.Unmarshal(j.Result, &res); err != nil || res.StdoutTail != "A%B\n" {
+		t.Fatalf("job %+v: result %+v, %v", j, res, err)
+	}
+}
