@@ -82,7 +82,7 @@ still).`,
 	fs.StringVar(&f.user, "user", "", "with --system: import the lines of this user (Hopper runs every command as its server's user)")
 	f.policyFlags.register(fs)
 	ma := fs.Lookup("max-attempts")
-	ma.DefValue, ma.Usage = strconv.Itoa(crontabMaxAttempts), fmt.Sprintf("attempts before the job goes to the dead-letter queue, 1 to %d (default 1: one run a tick, as cron; more retries a failed run)", hopper.MaxAttemptsLimit)
+	ma.DefValue, ma.Usage = strconv.Itoa(crontabMaxAttempts), fmt.Sprintf("attempts before the job goes to the dead-letter queue, 1 to %d: 1 runs a command once a tick, as cron; more retry a failed run", hopper.MaxAttemptsLimit)
 	return c
 }
 
