@@ -275,7 +275,7 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 	*j = job.Job{
 		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
 		Timeout: own.Timeout, Retry: own.Retry.Clone(), UniqueKey: own.UniqueKey, RunAt: own.RunAt,
-		Debounce: own.Debounce,
+		Debounce: own.Debounce, Key: own.Key,
 		Meta:     cloneMeta(own.Meta), Tags: slices.Clone(own.Tags),
 	}
 	if own.Delay > 0 {

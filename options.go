@@ -69,6 +69,12 @@ type EnqueueOptions struct {
 	// unique keys share one namespace: a plain enqueue of a key a
 	// debounced job holds is a Duplicate, as for any unique key.
 	Debounce Debounce
+	// Key is the job's flow-control key (Job.Key): a tenant, a customer,
+	// an API account. A queue may limit how many jobs of one key run at
+	// once (Client.SetQueueKeyConcurrency), pause a key (Client.PauseKey),
+	// and a handler may hold its key for a while (HoldKey); the queue
+	// serves its keys in turn. At most job.MaxKeySize bytes of UTF-8.
+	Key string
 
 	// Meta and Tags are set per job and per schedule (ScheduleOptions),
 	// not on a kind or a Config.
@@ -135,6 +141,8 @@ func (o *EnqueueOptions) validate(prefix string, perJob bool) error {
 		return bad("timeout", "must not be negative, got %s", o.Timeout)
 	case !perJob && (o.Delay != 0 || !o.RunAt.IsZero() || o.UniqueKey != "" || !o.Debounce.IsZero()):
 		return bad("delay", "delay, run_at, unique_key and debounce are set per job, not here")
+	case !perJob && o.Key != "":
+		return bad("key", "a flow-control key is set per job, not here")
 	case o.Delay < 0:
 		return bad("delay", "must not be negative, got %s", o.Delay)
 	case o.Delay > 0 && !o.RunAt.IsZero():

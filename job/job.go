@@ -51,6 +51,12 @@ type Job struct {
 	// the client's (resolved by the process that runs it), NoTimeout none.
 	Timeout   time.Duration `json:"timeout,omitempty"`
 	UniqueKey string        `json:"unique_key,omitempty"`
+	// Key is the job's flow-control key within its queue (a tenant, a
+	// customer, an API account): a queue may limit how many jobs of one
+	// key run at once, pause a key or hold it for a while, and serves its
+	// keys in turn (docs/flow-control.md). Empty: no key. At most
+	// MaxKeySize bytes of UTF-8 without NUL (CheckKey).
+	Key string `json:"key,omitempty"`
 	// Debounce, with a UniqueKey, is an instruction to Enqueue, not part
 	// of the record: a store does not keep it, and jobs it returns have it
 	// zero. See Debounce.
@@ -150,7 +156,7 @@ const (
 	MaxResultSize = 1 << 20  // bytes of JSON result
 	MaxErrorSize  = 16 << 10 // bytes of an attempt's error text
 	MaxNameSize   = 255      // bytes of a kind, queue or schedule name
-	MaxKeySize    = 1024     // bytes of a unique key
+	MaxKeySize    = 1024     // bytes of a unique key or a flow-control key
 )
 
 // Bounds of a job's integer options, the same on every store: the
@@ -315,11 +321,11 @@ func (j *Job) Validate(now time.Time) error {
 	if j.Timeout < 0 && j.Timeout != NoTimeout {
 		return Invalid("timeout", "must not be negative, got %s", j.Timeout)
 	}
-	if len(j.UniqueKey) > MaxKeySize || !utf8.ValidString(j.UniqueKey) {
-		return Invalid("unique_key", "must be valid UTF-8 of at most %d bytes", MaxKeySize)
+	if err := checkKeyText("unique_key", j.UniqueKey); err != nil {
+		return err
 	}
-	if i := strings.IndexByte(j.UniqueKey, 0); i >= 0 {
-		return Invalid("unique_key", "holds a NUL byte at byte %d, which PostgreSQL cannot store", i)
+	if err := checkKeyText("key", j.Key); err != nil {
+		return err
 	}
 	if j.Retry != nil {
 		if err := j.Retry.Validate(); err != nil {
@@ -355,6 +361,29 @@ func (j *Job) Validate(now time.Time) error {
 	j.CreatedAt = now
 	j.State = WaitingState(j.RunAt, now)
 	return nil
+}
+
+// checkKeyText returns a *FieldError naming field unless s is valid UTF-8
+// of at most MaxKeySize bytes without a NUL byte: a unique key or a
+// flow-control key (empty is fine).
+func checkKeyText(field, s string) error {
+	if len(s) > MaxKeySize || !utf8.ValidString(s) {
+		return Invalid(field, "must be valid UTF-8 of at most %d bytes", MaxKeySize)
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return Invalid(field, "holds a NUL byte at byte %d, which PostgreSQL cannot store", i)
+	}
+	return nil
+}
+
+// CheckKey returns a *FieldError naming field unless key is a job's
+// flow-control key (Job.Key) that is set: 1 to MaxKeySize bytes of UTF-8
+// without NUL.
+func CheckKey(field, key string) error {
+	if key == "" {
+		return Invalid(field, "missing: give the key, e.g. tenant=42")
+	}
+	return checkKeyText(field, key)
 }
 
 // FuncKind is the kind of jobs given as a Func. It cannot be registered.

@@ -50,6 +50,10 @@ type QueueState struct {
 	// (ListQueues and SetQueue report it; 0 without a limit).
 	Concurrency int
 	Running     int
+	// KeyConcurrency caps, for each flow-control key (job.Job.Key), how
+	// many of the queue's jobs of that key run at once across every
+	// process (0: no limit; KeyControl).
+	KeyConcurrency int
 	// PausedAt is when the queue was paused (SetQueueParams.Now), zero if
 	// it is not.
 	PausedAt time.Time
@@ -58,8 +62,8 @@ type QueueState struct {
 }
 
 // Zero reports whether q's settings are those of a queue without a row:
-// not paused, no limit.
-func (q QueueState) Zero() bool { return !q.Paused && q.Concurrency == 0 }
+// not paused, no limit, no limit per key.
+func (q QueueState) Zero() bool { return !q.Paused && q.Concurrency == 0 && q.KeyConcurrency == 0 }
 
 // MaxConcurrency bounds QueueState.Concurrency.
 const MaxConcurrency = 1 << 20
@@ -73,17 +77,23 @@ type SetQueueParams struct {
 	// Concurrency sets the queue's limit across every process (0 clears
 	// it).
 	Concurrency *int
+	// KeyConcurrency sets the queue's limit per key (0 clears it).
+	KeyConcurrency *int
 }
 
 // Validate returns a *job.FieldError unless p names a queue as job.CheckName
 // accepts a queue's name ("name") and its Concurrency is between 0 and
-// MaxConcurrency ("concurrency").
+// MaxConcurrency ("concurrency"), and so is its KeyConcurrency
+// ("key_concurrency").
 func (p SetQueueParams) Validate() error {
 	if err := job.CheckName("name", p.Name); err != nil {
 		return err
 	}
 	if c := p.Concurrency; c != nil && (*c < 0 || *c > MaxConcurrency) {
 		return job.Invalid("concurrency", "must be between 0 (no limit) and %d, got %d", MaxConcurrency, *c)
+	}
+	if c := p.KeyConcurrency; c != nil && (*c < 0 || *c > MaxConcurrency) {
+		return job.Invalid("key_concurrency", "must be between 0 (no limit) and %d, got %d", MaxConcurrency, *c)
 	}
 	return nil
 }
@@ -104,6 +114,10 @@ func ApplySetQueue(q QueueState, p SetQueueParams) QueueState {
 	}
 	if p.Concurrency != nil && *p.Concurrency != q.Concurrency {
 		q.Concurrency = *p.Concurrency
+		q.UpdatedAt = now
+	}
+	if p.KeyConcurrency != nil && *p.KeyConcurrency != q.KeyConcurrency {
+		q.KeyConcurrency = *p.KeyConcurrency
 		q.UpdatedAt = now
 	}
 	if q.UpdatedAt.IsZero() {

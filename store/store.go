@@ -326,6 +326,10 @@ type Outcome struct {
 	Result []byte      // JSON result for Completed
 	Error  string      // the attempt's error, if it failed
 	Record job.Attempt // the attempt's history entry
+	// HoldKeyUntil, if set, holds the job's key (job.Job.Key) in its queue
+	// until then, in the transaction that ends the attempt (a handler's
+	// HoldKey: KeyControl); a job without a key ignores it.
+	HoldKeyUntil time.Time
 }
 
 // HeartbeatParams are the arguments of Store.Heartbeat.

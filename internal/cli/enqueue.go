@@ -30,7 +30,8 @@ With --bulk it reads jobs as JSON lines from stdin, one per line:
 
   {"kind":"exec","args":{"command":"echo","args":["hi"]},"queue":"q","priority":1,
    "delay":"5s","run_at":"2030-01-02T15:04:05Z","max_attempts":3,"timeout":"30s",
-   "unique_key":"k","debounce":{"period":"5s","max_wait":"1m"},"retry_backoff":"fixed:5s"}
+   "unique_key":"k","key":"tenant=42","debounce":{"period":"5s","max_wait":"1m"},
+   "retry_backoff":"fixed:5s"}
 
 Only kind is required. Kinds other than exec and http are refused (a typo
 would wait forever) unless listed in --external-kinds: kinds that programs
@@ -51,6 +52,7 @@ func (a *app) enqueueCmd() *cobra.Command {
   hopper enqueue --delay 10m --retry-backoff list:5s,30s,300s http --url https://example.com/hook --data '{"a":1}' --header 'Content-Type: application/json'
   hopper enqueue --at 2030-01-02T15:04:05Z --unique nightly-backup exec -- backup.sh
   hopper enqueue --unique reindex:42 --debounce 5s --debounce-max 1m exec -- ./reindex 42
+  hopper enqueue --queue api --key tenant=42 http --url https://example.com/sync
   hopper enqueue --bulk < jobs.jsonl
   hopper enqueue --bulk --external-kinds send_email,resize_image < jobs.jsonl`,
 		Args: noArgs,

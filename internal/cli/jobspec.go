@@ -23,6 +23,7 @@ type jobFlags struct {
 	maxAttempts int
 	timeout     time.Duration
 	unique      string
+	key         string
 	debounce    time.Duration
 	debounceMax time.Duration
 	backoff     string
@@ -49,6 +50,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet, forSchedule bool) {
 		fs.StringVar(&f.at, "at", "", "run no earlier than this RFC 3339 time, e.g. 2030-01-02T15:04:05Z")
 		fs.StringVar(&f.unique, "unique", "", "unique key: while a job with this key waits or runs, enqueue returns that job instead")
 		fs.DurationVar(&f.debounce, "debounce", 0, "with --unique: merge into the job waiting with the key (its args replaced) and run it this long after the latest enqueue, e.g. 5s")
+		fs.StringVar(&f.key, "key", "", "flow-control key of the job (a tenant, a customer): its queue's --key-concurrency limits the jobs of one key running at once, and the queue serves its keys in turn")
 		fs.DurationVar(&f.debounceMax, "debounce-max", 0, "with --debounce: run no later than this long after the first enqueue of the key, e.g. 1m (default no bound)")
 	}
 }
@@ -84,6 +86,9 @@ func (f *jobFlags) document(fs *pflag.FlagSet) wire.Job {
 	if set("unique") {
 		j.UniqueKey = &f.unique
 	}
+	if set("key") {
+		j.Key = &f.key
+	}
 	if set("debounce") || set("debounce-max") {
 		j.Debounce = &wire.Debounce{}
 		if set("debounce") {
@@ -113,7 +118,7 @@ func (f *jobFlags) options(fs *pflag.FlagSet) (*hopper.EnqueueOptions, error) {
 // of the library's options.
 var flagOf = map[string]string{
 	"queue": "--queue", "priority": "--priority", "max_attempts": "--max-attempts", "timeout": "--timeout",
-	"retry": "--retry-backoff", "delay": "--delay", "run_at": "--at", "unique_key": "--unique",
+	"retry": "--retry-backoff", "delay": "--delay", "run_at": "--at", "unique_key": "--unique", "key": "--key",
 	"debounce": "--debounce", "debounce.period": "--debounce", "debounce.max_wait": "--debounce-max",
 	"meta": "--meta", "tags": "--tag",
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",

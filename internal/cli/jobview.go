@@ -48,6 +48,9 @@ func printJob(w io.Writer, j *hopper.Job) error {
 		field("timeout", j.Timeout)
 	}
 	field("retry backoff", wire.DescribeRetry(j.Retry))
+	if j.Key != "" {
+		field("key", j.Key)
+	}
 	if j.UniqueKey != "" {
 		field("unique key", j.UniqueKey)
 	}

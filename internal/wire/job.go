@@ -42,6 +42,8 @@ type Job struct {
 	Delay     *Duration `json:"delay"`
 	RunAt     *string   `json:"run_at"`
 	UniqueKey *string   `json:"unique_key"`
+	// Key is the job's flow-control key (hopper.EnqueueOptions.Key).
+	Key *string `json:"key"`
 	// Debounce, with unique_key, coalesces the enqueues of the key
 	// (hopper.EnqueueOptions.Debounce).
 	Debounce *Debounce `json:"debounce"`
@@ -102,6 +104,12 @@ func (j *Job) Request(now time.Time) (hopper.EnqueueRequest, error) {
 			return none, err
 		}
 		o.UniqueKey = *j.UniqueKey
+	}
+	if j.Key != nil {
+		if err := Given("key", *j.Key == "", "a job without one"); err != nil {
+			return none, err
+		}
+		o.Key = *j.Key
 	}
 	if j.Debounce != nil {
 		if o.Debounce, err = j.Debounce.options(); err != nil {

@@ -29,6 +29,7 @@ type entry struct {
 	idx      int32 // position in l.ready or l.timed (see jobHeap), -1 if in neither
 	state    job.State
 	cancel   bool // cancel requested while running
+	keySlot  bool // the running attempt holds a slot of its key (keys.go)
 	c        *cold
 }
 
@@ -62,6 +63,7 @@ type options struct {
 	fireTime int64
 	meta     map[string]string
 	tags     []string
+	key      string // the flow-control key
 }
 
 func (e *entry) cold() *cold {
@@ -95,7 +97,7 @@ func newEntry(j *job.Job, id job.ID, l *lane) *entry {
 		idx:      -1,
 		state:    j.State,
 	}
-	if j.Timeout != 0 || j.UniqueKey != "" || j.Retry != nil || j.Schedule != "" || len(j.Meta) > 0 || len(j.Tags) > 0 {
+	if j.Timeout != 0 || j.UniqueKey != "" || j.Retry != nil || j.Schedule != "" || len(j.Meta) > 0 || len(j.Tags) > 0 || j.Key != "" {
 		e.cold().opt = &options{
 			timeout:  j.Timeout,
 			unique:   j.UniqueKey,
@@ -104,6 +106,7 @@ func newEntry(j *job.Job, id job.ID, l *lane) *entry {
 			fireTime: store.UnixNanos(j.FireTime),
 			meta:     maps.Clone(j.Meta),
 			tags:     slices.Clone(j.Tags),
+			key:      j.Key,
 		}
 		if len(j.Meta) == 0 {
 			e.c.opt.meta = nil
@@ -173,6 +176,7 @@ func (e *entry) view(j *job.Job) {
 			j.FireTime = store.FromUnixNanos(o.fireTime)
 			j.Meta = o.meta
 			j.Tags = o.tags
+			j.Key = o.key
 		}
 		j.Result = c.result
 		j.LastError = c.lastError

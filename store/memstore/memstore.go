@@ -42,6 +42,8 @@ type Store struct {
 	slotBuf   map[string]int              // the limits of the latest claim (queues.go)
 	takenBuf  map[string]int              // the jobs the latest claim took per limited queue
 	claimed   laneFilter                  // the lanes of the latest claim's filter
+	keys      map[qkey]*store.KeyState    // keys with a state (keys.go)
+	cursor    map[string]string           // per keyed queue, the key its latest claim served last
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
 	scratch [1]job.Attempt
@@ -61,6 +63,11 @@ type lane struct {
 	ready       jobHeap // available jobs by (priority, run-at, ID)
 	timed       jobHeap // scheduled and retrying jobs by (run-at, ID)
 	counts      [job.StateDead + 1]int
+	// A keyed lane (keys.go) keeps its available jobs with a key in
+	// byKey, one heap per key, the keys sorted in keyList.
+	keyed   bool
+	byKey   map[string]*jobHeap
+	keyList []string
 }
 
 type laneKey struct{ queue, kind string }
@@ -103,7 +110,7 @@ func (s *Store) lane(queue, kind string) *lane {
 	k := laneKey{queue, kind}
 	l := s.lanes[k]
 	if l == nil {
-		l = &lane{queue: queue, kind: kind, timed: jobHeap{timed: true}}
+		l = &lane{queue: queue, kind: kind, timed: jobHeap{timed: true}, keyed: s.keyedQueue(queue)}
 		s.lanes[k] = l
 		i, _ := slices.BinarySearchFunc(s.llist, l, compareLanes)
 		s.llist = slices.Insert(s.llist, i, l)
@@ -120,6 +127,9 @@ func compareLanes(a, b *lane) int {
 // heaps.
 func (s *Store) setState(e *entry, to job.State) {
 	from := e.state
+	if from == job.StateRunning {
+		s.releaseKeySlot(e)
+	}
 	e.l.counts[from]--
 	e.l.counts[to]++
 	e.state = to
@@ -168,6 +178,10 @@ func (s *Store) update(e *entry, j *job.Job) {
 func (s *Store) enqueueHeap(e *entry) {
 	switch e.state {
 	case job.StateAvailable:
+		if e.l.keyed {
+			e.l.keyHeap(e.keyOf(), true).push(e)
+			return
+		}
 		e.l.ready.push(e)
 	case job.StateScheduled, job.StateRetrying:
 		e.l.timed.push(e)
@@ -180,6 +194,12 @@ func (s *Store) dequeueHeap(e *entry) {
 		return
 	}
 	if e.state == job.StateAvailable {
+		if e.l.keyed {
+			key := e.keyOf()
+			e.l.keyHeap(key, false).remove(int(e.idx))
+			e.l.dropKeyIfEmpty(key)
+			return
+		}
 		e.l.ready.remove(int(e.idx))
 	} else {
 		e.l.timed.remove(int(e.idx))
@@ -274,7 +294,7 @@ func (s *Store) promote(l *lane, now int64) {
 		}
 		l.timed.pop()
 		s.setState(e, job.StateAvailable)
-		l.ready.push(e)
+		s.enqueueHeap(e)
 	}
 }
 
@@ -324,25 +344,56 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	var slab []job.Job // the returned copies, allocated together
 	var v job.Job
 	for len(res.Jobs) < p.Limit {
-		var best *lane
+		var (
+			best     *lane
+			bestHeap *jobHeap
+			bestKey  string
+		)
 		for _, l := range ls {
-			if l.ready.len() == 0 || s.held(l.queue) {
+			if s.held(l.queue) {
 				continue
 			}
 			if taken != nil {
 				if lim, ok := limits[l.queue]; ok && taken[l.queue] >= lim {
-					res.Held = res.Held || s.queues[l.queue].Concurrency > 0
+					res.Held = res.Held || (s.queues[l.queue].Concurrency > 0 && (l.ready.len() > 0 || len(l.keyList) > 0))
 					continue
 				}
 			}
-			if best == nil || best.ready.less(l.ready.head(), best.ready.head()) {
-				best = l
+			h, key := &l.ready, ""
+			if l.keyed {
+				var blocked bool
+				h, key, blocked = s.keyCandidate(l, s.cursor[l.queue], p.Now)
+				res.Held = res.Held || blocked
+				if h == nil {
+					continue
+				}
 			}
+			if h.len() == 0 {
+				continue
+			}
+			switch {
+			case best == nil:
+			case l.keyed && best.queue == l.queue && key != bestKey: // keys in turn
+				if !keyBefore(key, bestKey, s.cursor[l.queue]) {
+					continue
+				}
+			case !h.less(h.head(), bestHeap.head()):
+				continue
+			}
+			best, bestHeap, bestKey = l, h, key
 		}
 		if best == nil {
 			break
 		}
-		e := best.ready.pop()
+		e := bestHeap.pop()
+		if best.keyed {
+			best.dropKeyIfEmpty(bestKey)
+			if s.cursor == nil {
+				s.cursor = make(map[string]string)
+			}
+			s.cursor[best.queue] = bestKey
+			s.takeKeySlot(e, p.Now)
+		}
 		if taken != nil {
 			taken[best.queue]++
 		}
@@ -417,6 +468,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		if ok {
 			s.update(e, &v)
 			reached[i] = v.State
+			s.holdKey(e, o.HoldKeyUntil, p.Now)
 		}
 	}
 	return reached, nil

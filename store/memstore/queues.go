@@ -29,6 +29,7 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		}
 		s.queues[p.Name] = q
 	}
+	s.rekey(p.Name)
 	s.paused, s.limited = 0, 0
 	for _, q := range s.queues {
 		if q.Paused {

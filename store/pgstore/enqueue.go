@@ -25,16 +25,17 @@ import (
 
 // insertCols are the columns Enqueue sets; the others keep their defaults.
 const insertCols = `state, queue, kind, priority, run_at, created_at, max_attempts, timeout_ns,
-	unique_key, schedule, fire_time, args, retry, labels, tags`
+	unique_key, schedule, fire_time, args, retry, labels, tags, flow_key`
 
 const insertSelect = `INSERT INTO {schema}.jobs (` + insertCols + `)
 	SELECT st::{schema}.job_state, q, k, p, r, c, m, t, NULLIF(u, ''), NULLIF(sc, ''), f,
 		NULLIF(a, '')::json, NULLIF(re, '')::json, NULLIF(lb, ''),
 		CASE WHEN lb <> '' AND lb::json->'tags' IS NOT NULL
-			THEN ARRAY(SELECT json_array_elements_text(lb::json->'tags')) END
+			THEN ARRAY(SELECT json_array_elements_text(lb::json->'tags')) END, fk
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::timestamptz[],
-		$7::int[], $8::bigint[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[])
-		AS v(st, q, k, p, r, c, m, t, u, sc, f, a, re, lb)`
+		$7::int[], $8::bigint[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[],
+		$15::text[])
+		AS v(st, q, k, p, r, c, m, t, u, sc, f, a, re, lb, fk)`
 
 const (
 	// sqlInsert inserts plain jobs.
@@ -65,7 +66,7 @@ type rowArrays struct {
 	maxAttempts                []int32
 	timeout                    []int64
 	unique, schedule, args, rt []string
-	labels                     []string
+	labels, key                []string
 }
 
 func (a *rowArrays) grow(n int) {
@@ -83,6 +84,7 @@ func (a *rowArrays) grow(n int) {
 	a.args = slices.Grow(a.args, n)
 	a.rt = slices.Grow(a.rt, n)
 	a.labels = slices.Grow(a.labels, n)
+	a.key = slices.Grow(a.key, n)
 }
 
 // appendRows appends rows i of src (all if idx is nil).
@@ -102,6 +104,7 @@ func (a *rowArrays) appendRows(src *rowArrays, idx []int) {
 		a.args = append(a.args, src.args...)
 		a.rt = append(a.rt, src.rt...)
 		a.labels = append(a.labels, src.labels...)
+		a.key = append(a.key, src.key...)
 		return
 	}
 	a.grow(len(idx))
@@ -120,6 +123,7 @@ func (a *rowArrays) appendRows(src *rowArrays, idx []int) {
 		a.args = append(a.args, src.args[i])
 		a.rt = append(a.rt, src.rt[i])
 		a.labels = append(a.labels, src.labels[i])
+		a.key = append(a.key, src.key[i])
 	}
 }
 
@@ -128,7 +132,7 @@ func (a *rowArrays) len() int { return len(a.state) }
 // params are the arguments of sqlInsert.
 func (a *rowArrays) params() []any {
 	return []any{a.state, a.queue, a.kind, a.priority, a.runAt, a.created, a.maxAttempts, a.timeout,
-		a.unique, a.schedule, a.fire, a.args, a.rt, a.labels}
+		a.unique, a.schedule, a.fire, a.args, a.rt, a.labels, a.key}
 }
 
 // newRows are the jobs of one Enqueue call, converted for INSERT before
@@ -183,6 +187,7 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		a.args = append(a.args, string(j.Args))
 		a.rt = append(a.rt, retry)
 		a.labels = append(a.labels, labels)
+		a.key = append(a.key, j.Key)
 	}
 	return r, nil
 }

@@ -22,7 +22,7 @@ import (
 // state is read as text: pgx need not know the enum type.
 const jobCols = `id, state::text, queue, kind, priority, run_at, attempt, max_attempts, crashes,
 	cancel_requested, created_at, started_at, finished_at, lease_until, worker, timeout_ns,
-	unique_key, schedule, fire_time, last_error, args, result, retry, attempts, labels`
+	unique_key, schedule, fire_time, last_error, args, result, retry, attempts, labels, flow_key`
 
 // jobColsOf is jobCols qualified by a table alias.
 func jobColsOf(alias string) string {
@@ -105,10 +105,11 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 		worker, unique, schedule, labels         *string
 		timeout                                  int64
 		args, result, retry, attempts            []byte
+		key                                      string
 	)
 	err := r.Scan(&j.ID, &state, &j.Queue, &j.Kind, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &j.Crashes,
 		&j.CancelRequested, &created, &started, &finished, &lease, &worker, &timeout,
-		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts, &labels)
+		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts, &labels, &key)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +124,7 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 	if unique != nil {
 		j.UniqueKey = *unique
 	}
+	j.Key = key
 	if schedule != nil {
 		j.Schedule = *schedule
 	}

@@ -15,8 +15,8 @@ import (
 
 // insertCols are the columns Enqueue sets; the others keep their defaults.
 const (
-	insertCols    = `kind, queue, args, priority, run_at, state, max_attempts, timeout, unique_key, retry, created_at, schedule, fire_time, labels`
-	nInsertCols   = 14
+	insertCols    = `kind, queue, args, priority, run_at, state, max_attempts, timeout, unique_key, retry, created_at, schedule, fire_time, labels, flow_key`
+	nInsertCols   = 15
 	maxInsertRows = 64 // rows per multi-row INSERT
 )
 
@@ -56,7 +56,7 @@ func makeRows(jobs []*job.Job) (*newRows, error) {
 		r.states[i] = j.State
 		r.args = append(r.args, j.Kind, j.Queue, jsonText(j.Args), j.Priority, store.UnixNanos(j.RunAt), stateName(j.State),
 			j.MaxAttempts, int64(j.Timeout), nullStr(j.UniqueKey), retry, store.UnixNanos(j.CreatedAt),
-			nullStr(j.Schedule), store.UnixNanos(j.FireTime), nullStr(labels))
+			nullStr(j.Schedule), store.UnixNanos(j.FireTime), nullStr(labels), j.Key)
 	}
 	return r, nil
 }

@@ -15,7 +15,7 @@ import (
 // jobCols is the column list every job query selects, in scanJob's order.
 const jobCols = `id, kind, queue, args, priority, run_at, state, max_attempts, attempt,
 	timeout, unique_key, retry, result, last_error, attempts, created_at, started_at,
-	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time, labels`
+	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time, labels, flow_key`
 
 // The stored forms of values. The file's encoding is its own: states are
 // stored by name, and the JSON columns (attempts, retry) use the row
@@ -103,7 +103,7 @@ func scanJob(r scanner) (*job.Job, error) {
 	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt, &row.state,
 		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
 		&row.attempts, &row.created, &row.started, &row.finished, &row.worker, &row.lease, &j.Crashes,
-		&row.cancelReq, &row.schedule, &row.fire, &row.labels)
+		&row.cancelReq, &row.schedule, &row.fire, &row.labels, &row.key)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func scanJob(r scanner) (*job.Job, error) {
 // (performance.md, "The writer's floor").
 const claimedCols = `id, kind, queue, args, priority, run_at, max_attempts, attempt,
 	timeout, unique_key, retry, result, last_error, attempts, created_at,
-	finished_at, crashes, schedule, fire_time, labels`
+	finished_at, crashes, schedule, fire_time, labels, flow_key`
 
 // scanClaimed reads one row a claim returned (claimedCols): a job it made
 // running at now for worker, leased until lease.
@@ -127,7 +127,7 @@ func scanClaimed(r scanner, now int64, worker string, lease int64) (*job.Job, er
 	j := &row.j
 	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt,
 		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
-		&row.attempts, &row.created, &row.finished, &j.Crashes, &row.schedule, &row.fire, &row.labels)
+		&row.attempts, &row.created, &row.finished, &j.Crashes, &row.schedule, &row.fire, &row.labels, &row.key)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +141,7 @@ type jobRow struct {
 	args, result, retry, attempts     []byte
 	labels                            []byte
 	unique, worker, schedule          *string
+	key                               string
 	runAt, created, started, finished int64
 	lease, fire, timeout, cancelReq   int64
 }
@@ -163,6 +164,7 @@ func (r *jobRow) job() (*job.Job, error) {
 	if r.unique != nil {
 		j.UniqueKey = *r.unique
 	}
+	j.Key = r.key
 	if j.Retry, err = store.DecodePolicy(r.retry); err != nil {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}

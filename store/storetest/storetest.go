@@ -45,7 +45,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
-		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), closeCases(), oracleCases(), guardCases(),
+		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), closeCases(), oracleCases(), guardCases(),
 		boundCases(), leaderCases(), serverCases(),
 	} {
 		for _, c := range group {

@@ -1,0 +1,245 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hopperq/hopper/store"
+)
+
+var _ store.KeyControl = (*Store)(nil)
+
+// qkey names one key of one queue.
+type qkey struct{ queue, key string }
+
+// A keyed queue (store.KeyControl) keeps the available jobs of each lane
+// that have a key in one heap per key (lane.byKey), the keys with jobs in
+// lane.keyList, sorted; the jobs without a key stay in lane.ready and count
+// as the key "". A claim walks the keys in turn from the queue's cursor,
+// skipping blocked keys at the cost of a map lookup each: a key's backlog
+// is never read through.
+
+// keyOf returns the entry's flow-control key.
+func (e *entry) keyOf() string { return e.opt().key }
+
+// keyHeap returns the heap an available entry of a keyed lane waits in.
+func (l *lane) keyHeap(key string, create bool) *jobHeap {
+	if key == "" {
+		return &l.ready
+	}
+	h := l.byKey[key]
+	if h == nil && create {
+		if l.byKey == nil {
+			l.byKey = make(map[string]*jobHeap)
+		}
+		h = &jobHeap{}
+		l.byKey[key] = h
+		i, _ := slices.BinarySearch(l.keyList, key)
+		l.keyList = slices.Insert(l.keyList, i, key)
+	}
+	return h
+}
+
+// dropKeyIfEmpty forgets key's heap in l once it is empty.
+func (l *lane) dropKeyIfEmpty(key string) {
+	if key == "" {
+		return
+	}
+	if h := l.byKey[key]; h != nil && h.len() == 0 {
+		delete(l.byKey, key)
+		if i, ok := slices.BinarySearch(l.keyList, key); ok {
+			l.keyList = slices.Delete(l.keyList, i, i+1)
+		}
+	}
+}
+
+// rekey makes the lanes of queue keyed or not, as its state asks: keyed
+// while it has a limit per key or a paused or held key. Lanes that change
+// move their available entries between the heaps.
+func (s *Store) rekey(queue string) {
+	want := s.keyedQueue(queue)
+	for _, l := range s.llist {
+		if l.queue != queue || l.keyed == want {
+			continue
+		}
+		var moved []*entry
+		for l.ready.len() > 0 {
+			moved = append(moved, l.ready.pop())
+		}
+		for _, h := range l.byKey {
+			for h.len() > 0 {
+				moved = append(moved, h.pop())
+			}
+		}
+		l.byKey, l.keyList, l.keyed = nil, nil, want
+		for _, e := range moved {
+			s.enqueueHeap(e)
+		}
+	}
+}
+
+// keyedQueue reports whether queue is keyed: it has a limit per key, or a
+// paused or held key.
+func (s *Store) keyedQueue(queue string) bool {
+	if s.queues[queue].KeyConcurrency > 0 {
+		return true
+	}
+	for k, st := range s.keys {
+		if k.queue == queue && (st.Paused || !st.HeldUntil.IsZero()) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyState returns the state of key of queue (the zero state, named, if
+// it has no row).
+func (s *Store) keyState(queue, key string) store.KeyState {
+	if k := s.keys[qkey{queue, key}]; k != nil {
+		return *k
+	}
+	return store.KeyState{Queue: queue, Key: key}
+}
+
+// putKey stores k, or deletes its row if it is idle at now.
+func (s *Store) putKey(k store.KeyState, now time.Time) {
+	q := qkey{k.Queue, k.Key}
+	if k.Idle(now) {
+		delete(s.keys, q)
+		return
+	}
+	if s.keys == nil {
+		s.keys = make(map[qkey]*store.KeyState)
+	}
+	s.keys[q] = &k
+}
+
+// releaseKeySlot gives back the key slot of e's attempt, which is leaving
+// running; the key's row goes once it has nothing left to keep.
+func (s *Store) releaseKeySlot(e *entry) {
+	if !e.keySlot {
+		return
+	}
+	e.keySlot = false
+	k := s.keys[qkey{e.l.queue, e.keyOf()}]
+	if k == nil {
+		return
+	}
+	k.Running--
+	if k.Running <= 0 && !k.Paused && k.HeldUntil.IsZero() {
+		delete(s.keys, qkey{e.l.queue, e.keyOf()})
+	}
+}
+
+// takeKeySlot makes e's new attempt hold a slot of its key, if its queue
+// limits keys.
+func (s *Store) takeKeySlot(e *entry, now time.Time) {
+	key := e.keyOf()
+	if key == "" || s.queues[e.l.queue].KeyConcurrency == 0 {
+		return
+	}
+	k := s.keyState(e.l.queue, key)
+	k.Running++
+	k.UpdatedAt = now
+	s.putKey(k, now)
+	e.keySlot = true
+}
+
+// keyCandidate is the next job a keyed lane gives a claim: the first
+// job of its first key, in turn from cursor, that may start at now.
+// blocked reports whether a key with jobs was at its limit.
+func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, blocked bool) {
+	limit := s.queues[l.queue].KeyConcurrency
+	ok := func(key string) bool {
+		k := s.keys[qkey{l.queue, key}]
+		if k == nil {
+			return true
+		}
+		switch store.KeyBlocked(*k, limit, now) {
+		case "":
+			return true
+		case "limit":
+			blocked = true
+		}
+		return false
+	}
+	// The keys after cursor, then "" (the jobs without a key), then the
+	// keys up to the cursor: store.NextKey's order.
+	start, found := slices.BinarySearch(l.keyList, cursor)
+	if found {
+		start++
+	}
+	for _, k := range l.keyList[start:] {
+		if ok(k) {
+			return l.byKey[k], k, blocked
+		}
+	}
+	if l.ready.len() > 0 {
+		return &l.ready, "", blocked
+	}
+	for _, k := range l.keyList[:start] {
+		if ok(k) {
+			return l.byKey[k], k, blocked
+		}
+	}
+	return nil, "", blocked
+}
+
+// keyBefore reports whether key a comes before key b in the turn order
+// from cursor.
+func keyBefore(a, b, cursor string) bool {
+	wa, wb := a <= cursor, b <= cursor // wrapped around
+	if wa != wb {
+		return wb
+	}
+	return a < b
+}
+
+// SetKey implements store.KeyControl.
+func (s *Store) SetKey(ctx context.Context, p store.SetKeyParams) (store.KeyState, error) {
+	if err := p.Validate(); err != nil {
+		return store.KeyState{}, err
+	}
+	if err := s.lock(); err != nil {
+		return store.KeyState{}, err
+	}
+	defer s.mu.Unlock()
+	k := store.ApplySetKey(s.keyState(p.Queue, p.Key), p)
+	s.putKey(k, p.Now)
+	s.rekey(p.Queue)
+	return k, nil
+}
+
+// holdKey applies an outcome's HoldKeyUntil to e's key.
+func (s *Store) holdKey(e *entry, until, now time.Time) {
+	key := e.keyOf()
+	if until.IsZero() || key == "" {
+		return
+	}
+	s.putKey(store.ApplySetKey(s.keyState(e.l.queue, key), store.SetKeyParams{
+		Now: now, Queue: e.l.queue, Key: key, HoldUntil: &until}), now)
+	s.rekey(e.l.queue)
+}
+
+// ListKeys implements store.KeyControl.
+func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []store.KeyState{}
+	for q, k := range s.keys {
+		if queue == "" || q.queue == queue {
+			out = append(out, *k)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.KeyState) int {
+		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out, nil
+}

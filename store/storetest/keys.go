@@ -1,0 +1,217 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// keyControl returns the store's store.KeyControl, or skips the case.
+func (e *env) keyControl() store.KeyControl {
+	e.t.Helper()
+	kc, ok := e.s.(store.KeyControl)
+	if !ok {
+		e.t.Skip("the store does not implement store.KeyControl")
+	}
+	e.queueControl()
+	return kc
+}
+
+// keyLimit sets queue's limit per key at now (0 clears it).
+func (e *env) keyLimit(now time.Time, queue string, n int) store.QueueState {
+	e.t.Helper()
+	return e.setQueue(store.SetQueueParams{Now: now, Name: queue, KeyConcurrency: &n})
+}
+
+// setKey calls SetKey and fails the test on an error.
+func (e *env) setKey(p store.SetKeyParams) store.KeyState {
+	e.t.Helper()
+	k, err := e.keyControl().SetKey(e.ctx, p)
+	if err != nil {
+		e.t.Fatalf("SetKey(%q, %q): %v", p.Queue, p.Key, err)
+	}
+	return k
+}
+
+// listKeys calls ListKeys and fails the test on an error.
+func (e *env) listKeys(queue string) []store.KeyState {
+	e.t.Helper()
+	ks, err := e.keyControl().ListKeys(e.ctx, queue)
+	if err != nil {
+		e.t.Fatalf("ListKeys(%q): %v", queue, err)
+	}
+	return ks
+}
+
+// keyed enqueues n jobs of key in queue at now and returns their IDs.
+func (e *env) keyed(now time.Time, queue, key string, n int) []job.ID {
+	e.t.Helper()
+	ids := make([]job.ID, n)
+	for i := range ids {
+		ids[i] = e.add(now, &job.Job{Kind: "k", Queue: queue, Key: key})
+	}
+	return ids
+}
+
+// keysOf returns the keys of jobs, in order.
+func keysOf(js []*job.Job) []string {
+	out := make([]string, len(js))
+	for i, j := range js {
+		out[i] = j.Key
+	}
+	return out
+}
+
+func keyCases() []testCase {
+	return []testCase{
+		{"KeyRoundTrips", func(t *testing.T, e *env) {
+			id := e.add(t0, &job.Job{Kind: "k", Key: "tenant=42"})
+			if g := e.get(id); g.Key != "tenant=42" {
+				t.Errorf("Get: key %q, want tenant=42", g.Key)
+			}
+			j := e.claimExpect(at(1), job.DefaultQueue, id)
+			if j.Key != "tenant=42" {
+				t.Errorf("Claim: key %q, want tenant=42", j.Key)
+			}
+		}},
+		{"KeyConcurrencyExact", func(t *testing.T, e *env) {
+			// Limit 2 per key: claims of any size take at most 2 of a
+			// key; a finish frees one slot, a rescue another; the key's
+			// row is collected when it holds nothing.
+			e.keyControl()
+			e.keyLimit(t0, "q", 2)
+			e.keyed(t0, "q", "hot", 6)
+			got := e.claim(store.ClaimParams{Now: at(1), Limit: 10, Queues: []string{"q"}})
+			if len(got.Jobs) != 2 {
+				t.Fatalf("Claim: %d jobs of the hot key, want 2", len(got.Jobs))
+			}
+			if !got.Held {
+				t.Errorf("Claim at the key's limit: Held false")
+			}
+			if n := len(e.claim(store.ClaimParams{Now: at(2), Limit: 10}).Jobs); n != 0 {
+				t.Errorf("Claim at the limit: %d jobs, want 0", n)
+			}
+			if ks := e.listKeys("q"); len(ks) != 1 || ks[0].Key != "hot" || ks[0].Running != 2 {
+				t.Errorf("ListKeys at the limit: %+v, want hot running 2", ks)
+			}
+			e.finishOne(at(3), got.Jobs[0], store.Outcome{State: job.StateCompleted})
+			next := e.claim(store.ClaimParams{Now: at(4), Limit: 10, Queues: []string{"q"}}).Jobs
+			if len(next) != 1 {
+				t.Fatalf("Claim after a finish: %d jobs, want 1", len(next))
+			}
+			rescued := e.rescue(store.RescueParams{Now: next[0].LeaseUntil.Add(time.Millisecond)})
+			if len(rescued) != 2 {
+				t.Fatalf("Rescue: %d jobs, want 2", len(rescued))
+			}
+			if ks := e.listKeys("q"); len(ks) != 0 {
+				t.Errorf("ListKeys after every slot was given back: %+v, want none (collected)", ks)
+			}
+			now := next[0].LeaseUntil.Add(2 * time.Millisecond)
+			if n := len(e.claim(store.ClaimParams{Now: now, Limit: 10}).Jobs); n != 2 {
+				t.Errorf("Claim after the rescue: %d jobs, want 2", n)
+			}
+			// Clearing the limit lets the rest start.
+			e.keyLimit(now, "q", 0)
+			if n := len(e.claim(store.ClaimParams{Now: now, Limit: 10}).Jobs); n != 3 {
+				t.Errorf("Claim without the limit: %d jobs, want the 3 left", n)
+			}
+		}},
+		{"KeyRoundRobin", func(t *testing.T, e *env) {
+			// Keys are served in turn: a cold key's job behind a hot
+			// key's backlog starts in the next claim, and each claim
+			// goes on from the key after the last it served.
+			e.keyControl()
+			e.keyLimit(t0, "q", 100)
+			e.keyed(t0, "q", "hot", 50)
+			cold := e.keyed(at(1), "q", "cold", 1)[0]
+			e.keyed(at(2), "q", "warm", 2)
+			none := e.add(at(3), &job.Job{Kind: "k", Queue: "q"})
+			got := e.claim(store.ClaimParams{Now: at(5), Limit: 4, Queues: []string{"q"}}).Jobs
+			// From the cursor "" on: cold, hot, warm, then "" (no key).
+			if k := keysOf(got); len(k) != 4 || k[0] != "cold" || k[1] != "hot" || k[2] != "warm" || k[3] != "" {
+				t.Errorf("first claim: keys %q, want [cold hot warm \"\"]", k)
+			}
+			if len(got) > 0 && got[0].ID != cold {
+				t.Errorf("first claim: first job %d, want the cold key's %d", got[0].ID, cold)
+			}
+			if len(got) == 4 && got[3].ID != none {
+				t.Errorf("first claim: last job %d, want the keyless %d", got[3].ID, none)
+			}
+			got = e.claim(store.ClaimParams{Now: at(6), Limit: 3, Queues: []string{"q"}}).Jobs
+			if k := keysOf(got); len(k) != 3 || k[0] != "hot" || k[1] != "warm" || k[2] != "hot" {
+				t.Errorf("second claim: keys %q, want [hot warm hot]", k)
+			}
+		}},
+		{"KeyLimitSkipsBlockedBacklog", func(t *testing.T, e *env) {
+			// Limit 1: the hot key's backlog waits behind its one
+			// running job, and every other key's job starts.
+			e.keyControl()
+			e.keyLimit(t0, "q", 1)
+			e.keyed(t0, "q", "hot", 200)
+			first := e.claim(store.ClaimParams{Now: at(1), Limit: 1}).Jobs
+			if len(first) != 1 {
+				t.Fatalf("Claim: %d jobs, want 1", len(first))
+			}
+			var want []job.ID
+			for i := range 5 {
+				want = append(want, e.keyed(at(2), "q", string(rune('a'+i)), 1)...)
+			}
+			got := e.claim(store.ClaimParams{Now: at(3), Limit: 10}).Jobs
+			wantIDList(t, "Claim behind the blocked key", sortedIDs(got), want)
+		}},
+		{"KeyPauseAndHold", func(t *testing.T, e *env) {
+			// A paused key's jobs wait until it is resumed; a held key's
+			// until the hold ends; the other keys' start.
+			e.keyControl()
+			p := e.keyed(t0, "q", "p", 1)[0]
+			h := e.keyed(t0, "q", "h", 1)[0]
+			o := e.keyed(t0, "q", "o", 1)[0]
+			paused, until := true, at(1000)
+			e.setKey(store.SetKeyParams{Now: t0, Queue: "q", Key: "p", Paused: &paused})
+			if k := e.setKey(store.SetKeyParams{Now: t0, Queue: "q", Key: "h", HoldUntil: &until}); !k.HeldUntil.Equal(until) {
+				t.Errorf("SetKey(hold): held until %v, want %v", k.HeldUntil, until)
+			}
+			wantIDList(t, "Claim with p paused and h held", idsOf(e.claim(store.ClaimParams{Now: at(1), Limit: 10}).Jobs), []job.ID{o})
+			wantIDList(t, "Claim at the hold's end", idsOf(e.claim(store.ClaimParams{Now: at(1000), Limit: 10}).Jobs), []job.ID{h})
+			resumed := false
+			e.setKey(store.SetKeyParams{Now: at(1001), Queue: "q", Key: "p", Paused: &resumed})
+			wantIDList(t, "Claim after the resume", idsOf(e.claim(store.ClaimParams{Now: at(1002), Limit: 10}).Jobs), []job.ID{p})
+		}},
+		{"KeyHoldFromFinish", func(t *testing.T, e *env) {
+			// An outcome's HoldKeyUntil holds the key in the finish's
+			// transaction: the snoozed job and the key's others wait.
+			e.keyControl()
+			ids := e.keyed(t0, "q", "k", 2)
+			other := e.keyed(t0, "q", "z", 1)[0]
+			j := e.claimExpect(at(1), "q", ids[0])
+			e.finishOne(at(2), j, store.Outcome{State: job.StateScheduled, RunAt: at(500), HoldKeyUntil: at(500),
+				Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Outcome: job.OutcomeSnoozed}})
+			wantIDList(t, "Claim while the key is held", idsOf(e.claim(store.ClaimParams{Now: at(3), Limit: 10}).Jobs), []job.ID{other})
+			if ks := e.listKeys("q"); len(ks) != 1 || !ks[0].HeldUntil.Equal(at(500)) {
+				t.Errorf("ListKeys: %+v, want k held until %v", ks, at(500))
+			}
+			wantIDList(t, "Claim after the hold", sortedIDs(e.claim(store.ClaimParams{Now: at(500), Limit: 10}).Jobs), ids)
+		}},
+		{"KeySetRefusesBadInput", func(t *testing.T, e *env) {
+			kc := e.keyControl()
+			for _, p := range []store.SetKeyParams{{Queue: "q"}, {Queue: "", Key: "k"}} {
+				if _, err := kc.SetKey(e.ctx, p); !isField(err) {
+					t.Errorf("SetKey(%+v): %v, want a field error", p, err)
+				}
+			}
+			n := -1
+			if _, err := e.queueControl().SetQueue(e.ctx, store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &n}); !isField(err) {
+				t.Errorf("SetQueue(key concurrency -1): %v, want a field error", err)
+			}
+		}},
+	}
+}
+
+// isField reports whether err is a *job.FieldError.
+func isField(err error) bool {
+	var fe *job.FieldError
+	return errors.As(err, &fe)
+}
