@@ -77,6 +77,7 @@ const (
 		FROM lane_counts l WHERE l.state = 'available' AND l.n > 0 AND (?1 IS NULL OR l.queue IN (SELECT value FROM json_each(?1)))
 		AND (?2 IS NULL OR l.kind IN (SELECT value FROM json_each(?2)))
 		AND l.queue NOT IN (SELECT name FROM queues WHERE paused)
+		AND l.queue NOT IN (` + sqlKeyedQueues + `)
 		ORDER BY l.queue, l.kind`
 	sqlCandidates = `SELECT id, priority, run_at FROM jobs WHERE state = 'available' AND queue = ? AND kind = ?
 		ORDER BY priority, run_at, id LIMIT +?`
@@ -251,30 +252,43 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	}
 	lanes, capped, held, err := readyLanes(w, p, filter)
 	res.Held = held
-	if err != nil || len(lanes) == 0 {
+	if err != nil {
 		return res, err
 	}
 	// 3. Claim.
 	var jobs []*job.Job
-	if len(lanes) <= maxClaimArms {
+	switch {
+	case len(lanes) == 0:
+	case len(lanes) <= maxClaimArms:
 		jobs, err = w.queryClaimed(p, claimStatement(lanes, capped), s.claimArgs(p, lanes, capped)...)
-	} else {
+	default:
 		jobs, err = s.claimMerged(w, p, lanes)
 	}
 	if err != nil {
 		return res, err
+	}
+	// RETURNING has no order: restore the claim order.
+	slices.SortFunc(jobs, func(a, b *job.Job) int {
+		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
+			candidate{id: int64(b.ID), priority: int64(b.Priority), runAt: store.UnixNanos(b.RunAt)})
+	})
+	// 4. The keyed queues (keys.go), with what is left, keys in turn.
+	if len(jobs) < p.Limit {
+		keyed, held, err := s.claimKeyed(w, p, p.Limit-len(jobs))
+		res.Held = res.Held || held
+		if err != nil {
+			return res, err
+		}
+		jobs = append(jobs, keyed...)
 	}
 	c := counter{d: w.req}
 	for _, j := range jobs {
 		c.job(job.StateAvailable, job.StateRunning, j.Queue, j.Kind)
 	}
 	c.flush()
-	// RETURNING has no order: restore the claim order.
-	slices.SortFunc(jobs, func(a, b *job.Job) int {
-		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
-			candidate{id: int64(b.ID), priority: int64(b.Priority), runAt: store.UnixNanos(b.RunAt)})
-	})
-	res.Jobs = jobs
+	if len(jobs) > 0 {
+		res.Jobs = jobs
+	}
 	return res, nil
 }
 

@@ -153,7 +153,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 					}
 				}
 			}
-			return nil
+			return w.holdKeys(p, reached)
 		}
 		for i, o := range p.Outcomes {
 			var name, queue, kind string
@@ -170,7 +170,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				w.req.move(job.StateRunning, reached[i], queue, kind, 1)
 			}
 		}
-		return nil
+		return w.holdKeys(p, reached)
 	})
 	if err != nil {
 		return nil, err

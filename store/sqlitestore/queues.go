@@ -10,7 +10,7 @@ import (
 
 var _ store.QueueControl = (*Store)(nil)
 
-const queueCols = `name, paused, paused_at, concurrency, updated_at`
+const queueCols = `name, paused, paused_at, concurrency, updated_at, key_concurrency`
 
 // sqlQueueRunning is the running jobs of the queue of the row q of queues
 // with a limit (0 without), from lane_counts.
@@ -18,12 +18,12 @@ const sqlQueueRunning = `CASE WHEN q.concurrency > 0 THEN coalesce((SELECT sum(n
 	WHERE state = 'running' AND queue = q.name), 0) ELSE 0 END`
 
 // sqlQueueState selects queueCols and the running jobs of the queues q.
-const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.updated_at, ` + sqlQueueRunning + ` FROM queues q`
+const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.updated_at, q.key_concurrency, ` + sqlQueueRunning + ` FROM queues q`
 
 func scanQueue(r scanner) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt int64
-	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &updatedAt, &q.Running); err != nil {
+	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &updatedAt, &q.KeyConcurrency, &q.Running); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(updatedAt)
@@ -44,7 +44,7 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		var cur store.QueueState
 		var pausedAt, updatedAt int64
 		err := w.scanRow(sqlQueueState+` WHERE q.name = ?`, []any{p.Name},
-			&cur.Name, &cur.Paused, &pausedAt, &cur.Concurrency, &updatedAt, &cur.Running)
+			&cur.Name, &cur.Paused, &pausedAt, &cur.Concurrency, &updatedAt, &cur.KeyConcurrency, &cur.Running)
 		cur.PausedAt, cur.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(updatedAt)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -57,10 +57,11 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 			_, err = w.exec(`DELETE FROM queues WHERE name = ?`, p.Name)
 			return err
 		}
-		_, err = w.exec(`INSERT INTO queues (`+queueCols+`) VALUES (?, ?, ?, ?, ?)
+		_, err = w.exec(`INSERT INTO queues (`+queueCols+`) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at,
-				concurrency = excluded.concurrency, updated_at = excluded.updated_at`,
-			out.Name, out.Paused, store.UnixNanos(out.PausedAt), out.Concurrency, store.UnixNanos(out.UpdatedAt))
+				concurrency = excluded.concurrency, updated_at = excluded.updated_at,
+				key_concurrency = excluded.key_concurrency`,
+			out.Name, out.Paused, store.UnixNanos(out.PausedAt), out.Concurrency, store.UnixNanos(out.UpdatedAt), out.KeyConcurrency)
 		if out.Concurrency > 0 && cur.Concurrency == 0 {
 			// The running jobs, which the row of a queue without a
 			// limit did not report.

@@ -35,3 +35,25 @@ CREATE TABLE queue_keys (
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (queue, key)
 ) WITHOUT ROWID;
+
+-- An attempt that held a slot of its key gives it back when its job leaves
+-- running, whatever moves it (finish, rescue, the expiry of a dead
+-- worker's leases) or deletes it; a key row left with nothing to keep is
+-- deleted (rows of passed holds are collected by the claims of their
+-- queue).
+CREATE TRIGGER jobs_key_slot_free AFTER UPDATE OF state ON jobs
+WHEN old.key_slot <> 0 AND new.state <> 'running'
+BEGIN
+    UPDATE queue_keys SET running = running - 1 WHERE queue = old.queue AND key = old.flow_key;
+    DELETE FROM queue_keys WHERE queue = old.queue AND key = old.flow_key
+        AND running <= 0 AND paused = 0 AND held_until = 0;
+    UPDATE jobs SET key_slot = 0 WHERE id = old.id;
+END;
+
+CREATE TRIGGER jobs_key_slot_gone AFTER DELETE ON jobs
+WHEN old.key_slot <> 0
+BEGIN
+    UPDATE queue_keys SET running = running - 1 WHERE queue = old.queue AND key = old.flow_key;
+    DELETE FROM queue_keys WHERE queue = old.queue AND key = old.flow_key
+        AND running <= 0 AND paused = 0 AND held_until = 0;
+END;

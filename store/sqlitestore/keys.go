@@ -1,0 +1,377 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+var _ store.KeyControl = (*Store)(nil)
+
+// Per-key flow control (store.KeyControl). A keyed queue — one with a
+// limit per key, or a paused or held key (sqlKeyedQueues) — is left out of
+// the lanes of the plain claim (sqlReadyLanes) and claimed by claimKeyed,
+// in the same write transaction: it walks the queue's keys in turn from
+// its cursor, one index probe per key (jobs_key), reads each key's row
+// (queue_keys) and takes at most the key's free slots of its jobs, then
+// takes one job of each key a round. The slots are counted in
+// queue_keys.running: the claim adds them, the triggers of schema 12 take
+// them off when the attempt leaves running.
+
+// sqlKeyedQueues are the names of the keyed queues.
+const sqlKeyedQueues = `SELECT name FROM queues WHERE key_concurrency > 0
+	UNION SELECT queue FROM queue_keys WHERE paused <> 0 OR held_until <> 0`
+
+const keyCols = `queue, key, running, paused, paused_at, held_until, updated_at`
+
+func scanKey(r scanner) (store.KeyState, error) {
+	var k store.KeyState
+	var pausedAt, held, updated int64
+	if err := r.Scan(&k.Queue, &k.Key, &k.Running, &k.Paused, &pausedAt, &held, &updated); err != nil {
+		return k, err
+	}
+	k.PausedAt, k.HeldUntil, k.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(held), store.FromUnixNanos(updated)
+	return k, nil
+}
+
+// loadKey reads the state of key of queue (the zero state if it has no row).
+func (w *writer) loadKey(queue, key string) (store.KeyState, error) {
+	var k store.KeyState
+	var pausedAt, held, updated int64
+	err := w.scanRow(`SELECT `+keyCols+` FROM queue_keys WHERE queue = ? AND key = ?`, []any{queue, key},
+		&k.Queue, &k.Key, &k.Running, &k.Paused, &pausedAt, &held, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.KeyState{Queue: queue, Key: key}, nil
+	}
+	k.PausedAt, k.HeldUntil, k.UpdatedAt = store.FromUnixNanos(pausedAt), store.FromUnixNanos(held), store.FromUnixNanos(updated)
+	return k, err
+}
+
+// putKey writes k, or deletes its row if it is idle at now.
+func (w *writer) putKey(k store.KeyState, now time.Time) error {
+	if k.Idle(now) {
+		_, err := w.exec(`DELETE FROM queue_keys WHERE queue = ? AND key = ?`, k.Queue, k.Key)
+		return err
+	}
+	_, err := w.exec(`INSERT INTO queue_keys (`+keyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue, key) DO UPDATE SET running = excluded.running, paused = excluded.paused,
+			paused_at = excluded.paused_at, held_until = excluded.held_until, updated_at = excluded.updated_at`,
+		k.Queue, k.Key, k.Running, k.Paused, store.UnixNanos(k.PausedAt), store.UnixNanos(k.HeldUntil), store.UnixNanos(k.UpdatedAt))
+	return err
+}
+
+// SetKey implements store.KeyControl.
+func (s *Store) SetKey(ctx context.Context, p store.SetKeyParams) (store.KeyState, error) {
+	if err := p.Validate(); err != nil {
+		return store.KeyState{}, err
+	}
+	var out store.KeyState
+	err := s.write(ctx, func(w *writer) error {
+		cur, err := w.loadKey(p.Queue, p.Key)
+		if err != nil {
+			return err
+		}
+		out = store.ApplySetKey(cur, p)
+		return w.putKey(out, p.Now)
+	})
+	if err != nil {
+		return store.KeyState{}, err
+	}
+	return out, nil
+}
+
+// ListKeys implements store.KeyControl.
+func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, error) {
+	if err := s.errIfClosed(); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+keyCols+` FROM queue_keys WHERE ?1 = '' OR queue = ?1 ORDER BY queue, key`, queue)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	out := []store.KeyState{}
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, s.readErr(err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return out, nil
+}
+
+// holdKeys applies the HoldKeyUntil of the outcomes that reached a state
+// (reached[i] set) to their jobs' keys.
+func (w *writer) holdKeys(p store.FinishParams, reached []job.State) error {
+	for i, o := range p.Outcomes {
+		if o.HoldKeyUntil.IsZero() || reached[i] == 0 { // no hold, or the outcome did not apply
+			continue
+		}
+		var queue, key string
+		if err := w.scanRow(`SELECT queue, flow_key FROM jobs WHERE id = ?`, []any{int64(o.ID)}, &queue, &key); err != nil {
+			return err
+		}
+		if key == "" {
+			continue
+		}
+		cur, err := w.loadKey(queue, key)
+		if err != nil {
+			return err
+		}
+		until := o.HoldKeyUntil
+		if err := w.putKey(store.ApplySetKey(cur, store.SetKeyParams{Now: p.Now, Queue: queue, Key: key, HoldUntil: &until}), p.Now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyedQueue is a keyed queue a claim looks at.
+type keyedQueue struct {
+	name     string
+	limit    int    // per key, 0: none
+	cursor   string // the key its latest claim served last
+	free     int    // the most jobs the claim may take of it
+}
+
+// sqlClaimKeyed claims the jobs ?5 (a JSON array of IDs) as sqlClaim, and
+// marks them as holding a slot of their key where ?6 (the queue's limit
+// per key) is set.
+const sqlClaimKeyed = sqlClaimSet + `, key_slot = (flow_key <> '' AND ?6 > 0)
+	WHERE id IN (SELECT value FROM json_each(?5)) AND state = 'available'
+	RETURNING ` + claimedCols
+
+// claimKeyed claims at most limit jobs of the keyed queues p looks at,
+// keys in turn (store.KeyControl). held reports whether a key at its
+// limit held jobs back.
+func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int) (jobs []*job.Job, held bool, err error) {
+	qs, err := keyedQueues(w, p)
+	if err != nil || len(qs) == 0 {
+		return nil, false, err
+	}
+	now := store.UnixNanos(p.Now)
+	for _, q := range qs {
+		n := min(limit-len(jobs), q.free)
+		if n <= 0 {
+			break
+		}
+		if _, err := w.exec(`DELETE FROM queue_keys WHERE queue = ? AND running <= 0 AND paused = 0 AND held_until <> 0 AND held_until <= ?`,
+			q.name, now); err != nil {
+			return nil, false, err
+		}
+		ids, keys, h, err := w.keyedCandidates(q, p, n)
+		held = held || h
+		if err != nil {
+			return nil, held, err
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		got, err := w.queryClaimed(p, sqlClaimKeyed, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker,
+			idList(ids), q.limit)
+		if err != nil {
+			return nil, held, err
+		}
+		// RETURNING has no order: restore the turn order.
+		pos := make(map[job.ID]int, len(ids))
+		for i, id := range ids {
+			pos[id] = i
+		}
+		slices.SortFunc(got, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
+		if q.limit > 0 {
+			taken := map[string]int{}
+			for _, j := range got {
+				if j.Key != "" {
+					taken[j.Key]++
+				}
+			}
+			for key, n := range taken {
+				if _, err := w.exec(`INSERT INTO queue_keys (queue, key, running, updated_at) VALUES (?, ?, ?, ?)
+					ON CONFLICT (queue, key) DO UPDATE SET running = running + excluded.running`, q.name, key, n, now); err != nil {
+					return nil, held, err
+				}
+			}
+		}
+		if _, err := w.exec(`UPDATE queues SET key_cursor = ? WHERE name = ?`, keys[len(keys)-1], q.name); err != nil {
+			return nil, held, err
+		}
+		jobs = append(jobs, got...)
+	}
+	return jobs, held, nil
+}
+
+// keyedQueues returns the keyed queues p looks at that are not paused,
+// by name, each with the most jobs a claim may take of it: p's Limit, its
+// QueueLimits, its free slots if it has a concurrency limit.
+func keyedQueues(w *writer, p store.ClaimParams) ([]keyedQueue, error) {
+	rows, err := w.query(`SELECT k.name, coalesce(q.key_concurrency, 0), coalesce(q.key_cursor, ''),
+			CASE WHEN q.concurrency > 0 THEN q.concurrency - coalesce((SELECT sum(r.n) FROM lane_counts r
+				WHERE r.state = 'running' AND r.queue = q.name), 0) END
+		FROM (`+sqlKeyedQueues+`) k LEFT JOIN queues q ON q.name = k.name
+		WHERE coalesce(q.paused, 0) = 0 AND (?1 IS NULL OR k.name IN (SELECT value FROM json_each(?1)))
+		ORDER BY k.name`, queuesArg(p.Queues))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []keyedQueue
+	for rows.Next() {
+		q := keyedQueue{free: p.Limit}
+		var free sql.NullInt64
+		if err := rows.Scan(&q.name, &q.limit, &q.cursor, &free); err != nil {
+			return nil, err
+		}
+		if ql, ok := p.QueueLimits[q.name]; ok {
+			q.free = min(q.free, ql)
+		}
+		if free.Valid {
+			q.free = min(q.free, int(max(free.Int64, 0)))
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// queuesArg is ?1 of a statement filtered by queues: a JSON array, or NULL
+// for any.
+func queuesArg(queues []string) any {
+	args, _ := filterArgs(queues, nil)
+	return args[0]
+}
+
+// keyedCandidates picks at most n jobs of the keyed queue q for p: its
+// keys in turn from its cursor (store.NextKey's order: the keys after the
+// cursor, then "" — the jobs without a key —, then the keys up to the
+// cursor), skipping those paused, held or at their limit, taking at most
+// each key's free slots, one job of each key a round. It returns the IDs
+// and, in the same order, their keys.
+func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids []job.ID, keys []string, held bool, err error) {
+	kinds := kindsArg(p.Kinds)
+	type keyJobs struct {
+		key string
+		ids []job.ID
+	}
+	var walk []keyJobs
+	visit := func(key string) error {
+		k, err := w.loadKey(q.name, key)
+		if err != nil {
+			return err
+		}
+		take := n
+		switch store.KeyBlocked(k, q.limit, p.Now) {
+		case "":
+		case "limit":
+			held = true
+			return nil
+		default:
+			return nil
+		}
+		capped := q.limit > 0 && key != "" && q.limit-k.Running < take
+		if capped {
+			take = q.limit - k.Running
+		}
+		rows, err := w.query(`SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
+			AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
+			ORDER BY priority, run_at, id LIMIT +?4`, q.name, key, kinds, take)
+		if err != nil {
+			return err
+		}
+		var got []job.ID
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			got = append(got, job.ID(id))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(got) > 0 {
+			walk = append(walk, keyJobs{key, got})
+		}
+		held = held || capped && len(got) == take // the key may have more, at its limit now
+		return nil
+	}
+	// next returns the first key with available jobs after key (up to
+	// and including last, if given).
+	next := func(after string, last *string) (string, bool, error) {
+		var key string
+		stmt := `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ? AND flow_key > ?
+			ORDER BY flow_key LIMIT 1`
+		args := []any{q.name, after}
+		if last != nil {
+			stmt = `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ? AND flow_key > ?
+				AND flow_key <= ? ORDER BY flow_key LIMIT 1`
+			args = append(args, *last)
+		}
+		err := w.scanRow(stmt, args, &key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", false, nil
+		}
+		return key, err == nil, err
+	}
+	enough := func() bool { return len(walk) >= n }
+	for key := q.cursor; !enough(); {
+		k, ok, err := next(key, nil)
+		if err != nil {
+			return nil, nil, held, err
+		}
+		if !ok {
+			break
+		}
+		if err := visit(k); err != nil {
+			return nil, nil, held, err
+		}
+		key = k
+	}
+	if !enough() {
+		if err := visit(""); err != nil {
+			return nil, nil, held, err
+		}
+	}
+	for key := ""; !enough(); {
+		k, ok, err := next(key, &q.cursor)
+		if err != nil {
+			return nil, nil, held, err
+		}
+		if !ok {
+			break
+		}
+		if err := visit(k); err != nil {
+			return nil, nil, held, err
+		}
+		key = k
+	}
+	// One job of each key a round.
+	for round := 0; len(ids) < n; round++ {
+		took := false
+		for _, kj := range walk {
+			if round < len(kj.ids) && len(ids) < n {
+				ids, keys = append(ids, kj.ids[round]), append(keys, kj.key)
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return ids, keys, held, nil
+}
+
+// kindsArg is a JSON array of kinds, or NULL for any.
+func kindsArg(kinds []string) any {
+	args, _ := filterArgs(nil, kinds)
+	return args[1]
+}
