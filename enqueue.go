@@ -276,7 +276,7 @@ func (c *Client) newJob(r *EnqueueRequest, j *job.Job, t time.Time) (*job.Job, e
 		Kind: r.Kind, Func: r.Func, Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts,
 		Timeout: own.Timeout, Retry: own.Retry.Clone(), UniqueKey: own.UniqueKey, RunAt: own.RunAt,
 		Debounce: own.Debounce, Key: own.Key,
-		Meta:     cloneMeta(own.Meta), Tags: slices.Clone(own.Tags),
+		Meta: cloneMeta(own.Meta), Tags: slices.Clone(own.Tags),
 	}
 	if own.Delay > 0 {
 		j.RunAt = t.Add(own.Delay)

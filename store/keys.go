@@ -167,3 +167,100 @@ func NextKey(keys []string, cursor string, ok func(i int) bool) int {
 	}
 	return -1
 }
+
+// KeyWalk is the pick of a SQL store's claim of one keyed queue, over the
+// reads it gives: the keys in turn from Cursor (NextKey's order: the keys
+// after Cursor, then "", then the keys up to Cursor), those KeyBlocked
+// refuses skipped, each key's jobs up to its free slots, one job of each
+// key a round, at most N in all. A key's backlog costs one read of its
+// first jobs, however long it is.
+type KeyWalk struct {
+	Cursor string
+	Limit  int // the queue's limit per key (0: none)
+	Now    time.Time
+	N      int
+	// Next returns the first key (not "") with available jobs after
+	// after, and not after upTo unless upTo is "".
+	Next func(after, upTo string) (key string, ok bool, err error)
+	// State returns a key's state (the zero state, named, without a row).
+	State func(key string) (KeyState, error)
+	// Jobs returns the first n available jobs of key, in claim order.
+	Jobs func(key string, n int) ([]job.ID, error)
+}
+
+// Pick returns the jobs to claim, in turn order, with their keys, and
+// whether a key at its limit (with jobs left) held jobs back.
+func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
+	type keyJobs struct {
+		key string
+		ids []job.ID
+	}
+	var walk []keyJobs
+	visit := func(key string) error {
+		k, err := w.State(key)
+		if err != nil {
+			return err
+		}
+		switch KeyBlocked(k, w.Limit, w.Now) {
+		case "":
+		case "limit":
+			held = true
+			return nil
+		default:
+			return nil
+		}
+		take := w.N
+		capped := w.Limit > 0 && key != "" && w.Limit-k.Running < take
+		if capped {
+			take = w.Limit - k.Running
+		}
+		got, err := w.Jobs(key, take)
+		if err != nil {
+			return err
+		}
+		if len(got) > 0 {
+			walk = append(walk, keyJobs{key, got})
+		}
+		held = held || capped && len(got) == take // the key may have more, at its limit now
+		return nil
+	}
+	scan := func(from, upTo string) error {
+		for key := from; len(walk) < w.N; {
+			k, ok, err := w.Next(key, upTo)
+			if err != nil || !ok {
+				return err
+			}
+			if err := visit(k); err != nil {
+				return err
+			}
+			key = k
+		}
+		return nil
+	}
+	if err := scan(w.Cursor, ""); err != nil {
+		return nil, nil, held, err
+	}
+	if len(walk) < w.N {
+		if err := visit(""); err != nil {
+			return nil, nil, held, err
+		}
+	}
+	if w.Cursor != "" && len(walk) < w.N {
+		if err := scan("", w.Cursor); err != nil {
+			return nil, nil, held, err
+		}
+	}
+	for round := 0; len(ids) < w.N; round++ {
+		took := false
+		for _, kj := range walk {
+			if round < len(kj.ids) && len(ids) < w.N {
+				ids, keys = append(ids, kj.ids[round]), append(keys, kj.key)
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return ids, keys, held, nil
+}

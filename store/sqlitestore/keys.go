@@ -137,10 +137,10 @@ func (w *writer) holdKeys(p store.FinishParams, reached []job.State) error {
 
 // keyedQueue is a keyed queue a claim looks at.
 type keyedQueue struct {
-	name     string
-	limit    int    // per key, 0: none
-	cursor   string // the key its latest claim served last
-	free     int    // the most jobs the claim may take of it
+	name   string
+	limit  int    // per key, 0: none
+	cursor string // the key its latest claim served last
+	free   int    // the most jobs the claim may take of it
 }
 
 // sqlClaimKeyed claims the jobs ?5 (a JSON array of IDs) as sqlClaim, and
@@ -248,126 +248,43 @@ func queuesArg(queues []string) any {
 	return args[0]
 }
 
-// keyedCandidates picks at most n jobs of the keyed queue q for p: its
-// keys in turn from its cursor (store.NextKey's order: the keys after the
-// cursor, then "" — the jobs without a key —, then the keys up to the
-// cursor), skipping those paused, held or at their limit, taking at most
-// each key's free slots, one job of each key a round. It returns the IDs
-// and, in the same order, their keys.
+// keyedCandidates picks at most n jobs of the keyed queue q for p, keys
+// in turn (store.KeyWalk): each key's next job by jobs_key, its state by
+// its row.
 func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids []job.ID, keys []string, held bool, err error) {
 	kinds := kindsArg(p.Kinds)
-	type keyJobs struct {
-		key string
-		ids []job.ID
-	}
-	var walk []keyJobs
-	visit := func(key string) error {
-		k, err := w.loadKey(q.name, key)
-		if err != nil {
-			return err
-		}
-		take := n
-		switch store.KeyBlocked(k, q.limit, p.Now) {
-		case "":
-		case "limit":
-			held = true
-			return nil
-		default:
-			return nil
-		}
-		capped := q.limit > 0 && key != "" && q.limit-k.Running < take
-		if capped {
-			take = q.limit - k.Running
-		}
-		rows, err := w.query(`SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
-			AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
-			ORDER BY priority, run_at, id LIMIT +?4`, q.name, key, kinds, take)
-		if err != nil {
-			return err
-		}
-		var got []job.ID
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
+	walk := store.KeyWalk{
+		Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
+		State: func(key string) (store.KeyState, error) { return w.loadKey(q.name, key) },
+		Next: func(after, upTo string) (string, bool, error) {
+			var key string
+			err := w.scanRow(`SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1
+				AND flow_key > ?2 AND (?3 = '' OR flow_key <= ?3) ORDER BY flow_key LIMIT 1`, []any{q.name, after, upTo}, &key)
+			if errors.Is(err, sql.ErrNoRows) {
+				return "", false, nil
 			}
-			got = append(got, job.ID(id))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(got) > 0 {
-			walk = append(walk, keyJobs{key, got})
-		}
-		held = held || capped && len(got) == take // the key may have more, at its limit now
-		return nil
-	}
-	// next returns the first key with available jobs after key (up to
-	// and including last, if given).
-	next := func(after string, last *string) (string, bool, error) {
-		var key string
-		stmt := `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ? AND flow_key > ?
-			ORDER BY flow_key LIMIT 1`
-		args := []any{q.name, after}
-		if last != nil {
-			stmt = `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ? AND flow_key > ?
-				AND flow_key <= ? ORDER BY flow_key LIMIT 1`
-			args = append(args, *last)
-		}
-		err := w.scanRow(stmt, args, &key)
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", false, nil
-		}
-		return key, err == nil, err
-	}
-	enough := func() bool { return len(walk) >= n }
-	for key := q.cursor; !enough(); {
-		k, ok, err := next(key, nil)
-		if err != nil {
-			return nil, nil, held, err
-		}
-		if !ok {
-			break
-		}
-		if err := visit(k); err != nil {
-			return nil, nil, held, err
-		}
-		key = k
-	}
-	if !enough() {
-		if err := visit(""); err != nil {
-			return nil, nil, held, err
-		}
-	}
-	for key := ""; !enough(); {
-		k, ok, err := next(key, &q.cursor)
-		if err != nil {
-			return nil, nil, held, err
-		}
-		if !ok {
-			break
-		}
-		if err := visit(k); err != nil {
-			return nil, nil, held, err
-		}
-		key = k
-	}
-	// One job of each key a round.
-	for round := 0; len(ids) < n; round++ {
-		took := false
-		for _, kj := range walk {
-			if round < len(kj.ids) && len(ids) < n {
-				ids, keys = append(ids, kj.ids[round]), append(keys, kj.key)
-				took = true
+			return key, err == nil, err
+		},
+		Jobs: func(key string, take int) ([]job.ID, error) {
+			rows, err := w.query(`SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
+				AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
+				ORDER BY priority, run_at, id LIMIT +?4`, q.name, key, kinds, take)
+			if err != nil {
+				return nil, err
 			}
-		}
-		if !took {
-			break
-		}
+			defer rows.Close()
+			var ids []job.ID
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return nil, err
+				}
+				ids = append(ids, job.ID(id))
+			}
+			return ids, rows.Err()
+		},
 	}
-	return ids, keys, held, nil
+	return walk.Pick()
 }
 
 // kindsArg is a JSON array of kinds, or NULL for any.
