@@ -238,8 +238,11 @@ func sqlLimited(names string) string {
 // queues table, once per queue a claim looks at, inside the claim's
 // statement, so that no claim that starts after a pause commits takes a
 // job of that queue.
+//
+// Keyed queues (keys.go) are left out too: claimKeyed claims them.
 func sqlNotPaused(name string) string {
-	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND pq.paused)`
+	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND (pq.paused OR pq.key_concurrency > 0))
+		AND NOT EXISTS (SELECT 1 FROM {schema}.queue_keys pk WHERE pk.queue = ` + name + ` AND (pk.paused OR pk.held_until IS NOT NULL))`
 }
 
 // The statements of each form, built once; sqlClaim is indexed by named,
@@ -351,6 +354,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 	} else {
 		b.Queue(s.q(sqlNextRun[0]), kinds)
 	}
+	if p.Limit > 0 {
+		b.Queue(s.q(sqlKeyedOf), queues) // the keyed queues (keys.go)
+	}
 
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -385,6 +391,16 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 	if err := br.QueryRow().Scan(&next); err != nil {
 		return store.ClaimResult{}, s.translate(err)
 	}
+	var keyed []string
+	if p.Limit > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return res, s.translate(err)
+		}
+		if keyed, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return res, s.translate(err)
+		}
+	}
 	if err := br.Close(); err != nil {
 		return store.ClaimResult{}, s.translate(err)
 	}
@@ -399,6 +415,18 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	if len(keyed) > 0 && len(res.Jobs) < p.Limit {
+		slices.Sort(keyed)
+		more, held, err := s.claimKeyed(ctx, p, keyed, p.Limit-len(res.Jobs))
+		if err != nil {
+			// The jobs of the plain claim are claimed: hand them over.
+			if len(res.Jobs) == 0 {
+				return res, s.translate(err)
+			}
+		}
+		res.Held = res.Held || held
+		defer func() { res.Jobs = append(res.Jobs, more...) }()
+	}
 	if s.floors != nil {
 		s.floors.claimed(plan, res.Jobs, listed, len(res.Jobs) >= p.Limit, time.Since(began))
 		if len(promoted) > 0 {

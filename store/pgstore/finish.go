@@ -32,9 +32,9 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // record is appended to the history as text: earlier records keep their
 // bytes. IDs must be distinct within one statement (Finish splits the call
 // otherwise).
-var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue FROM unnest($1::bigint[], $2::int[], $3::text[],
+var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot FROM unnest($1::bigint[], $2::int[], $3::text[],
 			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[]) AS o(id, att, st, run, err, res, rec, rec_c)
-		CROSS JOIN LATERAL (SELECT j.slot, j.queue FROM {schema}.jobs j
+		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot FROM {schema}.jobs j
 			WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.att FOR UPDATE) l),
 	` + sqlFreeSlots("x") + `
 	UPDATE {schema}.jobs j SET slot = false,
@@ -49,7 +49,7 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue FROM unnest
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id
-	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs)`
+	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot`
 
 // sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
 // the attempts in rows (a CTE with queue and slot, one row per attempt
@@ -217,6 +217,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	}
 	if err := br.Close(); err != nil {
 		return nil, s.translate(err)
+	}
+	if err := s.holdKeys(ctx, p, reached); err != nil {
+		return nil, err
 	}
 	switch {
 	case release:

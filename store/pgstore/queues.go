@@ -10,12 +10,12 @@ import (
 
 var _ store.QueueControl = (*Store)(nil)
 
-const queueCols = `name, paused, paused_at, concurrency, running, updated_at`
+const queueCols = `name, paused, paused_at, concurrency, running, updated_at, key_concurrency`
 
 func scanQueue(r pgx.Row) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt pgtype.Timestamptz
-	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt); err != nil {
+	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt, &q.KeyConcurrency); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = fromTS(pausedAt), fromTS(updatedAt)
@@ -54,14 +54,16 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		}
 		// A row in the zero state that still counts slots stays until
 		// they are given back; ListQueues leaves it out.
-		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5
-			WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt))
+		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5,
+			key_concurrency = $6 WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt),
+			out.KeyConcurrency)
 		return err
 	})
 	if err != nil {
 		return store.QueueState{}, s.translate(err)
 	}
-	if (cur.Paused && !out.Paused) || (cur.Concurrency > 0 && (out.Concurrency == 0 || out.Concurrency > cur.Concurrency)) {
+	if (cur.Paused && !out.Paused) || (cur.Concurrency > 0 && (out.Concurrency == 0 || out.Concurrency > cur.Concurrency)) ||
+		(cur.KeyConcurrency > 0 && (out.KeyConcurrency == 0 || out.KeyConcurrency > cur.KeyConcurrency)) {
 		s.notify() // held jobs may start
 	}
 	if out.Concurrency == 0 {
@@ -80,7 +82,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]store.QueueState, error) {
 		return out, nil
 	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+queueCols+` FROM {schema}.queues
-		WHERE paused OR concurrency > 0 ORDER BY name`))
+		WHERE paused OR concurrency > 0 OR key_concurrency > 0 ORDER BY name`))
 	if err != nil {
 		return nil, s.translate(err)
 	}

@@ -33,3 +33,28 @@ CREATE TABLE {schema}.queue_keys (
     updated_at timestamptz NOT NULL,
     PRIMARY KEY (queue, key)
 );
+
+-- An attempt that held a slot of its key gives it back when its job leaves
+-- running, whatever moves it (finish, rescue, a bulk action), or is
+-- deleted; a key row left with nothing to keep is deleted (rows of passed
+-- holds are collected by the claims of their queue). The triggers fire
+-- only for rows with key_slot set.
+CREATE FUNCTION {schema}.free_key_slot() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {schema}.queue_keys SET running = running - 1 WHERE queue = OLD.queue AND key = OLD.flow_key;
+    DELETE FROM {schema}.queue_keys WHERE queue = OLD.queue AND key = OLD.flow_key
+        AND running <= 0 AND NOT paused AND held_until IS NULL;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    NEW.key_slot := false;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER jobs_key_slot_free BEFORE UPDATE OF state ON {schema}.jobs
+    FOR EACH ROW WHEN (OLD.key_slot AND NEW.state <> 'running')
+    EXECUTE FUNCTION {schema}.free_key_slot();
+CREATE TRIGGER jobs_key_slot_gone AFTER DELETE ON {schema}.jobs
+    FOR EACH ROW WHEN (OLD.key_slot)
+    EXECUTE FUNCTION {schema}.free_key_slot();
