@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +196,51 @@ func keyCases() []testCase {
 				t.Errorf("ListKeys: %+v, want k held until %v", ks, at(500))
 			}
 			wantIDList(t, "Claim after the hold", sortedIDs(e.claim(store.ClaimParams{Now: at(500), Limit: 10}).Jobs), ids)
+		}},
+		{"KeyConcurrencyExactUnderConcurrentClaims", func(t *testing.T, e *env) {
+			// Many claims at once, with finishes between them, never
+			// have more than the limit of one key running.
+			e.keyControl()
+			e.keyLimit(t0, "q", 2)
+			for _, k := range []string{"a", "b", "c"} {
+				e.keyed(t0, "q", k, 8)
+			}
+			var mu sync.Mutex
+			running := map[string]int{}
+			var wg sync.WaitGroup
+			for w := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 6 {
+						res, err := e.s.Claim(e.ctx, store.ClaimParams{Now: at(1), Limit: 2, Worker: fmt.Sprint("w", w),
+							LeaseUntil: at(60000), Queues: []string{"q"}})
+						if err != nil {
+							t.Errorf("Claim: %v", err)
+							return
+						}
+						mu.Lock()
+						for _, j := range res.Jobs {
+							if running[j.Key]++; running[j.Key] > 2 {
+								t.Errorf("key %s: %d running, limit 2", j.Key, running[j.Key])
+							}
+						}
+						mu.Unlock()
+						for _, j := range res.Jobs {
+							mu.Lock()
+							running[j.Key]--
+							mu.Unlock()
+							// Counted off before the finish commits: a
+							// claim after it may take the slot.
+							if _, err := e.s.Finish(e.ctx, store.FinishParams{Now: at(2), Outcomes: []store.Outcome{{
+								ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Record: record(j, at(2), "completed", "")}}}); err != nil {
+								t.Errorf("Finish: %v", err)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
 		}},
 		{"KeySetRefusesBadInput", func(t *testing.T, e *env) {
 			kc := e.keyControl()
