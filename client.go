@@ -38,6 +38,7 @@ type Client struct {
 	txer     store.TxEnqueuer   // the store's, if it has one
 	registry store.Registry     // the store's, if it has one (servers.go)
 	qc       store.QueueControl // the store's, if it has one (queues.go)
+	kc       store.KeyControl   // the store's, if it has one (keys.go)
 
 	statsCache statsCache // for StatsCached
 
@@ -105,6 +106,7 @@ func NewClient(cfg Config) (*Client, error) {
 	cl.txer, _ = cl.store.(store.TxEnqueuer)
 	cl.registry, _ = cl.store.(store.Registry)
 	cl.qc, _ = cl.store.(store.QueueControl)
+	cl.kc, _ = cl.store.(store.KeyControl)
 	if c.OnStoreCall != nil {
 		cl.store = timedStore{s: cl.store, on: c.OnStoreCall}
 	}

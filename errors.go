@@ -96,6 +96,15 @@ func IsPermanent(err error) bool { return job.IsPermanent(err) }
 // Wrap a cause in a SnoozeError to keep it in the record.
 func Snooze(d time.Duration) error { return job.Snooze(d) }
 
+// HoldKey returns the error a handler returns to back off its whole key:
+// on a 429 from a tenant's API, say. The job is snoozed for d (as Snooze:
+// its attempt not counted, at most Config.MaxSnoozes in a row), and its
+// key (EnqueueOptions.Key) is held in its queue for d, in the store, for
+// every process: no other job of the key starts before the hold ends,
+// while the queue's other keys go on. A job without a key is only
+// snoozed. A negative d is 0.
+func HoldKey(d time.Duration) error { return job.HoldKey(d) }
+
 // SnoozeError is the error Snooze returns: Delay, and Err, an optional
 // cause shown in the attempt's record ("snoozed for 30s: 429 Too Many
 // Requests").

@@ -31,6 +31,10 @@ type QueueInfo struct {
 	// many running jobs count against it now.
 	Concurrency int
 	Slots       int
+	// KeyConcurrency caps how many jobs of one key (EnqueueOptions.Key)
+	// run at once, across every process (SetQueueKeyConcurrency; 0: no
+	// limit).
+	KeyConcurrency int
 	// Counts are the queue's jobs by state (Stats); QueueStates leaves
 	// them out.
 	Counts map[State]int
@@ -76,7 +80,7 @@ func (c *Client) QueueStates(ctx context.Context) ([]QueueInfo, error) {
 	out := make([]QueueInfo, len(states))
 	for i, s := range states {
 		out[i] = QueueInfo{Name: s.Name, Paused: s.Paused, PausedAt: s.PausedAt, Concurrency: s.Concurrency,
-			Slots: s.Running, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers}
+			Slots: s.Running, KeyConcurrency: s.KeyConcurrency, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers}
 	}
 	return out, nil
 }
@@ -187,8 +191,10 @@ func (c *Client) queueControl() (store.QueueControl, error) {
 
 // WaitReason says why the waiting job j does not start although its run-at
 // has come, in words for people ("queue emails paused", "queue emails at
-// its limit of 5"), or "" if nothing holds it: it waits only for a worker,
-// or for its run-at. A job that is not waiting gives "".
+// its limit of 5", "key tenant=42 at its limit of 2", "key tenant=42
+// paused", "key tenant=42 held until 2026-01-02T15:04:05Z"), or "" if
+// nothing holds it: it waits only for a worker, or for its run-at. A job
+// that is not waiting gives "".
 func (c *Client) WaitReason(ctx context.Context, j *Job) (string, error) {
 	if j == nil || !j.State.Waiting() || c.qc == nil {
 		return "", nil
@@ -197,10 +203,14 @@ func (c *Client) WaitReason(ctx context.Context, j *Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var keyLimit int
 	for _, q := range states {
 		if q.Name == j.Queue {
-			return q.WaitReason(), nil
+			if r := q.WaitReason(); r != "" {
+				return r, nil
+			}
+			keyLimit = q.KeyConcurrency
 		}
 	}
-	return "", nil
+	return c.keyWaitReason(ctx, j, keyLimit)
 }

@@ -63,17 +63,27 @@ func IsPermanent(err error) bool {
 // with run-at now+Delay, its attempt not counted against MaxAttempts, no
 // backoff and no dead-letter queue. The attempt's record says "snoozed"
 // with Error's text. Err, if set, says why (a 429 response, say).
+//
+// With HoldKey, the job's flow-control key (Job.Key) is held for Delay as
+// well, in the same store transaction: no job of the key in the queue
+// starts before the hold ends (HoldKey).
 type SnoozeError struct {
-	Delay time.Duration
-	Err   error
+	Delay   time.Duration
+	Err     error
+	HoldKey bool
 }
 
-// Error implements error: "snoozed for 30s", then ": " and Err's text.
+// Error implements error: "snoozed for 30s" ("key held for 30s" with
+// HoldKey), then ": " and Err's text.
 func (e *SnoozeError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("snoozed for %s", e.Delay)
+	what := "snoozed"
+	if e.HoldKey {
+		what = "key held"
 	}
-	return fmt.Sprintf("snoozed for %s: %v", e.Delay, e.Err)
+	if e.Err == nil {
+		return fmt.Sprintf("%s for %s", what, e.Delay)
+	}
+	return fmt.Sprintf("%s for %s: %v", what, e.Delay, e.Err)
 }
 
 // Unwrap returns Err.
@@ -82,6 +92,11 @@ func (e *SnoozeError) Unwrap() error { return e.Err }
 // Snooze returns the error a handler returns to run its job again after d
 // without counting the attempt (see SnoozeError). A negative d is 0.
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
+
+// HoldKey returns the error a handler returns to snooze its job for d and
+// hold its key for d: the job and every other job of its key in its queue
+// wait until the hold ends (see SnoozeError). A negative d is 0.
+func HoldKey(d time.Duration) error { return &SnoozeError{Delay: max(d, 0), HoldKey: true} }
 
 // SnoozeOf returns the *SnoozeError err wraps, or nil.
 func SnoozeOf(err error) *SnoozeError {

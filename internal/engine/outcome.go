@@ -34,6 +34,9 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		sn := job.SnoozeOf(err)
 		o.State = job.StateScheduled
 		o.RunAt = snoozeUntil(now, sn.Delay)
+		if sn.HoldKey && j.Key != "" {
+			o.HoldKeyUntil = o.RunAt
+		}
 		o.Record.Error = truncate(sn.Error(), job.MaxErrorSize)
 		o.Record.Outcome = job.OutcomeSnoozed
 		if len(res) <= job.MaxResultSize {

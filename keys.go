@@ -1,0 +1,129 @@
+package hopper
+
+import (
+	"context"
+	"time"
+
+	"github.com/hopperq/hopper/store"
+)
+
+// KeyInfo is the flow-control state of one key (EnqueueOptions.Key) of a
+// queue, shared by every process on the store. Only keys with a state —
+// slots held, a pause or a hold — are listed.
+type KeyInfo struct {
+	Queue, Key string
+	// Running is how many running jobs of the key hold a slot of the
+	// queue's limit per key (SetQueueKeyConcurrency).
+	Running int
+	// Paused is set while the key is paused (PauseKey), since PausedAt.
+	Paused   bool
+	PausedAt time.Time
+	// HeldUntil: the key's jobs start no earlier (HoldKey); zero if not
+	// held.
+	HeldUntil time.Time
+}
+
+// SetQueueKeyConcurrency caps how many jobs of one key (EnqueueOptions.Key)
+// of a queue run at once, across every process sharing the store (n = 0
+// removes the cap). The claim checks it inside its transaction: a worker
+// is never handed a job of a key at its limit, and the queue serves its
+// keys in turn, so one key's backlog does not hold the others back. A
+// job's attempt holds its key's slot until it ends or is rescued. Jobs
+// without a key are not limited. n outside 0 to store.MaxConcurrency is a
+// *FieldError on "key_concurrency"; a store without per-key state fails
+// with ErrNoFlowControl.
+func (c *Client) SetQueueKeyConcurrency(ctx context.Context, queue string, n int) error {
+	if _, err := c.keyControl(); err != nil {
+		return err
+	}
+	return c.setQueue(ctx, store.SetQueueParams{Name: queue, KeyConcurrency: &n})
+}
+
+// PauseKey pauses one key of a queue, for every process sharing the store:
+// from the next claim of each, no job of the key in the queue starts;
+// running ones finish; the queue's other keys go on. The pause survives
+// restarts until ResumeKey. A bad queue name or an empty key is a
+// *FieldError.
+func (c *Client) PauseKey(ctx context.Context, queue, key string) error {
+	paused := true
+	return c.setKey(ctx, store.SetKeyParams{Queue: queue, Key: key, Paused: &paused})
+}
+
+// ResumeKey lets a paused key's jobs start again, waking the workers of
+// every process. Resuming a key that is not paused does nothing.
+func (c *Client) ResumeKey(ctx context.Context, queue, key string) error {
+	paused := false
+	return c.setKey(ctx, store.SetKeyParams{Queue: queue, Key: key, Paused: &paused})
+}
+
+// HoldQueueKey holds one key of a queue until the client's now plus d: no
+// job of the key starts before (a handler holds its own job's key by
+// returning HoldKey). A hold only grows; d <= 0 releases it.
+func (c *Client) HoldQueueKey(ctx context.Context, queue, key string, d time.Duration) error {
+	var until time.Time
+	if d > 0 {
+		until = c.now().Add(d)
+	}
+	return c.setKey(ctx, store.SetKeyParams{Queue: queue, Key: key, HoldUntil: &until})
+}
+
+// Keys lists the keys of queue (of every queue if "") that have a state,
+// by queue and key.
+func (c *Client) Keys(ctx context.Context, queue string) ([]KeyInfo, error) {
+	kc, err := c.keyControl()
+	if err != nil {
+		return nil, err
+	}
+	ks, err := kc.ListKeys(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyInfo, len(ks))
+	for i, k := range ks {
+		out[i] = KeyInfo{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused, PausedAt: k.PausedAt, HeldUntil: k.HeldUntil}
+	}
+	return out, nil
+}
+
+// setKey applies p at the client's now and wakes this client's workers.
+func (c *Client) setKey(ctx context.Context, p store.SetKeyParams) error {
+	if c.closed() {
+		return ErrClientStopped
+	}
+	kc, err := c.keyControl()
+	if err != nil {
+		return err
+	}
+	p.Now = c.now()
+	if _, err := kc.SetKey(ctx, p); err != nil {
+		return err
+	}
+	c.engine.Notify()
+	return nil
+}
+
+// keyControl returns the store's store.KeyControl.
+func (c *Client) keyControl() (store.KeyControl, error) {
+	if c.kc == nil {
+		return nil, ErrNoFlowControl
+	}
+	return c.kc, nil
+}
+
+// keyWaitReason is WaitReason for j's key, in a queue whose limit per key
+// is limit.
+func (c *Client) keyWaitReason(ctx context.Context, j *Job, limit int) (string, error) {
+	if j.Key == "" || c.kc == nil {
+		return "", nil
+	}
+	ks, err := c.kc.ListKeys(ctx, j.Queue)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range ks {
+		if k.Key == j.Key {
+			return store.KeyWaitReason(k, limit, c.now()), nil
+		}
+	}
+	return "", nil
+}
