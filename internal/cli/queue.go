@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -47,9 +48,9 @@ survives restarts, until "hopper queue resume".
 					fmt.Fprintln(a.Err, "no queues: no job has been enqueued")
 					return nil
 				}
-				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
+				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "PER KEY", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
 				for _, v := range views {
-					status, limit := "active", "-"
+					status, limit, perKey := "active", "-", "-"
 					switch {
 					case v.Paused:
 						status = "paused since " + clock(*v.PausedAt)
@@ -59,7 +60,10 @@ survives restarts, until "hopper queue resume".
 					if v.Concurrency > 0 {
 						limit = fmt.Sprintf("%d/%d", v.Slots, v.Concurrency)
 					}
-					t.row(v.Name, status, limit, v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
+					if v.KeyConcurrency > 0 {
+						perKey = fmt.Sprint(v.KeyConcurrency)
+					}
+					t.row(v.Name, status, limit, perKey, v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
 				}
 				return t.flush()
 			})
@@ -68,9 +72,9 @@ survives restarts, until "hopper queue resume".
 }
 
 func (a *app) queueSetCmd() *cobra.Command {
-	var concurrency int
+	var concurrency, keyConcurrency int
 	cmd := &cobra.Command{
-		Use:   "set NAME --concurrency N",
+		Use:   "set NAME [--concurrency N] [--key-concurrency N]",
 		Short: "Set a queue's limits, shared by every server working the database",
 		Long: `Set a queue's limits, shared by every server working the database.
 
@@ -82,18 +86,33 @@ cap (serve --queue NAME:N) still applies within it. Lowering the limit
 below the running jobs stops no job: new ones wait until they fall under
 it.
 
+--key-concurrency N caps how many jobs of one key (enqueue --key) run at
+once across every server (0 removes the cap); the queue then serves its
+keys in turn, so one key's backlog does not hold the others back. A job's
+slot is taken at its claim and given back when it ends or is rescued.
+
 Exit code: 0 if the queue has the limits given.`,
 		Args: exactArgs(1, "a queue NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
-			if !cmd.Flags().Changed("concurrency") {
-				return usagef("queue set needs --concurrency N (0 removes the limit)")
+			setC, setK := cmd.Flags().Changed("concurrency"), cmd.Flags().Changed("key-concurrency")
+			if !setC && !setK {
+				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit)")
 			}
 			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
-				err := s.SetQueueConcurrency(ctx, name, concurrency)
+				var err error
+				if setC {
+					err = s.SetQueueConcurrency(ctx, name, concurrency)
+				}
+				if err == nil && setK {
+					err = s.SetQueueKeyConcurrency(ctx, name, keyConcurrency)
+				}
 				if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
-					if fe.Field == "concurrency" {
+					switch fe.Field {
+					case "concurrency":
 						return usagef("bad --concurrency %d: %s", concurrency, fe.Reason)
+					case "key_concurrency":
+						return usagef("bad --key-concurrency %d: %s", keyConcurrency, fe.Reason)
 					}
 					return usagef("bad queue NAME %q: %s", name, fe.Reason)
 				}
@@ -101,25 +120,43 @@ Exit code: 0 if the queue has the limits given.`,
 					return err
 				}
 				if a.json {
-					return printJSON(a.Out, map[string]any{"queue": name, "concurrency": concurrency})
+					out := map[string]any{"queue": name}
+					if setC {
+						out["concurrency"] = concurrency
+					}
+					if setK {
+						out["key_concurrency"] = keyConcurrency
+					}
+					return printJSON(a.Out, out)
 				}
-				if concurrency == 0 {
+				switch {
+				case !setC:
+				case concurrency == 0:
 					fmt.Fprintf(a.Out, "queue %s: no concurrency limit\n", name)
-				} else {
+				default:
 					fmt.Fprintf(a.Out, "queue %s: at most %d running at once across every server\n", name, concurrency)
+				}
+				switch {
+				case !setK:
+				case keyConcurrency == 0:
+					fmt.Fprintf(a.Out, "queue %s: no limit per key\n", name)
+				default:
+					fmt.Fprintf(a.Out, "queue %s: at most %d running at once of each key across every server\n", name, keyConcurrency)
 				}
 				return nil
 			})
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "at most N jobs of the queue running at once across every server (0: no limit)")
+	cmd.Flags().IntVar(&keyConcurrency, "key-concurrency", 0, "at most N jobs of one key (enqueue --key) running at once across every server (0: no limit)")
 	return cmd
 }
 
 // queuePauseCmd is pause or resume.
 func (a *app) queuePauseCmd(verb, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:   verb + " NAME",
+	var key string
+	cmd := &cobra.Command{
+		Use:   verb + " NAME [--key KEY]",
 		Short: short,
 		Long: short + `.
 
@@ -128,7 +165,10 @@ func (a *app) queuePauseCmd(verb, short string) *cobra.Command {
 the queue's jobs at its next claim, and it survives restarts. Jobs already
 running finish. A queue need not have jobs to be paused.
 
-Exit code: 0 if the queue is paused (or already was).`,
+With --key KEY, only the jobs of that key (enqueue --key) in the queue are
+paused; its other keys go on.
+
+Exit code: 0 if the queue (or the key) is paused (or already was).`,
 			"resume": `The servers working the database are woken and start the queue's jobs at
 once.
 
@@ -137,6 +177,9 @@ Exit code: 0 if the queue is active (or already was).`,
 		Args: exactArgs(1, "a queue NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
+			if cmd.Flags().Changed("key") {
+				return a.pauseKey(ctx, verb == "pause", name, key)
+			}
 			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 				qs, err := s.Queues(ctx)
 				if err != nil {
@@ -177,4 +220,33 @@ Exit code: 0 if the queue is active (or already was).`,
 			})
 		},
 	}
+	cmd.Flags().StringVar(&key, "key", "", "pause or resume only the jobs of this key in the queue")
+	return cmd
+}
+
+// pauseKey pauses (or resumes) one key of a queue.
+func (a *app) pauseKey(ctx context.Context, pause bool, name, key string) error {
+	return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
+		var err error
+		if pause {
+			err = s.PauseKey(ctx, name, key)
+		} else {
+			err = s.ResumeKey(ctx, name, key)
+		}
+		if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
+			if fe.Field == "key" {
+				return usagef("bad --key %q: %s", key, fe.Reason)
+			}
+			return usagef("bad queue NAME %q: %s", name, fe.Reason)
+		}
+		if err != nil {
+			return err
+		}
+		status := map[bool]string{true: "paused", false: "active"}[pause]
+		if a.json {
+			return printJSON(a.Out, map[string]any{"queue": name, "key": key, "status": status})
+		}
+		fmt.Fprintf(a.Out, "queue %s key %s %s\n", name, key, map[bool]string{true: "paused", false: "resumed"}[pause])
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/hopperq/hopper"
@@ -66,4 +67,48 @@ func TestQueueSetCommand(t *testing.T) {
 	hop(t, db, "queue", "set", "one", "--concurrency", "0").ok(t).has(t, "no concurrency limit")
 	hop(t, db, "queue", "set", "one", "--concurrency", "-2").fails(t, ExitUsage, "bad --concurrency -2")
 	hop(t, db, "queue", "set", "one").fails(t, ExitUsage, "needs --concurrency")
+}
+
+// TestQueueKeyCommands: enqueue --key keeps the key (jobs get shows it);
+// queue set --key-concurrency 1 runs a key's jobs one at a time (none
+// overlaps) and queue list shows the limit; queue pause --key holds one
+// key's jobs while the queue's other keys run, and resume --key lets them
+// run.
+func TestQueueKeyCommands(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "api", "--key-concurrency", "1").ok(t).has(t, "at most 1 running at once of each key")
+	var ids []hopper.ID
+	for range 3 {
+		ids = append(ids, hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=1", "exec", "--", "sh", "-c", "sleep 0.05").id(t))
+	}
+	hop(t, db, "jobs", "get", fmt.Sprint(ids[0])).ok(t).has(t, "key", "tenant=1")
+	hop(t, db, "queue", "list").ok(t).has(t, "PER KEY", "api")
+	jobs := work(t, db, ids...)
+	for i := 1; i < len(jobs); i++ {
+		for j := range i {
+			a, b := jobs[i].Attempts[0], jobs[j].Attempts[0]
+			if a.StartedAt.Before(b.StartedAt.Add(b.Duration)) && b.StartedAt.Before(a.StartedAt.Add(a.Duration)) {
+				t.Errorf("jobs %d and %d of a key limited to 1 overlapped", jobs[i].ID, jobs[j].ID)
+			}
+		}
+	}
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyConcurrency != 1 {
+		t.Errorf("queue list --json: %+v, want key_concurrency 1", qs)
+	}
+	hop(t, db, "queue", "pause", "api", "--key", "tenant=2").ok(t).has(t, "queue api key tenant=2 paused")
+	held := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=2", "exec", "--", "true").id(t)
+	other := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=3", "exec", "--", "true").id(t)
+	work(t, db, other)
+	if j := getJobJSON(t, db, held); j.State.String() != "available" || j.Key != "tenant=2" {
+		t.Fatalf("the paused key's job: %s key %q, want available with key tenant=2", j.State, j.Key)
+	}
+	hop(t, db, "queue", "resume", "api", "--key", "tenant=2").ok(t).has(t, "queue api key tenant=2 resumed")
+	work(t, db, held)
+	hop(t, db, "queue", "set", "api", "--key-concurrency", "0").ok(t).has(t, "no limit per key")
+	hop(t, db, "queue", "set", "api", "--key-concurrency", "-1").fails(t, ExitUsage, "bad --key-concurrency -1")
+	hop(t, db, "queue", "pause", "api", "--key", "").fails(t, ExitUsage, "bad --key")
+	hop(t, db, "enqueue", "--key", "", "exec", "--", "true").fails(t, ExitUsage, "--key")
 }

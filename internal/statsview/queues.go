@@ -17,6 +17,8 @@ type Queue struct {
 	// Slots the running jobs that count against it.
 	Concurrency int `json:"concurrency"`
 	Slots       int `json:"slots"`
+	// KeyConcurrency is the queue's limit per key (0: none).
+	KeyConcurrency int `json:"key_concurrency"`
 	// WaitReason says why its ready jobs wait, if they do ("queue mail
 	// paused", "queue mail at its limit of 5").
 	WaitReason string `json:"wait_reason,omitempty"`
@@ -33,7 +35,7 @@ type Queue struct {
 
 // QueueOf returns q's view.
 func QueueOf(q hopper.QueueInfo) Queue {
-	v := Queue{Name: q.Name, Paused: q.Paused, Held: q.Held, Concurrency: q.Concurrency, Slots: q.Slots,
+	v := Queue{Name: q.Name, Paused: q.Paused, Held: q.Held, Concurrency: q.Concurrency, Slots: q.Slots, KeyConcurrency: q.KeyConcurrency,
 		WaitReason: q.WaitReason(), Counts: make(map[string]int, len(job.States))}
 	if !q.PausedAt.IsZero() {
 		t := q.PausedAt.UTC()
@@ -59,4 +61,29 @@ func QueuesOf(qs []hopper.QueueInfo) []Queue {
 		out[i] = QueueOf(q)
 	}
 	return out
+}
+
+// Key is the JSON view of one key of a queue (hopper.KeyInfo): the reply
+// of a key's pause or resume.
+type Key struct {
+	Queue     string     `json:"queue"`
+	Key       string     `json:"key"`
+	Running   int        `json:"running"`
+	Paused    bool       `json:"paused"`
+	PausedAt  *time.Time `json:"paused_at,omitempty"`
+	HeldUntil *time.Time `json:"held_until,omitempty"`
+}
+
+// KeyOf returns k's view.
+func KeyOf(k hopper.KeyInfo) Key {
+	v := Key{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused}
+	if !k.PausedAt.IsZero() {
+		t := k.PausedAt.UTC()
+		v.PausedAt = &t
+	}
+	if !k.HeldUntil.IsZero() {
+		t := k.HeldUntil.UTC()
+		v.HeldUntil = &t
+	}
+	return v
 }
