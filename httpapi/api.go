@@ -243,8 +243,8 @@ func (a *api) table() []route {
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
 		{"GET", Prefix + "/queues", r, nil, a.queues},
-		{"POST", Prefix + "/queues/{name}/pause", wr, nil, a.pauseQueue},
-		{"POST", Prefix + "/queues/{name}/resume", wr, nil, a.resumeQueue},
+		{"POST", Prefix + "/queues/{name}/pause", wr, []string{"key"}, a.pauseQueue},
+		{"POST", Prefix + "/queues/{name}/resume", wr, []string{"key"}, a.resumeQueue},
 		{"POST", Prefix + "/queues/{name}/limits", wr, nil, a.setQueueLimits},
 
 		{"GET", Prefix + "/stats", r, nil, a.stats},
