@@ -66,6 +66,22 @@ func TestQueuesPage(t *testing.T) {
 	if jp := e.get("/jobs/"+strconv.FormatInt(int64(id), 10), "").body; strings.Contains(jp, `id="wait-reason"`) {
 		t.Errorf("a finished job's page shows a wait reason")
 	}
+	// A limit per key shows; a paused key's job says why it waits and
+	// shows its key.
+	if err := e.c.SetQueueKeyConcurrency(ctx, "api", 2); err != nil {
+		t.Fatal(err)
+	}
+	if page := e.get("/queues", "").want(t, 200).body; !strings.Contains(page, "2 per key") {
+		t.Errorf("queues page: no limit per key shown for api")
+	}
+	if err := e.c.PauseKey(ctx, "api", "tenant=42"); err != nil {
+		t.Fatal(err)
+	}
+	kid := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=42"})
+	jp := e.get("/jobs/"+strconv.FormatInt(int64(kid), 10), "").want(t, 200).body
+	if !strings.Contains(jp, `id="wait-reason">key tenant=42 paused`) || !strings.Contains(jp, `id="flow-key">tenant=42`) {
+		t.Errorf("the paused key's job page does not show its key and why it waits")
+	}
 }
 
 // TestQueuesPageScopes: a read token sees the queues page without buttons

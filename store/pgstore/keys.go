@@ -167,12 +167,12 @@ func (s *Store) holdKeys(ctx context.Context, p store.FinishParams, reached []jo
 
 // keyedQueue is a keyed queue a claim looks at, its row locked.
 type keyedQueue struct {
-	name     string
-	limit    int    // per key, 0: none
-	cursor   string // the key its latest claim served last
-	free     int    // the most jobs the claim may take of it
-	slots    bool   // it has a concurrency limit: its jobs take a slot
-	hasRow   bool
+	name   string
+	limit  int    // per key, 0: none
+	cursor string // the key its latest claim served last
+	free   int    // the most jobs the claim may take of it
+	slots  bool   // it has a concurrency limit: its jobs take a slot
+	hasRow bool
 }
 
 // claimKeyed claims at most limit jobs of the keyed queues names (sorted)
@@ -262,9 +262,9 @@ func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, n
 		return nil, err
 	}
 	type row struct {
-		paused                bool
-		limit, conc, running  int
-		cursor                string
+		paused               bool
+		limit, conc, running int
+		cursor               string
 	}
 	found := map[string]row{}
 	for rows.Next() {
