@@ -37,6 +37,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -107,6 +108,7 @@ type Metrics struct {
 
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
 	paused, held, limit                     *prometheus.Desc // per queue with a state
+	keyLimit, keysBlocked                   *prometheus.Desc // per queue with a limit per key, per queue and reason
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
@@ -168,6 +170,10 @@ func New(o Options) *Metrics {
 			"Jobs ready to run that wait because their queue is paused or at its concurrency limit, by queue with a state (at most the stats max age old).", []string{"queue"}, nil),
 		limit: prometheus.NewDesc("hopper_queue_concurrency_limit",
 			"The concurrency limit of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
+		keyLimit: prometheus.NewDesc("hopper_queue_key_concurrency_limit",
+			"The limit per key of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
+		keysBlocked: prometheus.NewDesc("hopper_queue_keys_blocked",
+			"Keys whose jobs may not start now, by queue and reason: limit (at the queue's limit per key), paused, held.", []string{"queue", "reason"}, nil),
 		busy: prometheus.NewDesc("hopper_workers_busy",
 			"Workers of this process running a job now.", nil, nil),
 		workers: prometheus.NewDesc("hopper_workers",
@@ -281,7 +287,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit, m.keyLimit, m.keysBlocked} {
 		ch <- d
 	}
 }
@@ -334,6 +340,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return // the job gauges are out; hopper_stats_up says the counts were read
 	}
+	m.collectKeys(ctx, c, states, ch)
 	for _, q := range states {
 		if q.Paused {
 			ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, 1, q.Name)
@@ -341,10 +348,40 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if q.Concurrency > 0 {
 			ch <- prometheus.MustNewConstMetric(m.limit, prometheus.GaugeValue, float64(q.Concurrency), q.Name)
 		}
+		if q.KeyConcurrency > 0 {
+			ch <- prometheus.MustNewConstMetric(m.keyLimit, prometheus.GaugeValue, float64(q.KeyConcurrency), q.Name)
+		}
 		held := 0
 		if q.Paused || q.AtLimit() {
 			held = st.Queues[q.Name][hopper.StateAvailable]
 		}
 		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(held), q.Name)
+	}
+}
+
+// collectKeys sends hopper_queue_keys_blocked: the keys with a state (one
+// read of the store's small table of them) that may not start a job now,
+// counted by queue and reason (store.KeyBlocked).
+func (m *Metrics) collectKeys(ctx context.Context, c *hopper.Client, states []hopper.QueueInfo, ch chan<- prometheus.Metric) {
+	keys, err := c.Keys(ctx, "")
+	if err != nil || len(keys) == 0 {
+		return
+	}
+	limits := make(map[string]int, len(states))
+	for _, q := range states {
+		limits[q.Name] = q.KeyConcurrency
+	}
+	type qr struct{ queue, reason string }
+	blocked := map[qr]int{}
+	now := time.Now()
+	for _, k := range keys {
+		r := store.KeyBlocked(store.KeyState{Key: k.Key, Running: k.Running, Paused: k.Paused, HeldUntil: k.HeldUntil},
+			limits[k.Queue], now)
+		if r != "" {
+			blocked[qr{k.Queue, r}]++
+		}
+	}
+	for k, n := range blocked {
+		ch <- prometheus.MustNewConstMetric(m.keysBlocked, prometheus.GaugeValue, float64(n), k.queue, k.reason)
 	}
 }

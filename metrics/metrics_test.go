@@ -370,4 +370,17 @@ func TestQueuePausedGauges(t *testing.T) {
 	if v, ok := got[`hopper_queue_held_jobs{queue="other"}`]; !ok || v != 0 {
 		t.Errorf(`hopper_queue_held_jobs{queue="other"} = %v (present %v), want 0: under its limit`, v, ok)
 	}
+	if err := c.SetQueueKeyConcurrency(ctx, "other", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseKey(ctx, "other", "tenant=1"); err != nil {
+		t.Fatal(err)
+	}
+	got = scrape(t, m)
+	if v := got[`hopper_queue_key_concurrency_limit{queue="other"}`]; v != 2 {
+		t.Errorf(`hopper_queue_key_concurrency_limit{queue="other"} = %v, want 2`, v)
+	}
+	if v := got[`hopper_queue_keys_blocked{queue="other",reason="paused"}`]; v != 1 {
+		t.Errorf(`hopper_queue_keys_blocked{queue="other",reason="paused"} = %v, want 1`, v)
+	}
 }
