@@ -9,6 +9,7 @@ import (
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/storetest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -185,4 +186,12 @@ func BenchmarkBacklog(b *testing.B) {
 		}
 		done += len(res.Jobs)
 	}
+}
+
+// BenchmarkKeyBacklog: claims of a keyed queue with and without 100,000
+// jobs blocked behind a key at its limit of 1 (storetest.BenchKeyBacklog):
+//
+//	go test -run '^$' -bench KeyBacklog ./store/memstore/
+func BenchmarkKeyBacklog(b *testing.B) {
+	storetest.BenchKeyBacklog(b, 100_000, func(b *testing.B) store.Store { return New() })
 }

@@ -493,3 +493,15 @@ func tagsN() int {
 	}
 	return 1_000_000
 }
+
+// BenchmarkKeyBacklog: claims of a keyed queue with and without 100,000
+// jobs blocked behind a key at its limit of 1 (storetest.BenchKeyBacklog):
+//
+//	go test -run '^$' -bench KeyBacklog ./store/sqlitestore/
+func BenchmarkKeyBacklog(b *testing.B) {
+	storetest.BenchKeyBacklog(b, 100_000, func(b *testing.B) store.Store {
+		s := bOpen(b, filepath.Join(b.TempDir(), "b.db"), Options{})
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -1,0 +1,73 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+)
+
+// BenchKeyBacklog measures the claim of a keyed queue (a limit of 1 per
+// key) behind a blocked backlog: backlog jobs of one hot key wait while
+// its one slot is held, and each op claims (Limit 1) and completes one job
+// of another key, each key with one job. Case "blocked=0" has no backlog,
+// "blocked=N" the backlog; the ratio of their claims/s is the head-of-line
+// cost (issue 21's "no head-of-line cliff"). Each case gets a fresh store
+// from newStore, filled untimed.
+func BenchKeyBacklog(b *testing.B, backlog int, newStore func(b *testing.B) store.Store) {
+	for _, n := range []int{0, backlog} {
+		b.Run(fmt.Sprintf("blocked=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s := newStore(b)
+			qc := s.(store.QueueControl)
+			one := 1
+			if _, err := qc.SetQueue(ctx, store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &one}); err != nil {
+				b.Fatal(err)
+			}
+			fill := func(count int, key func(i int) string) {
+				for i := 0; i < count; i += 1000 {
+					jobs := make([]*job.Job, 0, 1000)
+					for k := i; k < min(count, i+1000); k++ {
+						j := &job.Job{Kind: "k", Queue: "q", MaxAttempts: maxAttempts, Key: key(k)}
+						if err := j.Validate(t0); err != nil {
+							b.Fatal(err)
+						}
+						jobs = append(jobs, j)
+					}
+					if _, err := s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: jobs}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if n > 0 {
+				fill(n+1, func(int) string { return "hot" })
+				// The hot key's one slot is taken: its backlog is blocked.
+				res, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 1, Worker: worker1, LeaseUntil: t0.Add(time.Hour),
+					Queues: []string{"q"}})
+				if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Key != "hot" {
+					b.Fatalf("Claim of the hot key: %v, %v", res.Jobs, err)
+				}
+			}
+			fill(b.N, func(i int) string { return fmt.Sprintf("k%09d", i) })
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				now := t0.Add(time.Duration(i+1) * time.Microsecond)
+				res, err := s.Claim(ctx, store.ClaimParams{Now: now, Limit: 1, Worker: worker1, LeaseUntil: now.Add(time.Hour),
+					Queues: []string{"q"}})
+				if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Key == "hot" {
+					b.Fatalf("Claim %d: %v, %v", i, res.Jobs, err)
+				}
+				j := res.Jobs[0]
+				if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt,
+					State: job.StateCompleted, Record: job.Attempt{Attempt: j.Attempt, StartedAt: now, Outcome: "completed"}}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "claims/s")
+		})
+	}
+}
