@@ -115,5 +115,12 @@
 // (ExampleClient_SetQueueConcurrency), counted by the store in the same
 // transaction as every start and end of an attempt; QueueConfig.MaxWorkers
 // caps them in one process. Queues lists each queue's state and counts.
-// See docs/flow-control.md.
+//
+// A job may carry a flow-control key (EnqueueOptions.Key: a tenant, a
+// customer). SetQueueKeyConcurrency caps how many jobs of one key of a
+// queue run at once across every process, and the queue serves its keys
+// in turn, so one key's backlog does not sit in front of the others
+// (ExampleClient_SetQueueKeyConcurrency). PauseKey pauses one key; a
+// handler that meets a tenant's rate limit returns HoldKey(d) to snooze
+// its job and hold its key for d. See docs/flow-control.md.
 package hopper
