@@ -165,6 +165,17 @@ func (s *Store) holdKeys(ctx context.Context, p store.FinishParams, reached []jo
 	return nil
 }
 
+// sqlKeyJobs and sqlKeylessJobs select the first $4 available jobs of key
+// $2 of queue $1, of the kinds $3 (NULL: any): a key's through jobs_key,
+// whose condition the query states literally (flow_key <> ''), so that a
+// generic plan uses it too; the keyless through jobs_claim.
+const (
+	sqlKeyJobs = `SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
+		AND flow_key = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[])) ORDER BY priority, run_at, id LIMIT $4`
+	sqlKeylessJobs = `SELECT id FROM {schema}.jobs WHERE state = 'available' AND queue = $1
+		AND flow_key = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[])) ORDER BY priority, run_at, id LIMIT $4`
+)
+
 // keyedQueue is a keyed queue a claim looks at, its row locked.
 type keyedQueue struct {
 	name   string
@@ -215,9 +226,11 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 					return key, err == nil, err
 				},
 				Jobs: func(key string, take int) ([]job.ID, error) {
-					rows, err := tx.Query(ctx, s.q(`SELECT id FROM {schema}.jobs WHERE state = 'available' AND queue = $1
-						AND flow_key = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
-						ORDER BY priority, run_at, id LIMIT $4`), q.name, key, kinds, take)
+					stmt := sqlKeyJobs
+					if key == "" {
+						stmt = sqlKeylessJobs
+					}
+					rows, err := tx.Query(ctx, s.q(stmt), q.name, key, kinds, take)
 					if err != nil {
 						return nil, err
 					}

@@ -266,9 +266,14 @@ func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids 
 			return key, err == nil, err
 		},
 		Jobs: func(key string, take int) ([]job.ID, error) {
-			rows, err := w.query(`SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
-				AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
-				ORDER BY priority, run_at, id LIMIT +?4`, q.name, key, kinds, take)
+			// A key's jobs through jobs_key, whose condition the query
+			// must state literally (flow_key <> ''): SQLite does not
+			// read it from a bound key.
+			stmt := sqlKeyJobs
+			if key == "" {
+				stmt = sqlKeylessJobs
+			}
+			rows, err := w.query(stmt, q.name, key, kinds, take)
 			if err != nil {
 				return nil, err
 			}
@@ -286,6 +291,18 @@ func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids 
 	}
 	return walk.Pick()
 }
+
+// sqlKeyJobs and sqlKeylessJobs select the first ?4 available jobs of key
+// ?2 of queue ?1, of the kinds ?3 (NULL: any): a key's through jobs_key,
+// the keyless through the queue's claim index.
+const (
+	sqlKeyJobs = `SELECT id FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1 AND flow_key = ?2
+		AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
+		ORDER BY priority, run_at, id LIMIT +?4`
+	sqlKeylessJobs = `SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
+		AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
+		ORDER BY priority, run_at, id LIMIT +?4`
+)
 
 // kindsArg is a JSON array of kinds, or NULL for any.
 func kindsArg(kinds []string) any {
