@@ -167,7 +167,7 @@ func (s *Store) holdKeys(ctx context.Context, p store.FinishParams, reached []jo
 
 // sqlKeyJobs and sqlKeylessJobs select the first $4 available jobs of key
 // $2 of queue $1, of the kinds $3 (NULL: any): a key's through jobs_key,
-// whose condition the query states literally (flow_key <> ''), so that a
+// whose condition (a key not empty) the query states literally, so that a
 // generic plan uses it too; the keyless through jobs_claim.
 const (
 	sqlKeyJobs = `SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
