@@ -157,6 +157,10 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 		if k == nil {
 			return true
 		}
+		if k.Idle(now) { // a passed hold: collected
+			delete(s.keys, qkey{l.queue, key})
+			return true
+		}
 		switch store.KeyBlocked(*k, limit, now) {
 		case "":
 			return true

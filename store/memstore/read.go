@@ -131,13 +131,20 @@ func (s *Store) Stats(ctx context.Context, p store.StatsParams) (store.Stats, er
 		}
 	}
 	for _, l := range s.llist {
-		if h := l.ready.oldest(); h != 0 {
+		oldest := func(h int64) {
+			if h == 0 {
+				return
+			}
 			if st.OldestAvailable == nil {
 				st.OldestAvailable = make(map[string]time.Time)
 			}
 			if o, ok := st.OldestAvailable[l.queue]; !ok || store.FromUnixNanos(h).Before(o) {
 				st.OldestAvailable[l.queue] = store.FromUnixNanos(h)
 			}
+		}
+		oldest(l.ready.oldest())
+		for _, h := range l.byKey { // a keyed lane's (keys.go)
+			oldest(h.oldest())
 		}
 	}
 	if since := store.UnixNanos(p.FinishedSince); since != 0 {
