@@ -94,6 +94,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if w, ok := cl.store.(store.Waker); ok {
 		cl.wake.store = w.Wake() // fanned out by cl.wake.forward
 	}
+	cancels, _ := cl.store.(store.CancelWatcher)
 	cl.remote.init(c.Remote.Key)
 	if clk, ok := cl.store.(store.Clock); ok {
 		cl.clock = clk.Now
@@ -123,6 +124,12 @@ func NewClient(cfg Config) (*Client, error) {
 		Logger:        c.Logger,
 		Observe:       cl.observe,
 		Observing:     cl.observing,
+		Cancels:       cancels,
+		ScheduleJobEnded: func() {
+			if cl.maint != nil {
+				cl.maint.WakeScheduler()
+			}
+		},
 	})
 	cl.maint = maintenance.New(maintenance.Config{
 		Store:              cl.store,
@@ -132,6 +139,7 @@ func NewClient(cfg Config) (*Client, error) {
 		OnFire:             cl.fired,
 		OnRescue:           cl.notify,
 		CancelJob:          cl.Cancel,
+		TerminateJob:       cl.Terminate,
 		MakeJob:            cl.scheduledJob,
 		RescueInterval:     c.RescueInterval,
 		MaxCrashes:         c.MaxCrashes,

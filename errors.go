@@ -72,6 +72,13 @@ var (
 	// ErrLeaseLost: a job's lease passed to another worker while it ran
 	// (ProcessNext returns it when the outcome could not be recorded).
 	ErrLeaseLost = job.ErrLeaseLost
+	// ErrCancelled: the cause (context.Cause) of the context of a
+	// handler whose job was cancelled (Cancel, an OverlapCancel tick).
+	ErrCancelled = job.ErrCancelled
+	// ErrTerminated: the cause (context.Cause) of the context of a
+	// handler whose job was terminated (Terminate, an OverlapTerminate
+	// tick) rather than cancelled: stop at once.
+	ErrTerminated = job.ErrTerminated
 	// ErrScheduleBusy: RunSchedule refused to run a schedule whose overlap
 	// policy is skip while its previous job is available or running (with
 	// a *ScheduleBusyError naming that job).

@@ -403,3 +403,30 @@ func ExampleClient_SetQueueConcurrency() {
 	// Output:
 	// most running at once: 1
 }
+
+// Backfill the past ticks of a schedule: each tick's job once, through its
+// overlap policy; a repeat finds them all and creates nothing.
+func ExampleClient_BackfillSchedule() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "report", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.StopNow()
+	if _, err := c.AddSchedule(ctx, "hourly-report", hopper.ScheduleOptions{Cron: "0 * * * *", Kind: "report", Overlap: hopper.OverlapAllow}); err != nil {
+		panic(err)
+	}
+	from, to := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 1, 1, 3, 30, 0, 0, time.UTC)
+	for range 2 {
+		res, err := c.BackfillSchedule(ctx, "hourly-report", from, to)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%d ticks: %d fired, %d existed\n", res.Ticks, len(res.Fired), res.Existed)
+	}
+	// Output:
+	// 4 ticks: 4 fired, 0 existed
+	// 4 ticks: 0 fired, 4 existed
+}

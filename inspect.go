@@ -207,6 +207,23 @@ func (c *Client) Wait(ctx context.Context, id ID) (*Job, error) {
 // never retried. Cancel returns false, with a nil error, for a job that
 // already finished or does not exist.
 func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
+	return c.cancel(ctx, id, false)
+}
+
+// Terminate is Cancel's killing form, which OverlapTerminate schedules
+// use: a running job's handler context is cancelled with the cause
+// ErrTerminated (context.Cause), which asks the handler to stop at once
+// rather than clean up; the exec kind sends its process group SIGKILL
+// instead of Cancel's SIGTERM. A job running in another process is
+// cancelled there at its next lease renewal, as by Cancel (that process
+// cannot tell the two apart). A waiting job is cancelled at once, as by
+// Cancel. The job ends cancelled.
+func (c *Client) Terminate(ctx context.Context, id ID) (bool, error) {
+	return c.cancel(ctx, id, true)
+}
+
+// cancel is Cancel, or with kill Terminate.
+func (c *Client) cancel(ctx context.Context, id ID, kill bool) (bool, error) {
 	if c.closed() {
 		return false, ErrClientStopped
 	}
@@ -221,7 +238,11 @@ func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 		return false, err
 	}
 	if j.State == StateRunning {
-		c.engine.CancelRunning(id)
+		if kill {
+			c.engine.TerminateRunning(id)
+		} else {
+			c.engine.CancelRunning(id)
+		}
 		c.transition(Event{Type: job.EventCancelRequested, Job: j, At: c.now()})
 		return true, nil
 	}

@@ -20,7 +20,19 @@ const (
 	OverlapSkip   = job.OverlapSkip   // skip a tick while the previous run is unfinished (default)
 	OverlapAllow  = job.OverlapAllow  // fire anyway
 	OverlapCancel = job.OverlapCancel // fire, and cancel the previous run if unfinished
+	// OverlapBufferOne: a tick while the previous run is unfinished waits
+	// for it; at most one waits, further ticks are skipped and counted.
+	OverlapBufferOne = job.OverlapBufferOne
+	// OverlapBufferAll: every tick while the previous run is unfinished
+	// waits (up to MaxBuffered); they run in order, one at a time.
+	OverlapBufferAll = job.OverlapBufferAll
+	// OverlapTerminate: as OverlapCancel, but the previous run is killed
+	// (Terminate: its context's cause is ErrTerminated).
+	OverlapTerminate = job.OverlapTerminate
 )
+
+// MaxBuffered bounds the runs an OverlapBufferAll schedule keeps waiting.
+const MaxBuffered = job.MaxBuffered
 
 // Catch-up policies of recurring schedules (job.CatchUp).
 const (
@@ -66,9 +78,13 @@ type ScheduleOptions struct {
 	Every      time.Duration
 	FixedDelay bool
 	// Overlap: OverlapSkip (default), OverlapAllow (every tick fires,
-	// whatever the previous job does) or OverlapCancel (every tick fires
-	// and cancels the previous job if it has not finished; not with
-	// FixedDelay).
+	// whatever the previous job does), OverlapCancel (every tick fires
+	// and cancels the previous job if it has not finished),
+	// OverlapTerminate (the same, killing it), OverlapBufferOne (a tick
+	// while the previous job is unfinished waits for it to finish; one at
+	// most, the others are skipped and counted) or OverlapBufferAll (every
+	// such tick waits, up to MaxBuffered, and they run in order, one at a
+	// time). Only skip and allow apply with FixedDelay.
 	Overlap job.Overlap
 	// CatchUp says what happens to ticks missed while no server fired
 	// schedules: CatchUpOne (default: one run, for the earliest),
@@ -141,9 +157,9 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	}
 	switch {
 	case !o.Overlap.Valid():
-		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d: want OverlapSkip, OverlapAllow or OverlapCancel", o.Overlap)}
-	case o.Overlap == OverlapCancel && o.FixedDelay:
-		return nil, &FieldError{Field: "overlap", Reason: "cancel does not apply to a fixed-delay schedule: its next run waits for its job to finish"}
+		return nil, &FieldError{Field: "overlap", Reason: fmt.Sprintf("unknown policy %d: want OverlapSkip, OverlapAllow, OverlapCancel, OverlapBufferOne, OverlapBufferAll or OverlapTerminate", o.Overlap)}
+	case o.Overlap != OverlapSkip && o.Overlap != OverlapAllow && o.FixedDelay:
+		return nil, &FieldError{Field: "overlap", Reason: o.Overlap.String() + " does not apply to a fixed-delay schedule: its next run waits for its job to finish"}
 	case !o.CatchUp.Valid():
 		return nil, &FieldError{Field: "catch_up", Reason: fmt.Sprintf("unknown policy %d: want CatchUpOne, CatchUpNone, CatchUpLatest or CatchUpAll", o.CatchUp)}
 	case o.CatchUp != CatchUpOne && o.FixedDelay:
@@ -279,15 +295,24 @@ func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOpti
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.store.FireSchedule(ctx, store.FireScheduleParams{
+	p := store.FireScheduleParams{
 		Now: now, Name: name, Job: j, Manual: true,
 		SkipIfBusy: sc.Overlap == job.OverlapSkip && !o.Force,
-	})
+	}
+	if !o.Force {
+		p.Buffer = sc.Overlap.Buffer()
+	}
+	res, err := c.store.FireSchedule(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if res.Skipped {
-		return nil, &ScheduleBusyError{Schedule: name, Job: sc.LastJobID, State: res.Busy}
+		return nil, &ScheduleBusyError{Schedule: name, Job: sc.LastJobID, State: res.Busy, Overlap: sc.Overlap}
+	}
+	if res.Buffered {
+		c.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "schedule run now buffered: it runs when the previous job finishes",
+			slog.String("schedule", name), slog.Int64("previous_job", int64(sc.LastJobID)))
+		return nil, &ScheduleBusyError{Schedule: name, Job: sc.LastJobID, State: res.Busy, Overlap: sc.Overlap, Buffered: true}
 	}
 	if !res.Fired { // the unique key of its options is held by another job
 		return nil, fmt.Errorf("schedule %q: its job's unique key %q is held by a waiting or running job: %w", name, j.UniqueKey, ErrDuplicate)
@@ -295,7 +320,7 @@ func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOpti
 	if res.Superseded != 0 {
 		c.maint.Superseded(ctx, sc, res.Superseded, now)
 	}
-	if sc.Overlap == OverlapCancel {
+	if sc.Overlap.Cancels() {
 		c.maint.CancelPrevious(ctx, sc, sc.LastJobID, res.ID)
 	}
 	c.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "schedule run now", slog.String("schedule", name),
@@ -309,18 +334,30 @@ func (c *Client) RunSchedule(ctx context.Context, name string, o RunScheduleOpti
 	return out, nil
 }
 
-// ScheduleBusyError is RunSchedule's refusal under OverlapSkip: the
-// schedule's previous job is available or running. It matches
-// ErrScheduleBusy with errors.Is.
+// ScheduleBusyError is RunSchedule's answer when the schedule's overlap
+// policy did not let the run start now: under OverlapSkip its previous job
+// is available or running; under OverlapBufferOne or OverlapBufferAll its
+// previous job is unfinished (or runs wait already), and the run was
+// either kept waiting (Buffered: it runs when the runs before it have)
+// or refused, the buffer being full. It matches ErrScheduleBusy with
+// errors.Is.
 type ScheduleBusyError struct {
 	Schedule string
-	Job      ID    // the previous job
-	State    State // its state: available or running
+	Job      ID      // the previous job
+	State    State   // its state (0 if it had finished and runs were waiting)
+	Overlap  Overlap // the schedule's policy
+	// Buffered: the run is kept waiting and will start after the
+	// previous job (and the runs buffered before it) finished.
+	Buffered bool
 }
 
 // Error implements error.
 func (e *ScheduleBusyError) Error() string {
-	return fmt.Sprintf("schedule %q: its previous job %d is %s and its overlap policy is skip; force to run anyway", e.Schedule, e.Job, e.State)
+	if e.Buffered {
+		return fmt.Sprintf("schedule %q: its previous job %d is %s and its overlap policy is %s: the run is buffered and starts when it finishes; force to run at once",
+			e.Schedule, e.Job, e.State, e.Overlap)
+	}
+	return fmt.Sprintf("schedule %q: its previous job %d is %s and its overlap policy is %s; force to run anyway", e.Schedule, e.Job, e.State, e.Overlap)
 }
 
 // Is reports whether target is ErrScheduleBusy.

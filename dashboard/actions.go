@@ -174,8 +174,12 @@ func (h *handler) runSchedule(w http.ResponseWriter, r *http.Request) {
 	j, err := h.c.RunSchedule(r.Context(), name, hopper.RunScheduleOptions{Force: force})
 	var busy *hopper.ScheduleBusyError
 	switch {
+	case errors.As(err, &busy) && busy.Buffered:
+		h.hub.poke()
+		httpauth.Note(r, "schedule", name, "buffered", true)
+		h.done(w, r, false, fmt.Sprintf("Schedule %q run buffered: it starts when its previous job %d finishes (overlap %s). Tick \"even if busy\" to run it at once.", name, busy.Job, busy.Overlap), back)
 	case errors.As(err, &busy):
-		h.done(w, r, true, fmt.Sprintf("Schedule %q not run: its previous job %d is %s and its overlap policy is skip. Tick \"even if busy\" to run it anyway.", name, busy.Job, busy.State), back)
+		h.done(w, r, true, fmt.Sprintf("Schedule %q not run: its previous job %d is %s and its overlap policy is %s. Tick \"even if busy\" to run it anyway.", name, busy.Job, busy.State, busy.Overlap), back)
 	case err != nil:
 		h.actionFailed(w, r, err, back)
 	default:

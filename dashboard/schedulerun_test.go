@@ -70,3 +70,24 @@ func TestRunScheduleExecScope(t *testing.T) {
 		t.Fatalf("exec token's run enqueued nothing")
 	}
 }
+
+// TestRunScheduleBuffered: with overlap buffer-one a second Run now while
+// the first run waits is buffered (the flash says so) and the schedules
+// page shows the buffered run and the policy.
+func TestRunScheduleBuffered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	ctx := context.Background()
+	if _, err := e.c.AddSchedule(ctx, "b", hopper.ScheduleOptions{Every: hopper.MinScheduledTimeout, Kind: "ok", Overlap: hopper.OverlapBufferOne}); err != nil {
+		t.Fatal(err)
+	}
+	e.post("/schedules/b/run", "", url.Values{}).want(t, http.StatusSeeOther)
+	r := e.post("/schedules/b/run", "", url.Values{})
+	if c := cookies(r); !strings.Contains(c, "buffered") {
+		t.Errorf("second run while the first waits: flash %q, want buffered", c)
+	}
+	page := e.get("/schedules", "").want(t, 200).body
+	if !strings.Contains(page, "buffer-one") || !strings.Contains(page, "<dt>Buffered</dt>") {
+		t.Errorf("schedules page does not show the policy and the buffered run")
+	}
+}

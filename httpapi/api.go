@@ -240,6 +240,7 @@ func (a *api) table() []route {
 		{"POST", Prefix + "/schedules/{name}/pause", wr, nil, a.pauseSchedule},
 		{"POST", Prefix + "/schedules/{name}/resume", wr, nil, a.resumeSchedule},
 		{"POST", Prefix + "/schedules/{name}/run", wr, []string{"force"}, a.runSchedule},
+		{"POST", Prefix + "/schedules/{name}/backfill", wr, nil, a.backfillSchedule},
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
 		{"GET", Prefix + "/queues", r, nil, a.queues},

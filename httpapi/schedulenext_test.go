@@ -93,3 +93,39 @@ func TestScheduleOverlapCancelAPI(t *testing.T) {
 		t.Errorf("after two runs now: first %s, second %s; want cancelled, available", first.State, second.State)
 	}
 }
+
+// TestScheduleOverlapBufferAPI: overlap "buffer-one" is taken and shown; a
+// run now while the previous job waits is buffered (202), shown in the
+// schedule's "buffered", and a third is refused (409): the buffer is full.
+func TestScheduleOverlapBufferAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{}) // not started: runs stay available
+	var s struct {
+		Overlap  string   `json:"overlap"`
+		Buffered []string `json:"buffered"`
+	}
+	e.do("POST", "/api/v1/schedules", `{"name":"b","every":"1h","overlap":"buffer-one","kind":"ok"}`).ok(http.StatusCreated, &s)
+	if s.Overlap != "buffer-one" {
+		t.Errorf("overlap %q, want buffer-one", s.Overlap)
+	}
+	var first struct {
+		ID int64 `json:"id"`
+	}
+	e.do("POST", "/api/v1/schedules/b/run", "").ok(http.StatusCreated, &first)
+	var buffered struct {
+		Buffered    bool   `json:"buffered"`
+		PreviousJob int64  `json:"previous_job"`
+		Overlap     string `json:"overlap"`
+	}
+	e.do("POST", "/api/v1/schedules/b/run", "").ok(http.StatusAccepted, &buffered)
+	if !buffered.Buffered || buffered.PreviousJob != first.ID || buffered.Overlap != "buffer-one" {
+		t.Errorf("second run now: %+v, want buffered behind job %d", buffered, first.ID)
+	}
+	e.do("GET", "/api/v1/schedules/b", "").ok(http.StatusOK, &s)
+	if len(s.Buffered) != 1 {
+		t.Errorf("schedule's buffered runs: %v, want one", s.Buffered)
+	}
+	if r := e.do("POST", "/api/v1/schedules/b/run", ""); r.status != http.StatusConflict {
+		t.Errorf("third run now with the buffer full: status %d, want 409", r.status)
+	}
+}

@@ -238,7 +238,9 @@ func (a *api) removeSchedule(w http.ResponseWriter, r *http.Request) error {
 // runSchedule handles POST /schedules/{name}/run: runs the schedule now as
 // a manual run of its job (201 with the job). With overlap skip, a run
 // while its previous job is available or running is 409 conflict naming
-// that job, unless ?force=true. An exec schedule needs exec scope, as
+// that job, unless ?force=true; with buffer-one or buffer-all it is kept
+// waiting for that job (202 with {"buffered": true, …}), or 409 when the
+// buffer is full. An exec schedule needs exec scope, as
 // enqueueing an exec job does.
 func (a *api) runSchedule(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r)
@@ -274,10 +276,52 @@ func (a *api) runSchedule(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	j, err := a.c.RunSchedule(r.Context(), name, o)
+	var busy *hopper.ScheduleBusyError
+	if errors.As(err, &busy) && busy.Buffered {
+		httpauth.Note(r, "schedule", name, "buffered", true)
+		reply(w, http.StatusAccepted, map[string]any{"schedule": name, "buffered": true, "previous_job": busy.Job, "overlap": busy.Overlap})
+		return nil
+	}
 	if err != nil {
 		return scheduleNotFound(err, name)
 	}
 	httpauth.Note(r, "schedule", name, "job", j.ID, "force", o.Force)
 	reply(w, http.StatusCreated, j)
+	return nil
+}
+
+// backfillSchedule handles POST /schedules/{name}/backfill with a body
+// {"from": T, "to": T}: enqueues the jobs of the schedule's past ticks in
+// the range, each once, through its overlap policy and catch-up cap
+// (Client.BackfillSchedule), and answers 200 with what it did. An exec
+// schedule needs exec scope, as its run now does.
+func (a *api) backfillSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	var b wire.Backfill
+	if err := decodeBody(r, &b); err != nil {
+		return err
+	}
+	from, to, err := b.Range()
+	if err != nil {
+		return err
+	}
+	sc, err := a.c.GetSchedule(r.Context(), name)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	if sc.Kind == kinds.KindExec {
+		if err := a.needExec(r); err != nil {
+			return err
+		}
+	}
+	res, err := a.c.BackfillSchedule(r.Context(), name, from, to)
+	if err != nil {
+		return scheduleNotFound(err, name)
+	}
+	httpauth.Note(r, "schedule", name, "from", from, "to", to, "fired", len(res.Fired))
+	reply(w, http.StatusOK, res)
 	return nil
 }

@@ -215,6 +215,14 @@ func TestOpenAPIStatuses(t *testing.T) {
 			e.do("POST", "/api/v1/schedules/nightly/run", "")
 			return e.do("POST", "/api/v1/schedules/nightly/run", "").status
 		}},
+		{"POST /api/v1/schedules/{name}/run", "202", func(t *testing.T) int {
+			e := env(t, envOpts{}) // not started: the first run stays available
+			e.do("POST", "/api/v1/schedules", `{"name":"b","every":"1h","overlap":"buffer-all","kind":"ok"}`)
+			e.do("POST", "/api/v1/schedules/b/run", "")
+			return e.do("POST", "/api/v1/schedules/b/run", "").status
+		}},
+		{"POST /api/v1/schedules/{name}/backfill", "200", send(envOpts{}, "POST", "/api/v1/schedules/nightly/backfill",
+			`{"from":"2020-01-01T00:00:00Z","to":"2020-01-03T00:00:00Z"}`)},
 		{"GET /api/v1/stats", "200", send(envOpts{}, "GET", "/api/v1/stats", "")},
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},
@@ -289,6 +297,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/workers/{id}/fail":           `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}`,
 		"POST /api/v1/workers/{id}/fail/batch":     `{"failures":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}]}`,
 		"POST /api/v1/queues/{name}/limits":        `{"concurrency":2}`,
+		"POST /api/v1/schedules/{name}/backfill":   `{"from":"1999-12-31T00:00:00Z","to":"1999-12-31T23:00:00Z"}`,
 	}
 	// The ruled statuses the API answers itself, on every route they
 	// apply to. 408 and 421 come from the server's bounds and Host check

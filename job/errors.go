@@ -26,6 +26,18 @@ var (
 	ErrConflict = errors.New("changed concurrently")
 	// ErrClosed means the store or client has been closed.
 	ErrClosed = errors.New("store closed")
+	// ErrCancelled is the cause (context.Cause) of the context of a
+	// handler whose job was cancelled (Cancel, an OverlapCancel tick): the
+	// job ends cancelled, and the handler may clean up before it returns
+	// (the exec kind sends its process group SIGTERM, then SIGKILL after
+	// a grace).
+	ErrCancelled = errors.New("job cancelled")
+	// ErrTerminated is the cause of the context of a handler whose job
+	// was terminated (killed) rather than cancelled: a tick of an
+	// OverlapTerminate schedule, or Terminate. A handler that sees it
+	// should stop at once, without the clean-up a cancel allows; the
+	// exec kind sends SIGKILL instead of SIGTERM. The job ends cancelled.
+	ErrTerminated = errors.New("job terminated")
 	// ErrUnknownKind means no handler is registered for a job's kind.
 	ErrUnknownKind = errors.New("no handler registered for this kind")
 )

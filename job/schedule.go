@@ -29,43 +29,81 @@ const (
 	// OverlapCancel (Kubernetes' Replace) fires, and cancels the
 	// schedule's previous job if it has not finished: a waiting one ends
 	// cancelled at once; a running one's handler context is cancelled
-	// (an exec job's process group is killed) and it ends cancelled. The
-	// newest tick wins. It does not apply to fixed-delay schedules, which
-	// wait for their job.
+	// (an exec job's process group is sent SIGTERM, then SIGKILL after
+	// its grace) and it ends cancelled. The newest tick wins. It does not
+	// apply to fixed-delay schedules, which wait for their job.
 	OverlapCancel
+	// OverlapBufferOne: a tick that comes while the schedule's previous
+	// job is unfinished (waiting, retrying or running) is buffered, and
+	// fires when that job finishes; at most one run is buffered, and the
+	// ticks that come while one is are skipped and counted
+	// (SkippedTicks). Not with fixed delay.
+	OverlapBufferOne
+	// OverlapBufferAll: as OverlapBufferOne, but every such tick is
+	// buffered (up to MaxBuffered; past it they are skipped and counted)
+	// and they fire in order, one at a time, each when the one before
+	// finished. Not with fixed delay.
+	OverlapBufferAll
+	// OverlapTerminate: as OverlapCancel, but the running job is killed:
+	// its handler's context is cancelled with the cause ErrTerminated
+	// (an exec job's process group gets SIGKILL at once). Not with fixed
+	// delay.
+	OverlapTerminate
 )
 
-// String returns "skip", "allow" or "cancel" (the stored and JSON names).
+// MaxBuffered bounds the runs an OverlapBufferAll schedule keeps waiting
+// (Schedule.Buffered): a hung job on a schedule of every second would
+// otherwise grow its row without end. The ticks past it are skipped and
+// counted.
+const MaxBuffered = 1000
+
+// overlapNames are the stored and JSON names of the Overlap constants, in
+// their order.
+var overlapNames = [...]string{"skip", "allow", "cancel", "buffer-one", "buffer-all", "terminate"}
+
+// String returns "skip", "allow", "cancel", "buffer-one", "buffer-all" or
+// "terminate" (the stored and JSON names).
 func (o Overlap) String() string {
-	switch o {
-	case OverlapAllow:
-		return "allow"
-	case OverlapCancel:
-		return "cancel"
+	if !o.Valid() {
+		return "skip"
 	}
-	return "skip"
+	return overlapNames[o]
 }
 
 // Valid reports whether o is one of the Overlap constants.
-func (o Overlap) Valid() bool { return o <= OverlapCancel }
+func (o Overlap) Valid() bool { return int(o) < len(overlapNames) }
 
-// MarshalText implements encoding.TextMarshaler: "skip", "allow" or
-// "cancel".
+// Cancels reports whether o cancels the previous job at each tick
+// (OverlapCancel, OverlapTerminate).
+func (o Overlap) Cancels() bool { return o == OverlapCancel || o == OverlapTerminate }
+
+// Buffer returns how many runs o keeps waiting while the previous job is
+// unfinished: 1 for OverlapBufferOne, MaxBuffered for OverlapBufferAll,
+// 0 for the others.
+func (o Overlap) Buffer() int {
+	switch o {
+	case OverlapBufferOne:
+		return 1
+	case OverlapBufferAll:
+		return MaxBuffered
+	}
+	return 0
+}
+
+// MarshalText implements encoding.TextMarshaler: the name String returns.
 func (o Overlap) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler; it takes the names
+// String returns, and buffer_one and buffer_all too.
 func (o *Overlap) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "skip":
-		*o = OverlapSkip
-	case "allow":
-		*o = OverlapAllow
-	case "cancel":
-		*o = OverlapCancel
-	default:
-		return fmt.Errorf("overlap %q: want skip, allow or cancel", b)
+	name := strings.ReplaceAll(string(b), "_", "-")
+	for i, n := range overlapNames {
+		if n == name {
+			*o = Overlap(i)
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("overlap %q: want skip, allow, cancel, buffer-one, buffer-all or terminate", b)
 }
 
 // CatchUp says what a recurring schedule does with the ticks it missed
@@ -262,7 +300,12 @@ type Schedule struct {
 	// LastSkipAt the latest of them.
 	SkippedTicks int       `json:"skipped_ticks,omitempty"`
 	LastSkipAt   time.Time `json:"last_skip_at,omitzero"`
-	CreatedAt    time.Time `json:"created_at"`
+	// Buffered are the runs an OverlapBufferOne or OverlapBufferAll
+	// schedule keeps waiting for its previous job to finish, oldest
+	// first, each its tick (a zero time: a run now, RunSchedule). The
+	// scheduler fires the first when the previous job has finished.
+	Buffered  []time.Time `json:"buffered,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
 }
 
 // Clone returns a deep copy of s.
@@ -272,6 +315,7 @@ func (s *Schedule) Clone() *Schedule {
 	c.Retry = s.Retry.Clone()
 	c.Meta = cloneMeta(s.Meta)
 	c.Tags = slices.Clone(s.Tags)
+	c.Buffered = slices.Clone(s.Buffered)
 	return &c
 }
 

@@ -32,9 +32,10 @@ const (
 // ExecArgs are the args of an exec job: a command run directly (no shell).
 //
 // The command runs in a process group of its own. When the job's context is
-// done (its timeout, ExecArgs.Timeout, a cancellation or a forced shutdown)
+// done (its timeout, ExecArgs.Timeout, a terminate or a forced shutdown)
 // the whole group is killed with SIGKILL, so children the command started
-// die with it; processes the command left behind in its group when it exits
+// die with it; a cancel (the cause hopper.ErrCancelled) sends the group
+// SIGTERM first, and SIGKILL 2s later if the command has not exited; processes the command left behind in its group when it exits
 // are killed too. On Linux, if the process running Exec dies, even by
 // SIGKILL, the group is killed as well, provided the program called
 // Supervise (see there); on other Unix systems it outlives that process.
@@ -89,7 +90,8 @@ type ExecResult struct {
 	// ExitCode is the command's exit code, or -1 if a signal ended it.
 	ExitCode int `json:"exit_code"`
 	// Signal names the signal that ended the command, such as "SIGKILL"
-	// (the signal of timeouts and cancellations), if one did.
+	// (the signal of timeouts and terminates) or "SIGTERM" (a cancel's
+	// first), if one did.
 	Signal string `json:"signal,omitempty"`
 	// Duration is how long the command ran.
 	Duration Duration `json:"duration"`

@@ -489,3 +489,57 @@ func TestSupervisorEndedWording(t *testing.T) {
 		}
 	}
 }
+
+// TestExecCancelIsGracefulTerminateKills: a cancel (the cause
+// hopper.ErrCancelled) sends the command's group SIGTERM, which a command
+// may trap to clean up, and SIGKILL after the grace if it ignores it; a
+// terminate (hopper.ErrTerminated) sends SIGKILL at once.
+func TestExecCancelIsGracefulTerminateKills(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cause   error
+		trap    string // the script's SIGTERM trap
+		signal  string // the signal that ended the command ("": it exited)
+		cleaned bool   // the trap ran
+	}{
+		{"cancel", hopper.ErrCancelled, `echo cleaned; exit 143`, "", true},
+		{"cancel ignored", hopper.ErrCancelled, ``, "SIGKILL", false},
+		{"terminate", hopper.ErrTerminated, `echo cleaned; exit 143`, "SIGKILL", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forModes(t, func(t *testing.T, m execMode) {
+				dir := t.TempDir()
+				pids, fifo := filepath.Join(dir, "pids"), filepath.Join(dir, "fifo")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				script := `trap '` + tc.trap + `' TERM; sleep 1000 & echo $! > "$1"; echo $$ >> "$1"; echo ready > "$2"; wait`
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				type outcome struct {
+					res *ExecResult
+					err error
+				}
+				done := make(chan outcome, 1)
+				go func() {
+					res, err := m.exec(ctx, ExecArgs{Command: "sh", Args: []string{"-c", script, "sh", pids, fifo}})
+					done <- outcome{res, err}
+				}()
+				if _, err := os.ReadFile(fifo); err != nil { // blocks until "ready"
+					t.Fatal(err)
+				}
+				cancel(tc.cause)
+				o := <-done
+				if o.res == nil || o.res.Signal != tc.signal || strings.Contains(o.res.StdoutTail, "cleaned") != tc.cleaned {
+					t.Fatalf("result %+v (%v): want signal %q, cleaned up %v", o.res, o.err, tc.signal, tc.cleaned)
+				}
+				if o.err == nil || !strings.Contains(o.err.Error(), "killed") {
+					t.Errorf("error %v, want killed", o.err)
+				}
+				checkDead(t, pids, 2)
+			})
+		})
+	}
+}

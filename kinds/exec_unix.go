@@ -29,6 +29,11 @@ import (
 // permanently. hopper serve offers the exec kind only where it is true.
 const ExecSupported = true
 
+// execCancelGrace is how long a cancelled command has between SIGTERM
+// and SIGKILL (and, whatever ended it, how long Wait waits for its
+// output once it exited).
+const execCancelGrace = 2 * time.Second
+
 // errExecTimeout is the cause of a context ended by ExecArgs.Timeout.
 var errExecTimeout = errors.New("exec timeout")
 
@@ -87,8 +92,16 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 		cmd.SysProcAttr = directProcAttr()
 		cmd.SysProcAttr.Credential = r.cred
 	}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-	cmd.WaitDelay = 2 * time.Second
+	// A cancel asks the command to stop (SIGTERM to its group) and kills
+	// the group execCancelGrace later if it has not exited; a timeout, a
+	// terminate (hopper.ErrTerminated) and a shutdown kill at once.
+	cmd.Cancel = func() error {
+		if graceful(ctx) {
+			return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		}
+		return killGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = execCancelGrace
 
 	// The output goes through pipes of our own rather than exec's copying
 	// goroutines, so that Wait returns when the command exits even if a
@@ -190,13 +203,23 @@ func runError(ctx context.Context, a ExecArgs, res *ExecResult, waitErr error) e
 	return err
 }
 
+// graceful reports whether ctx, done, was cancelled by Cancel (not by a
+// timeout, Terminate or a shutdown): the command then gets SIGTERM first.
+func graceful(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), hopper.ErrCancelled)
+}
+
 // killGroup sends SIGKILL to process group pgid; a group already gone is
 // not an error.
-func killGroup(pgid int) error {
+func killGroup(pgid int) error { return signalGroup(pgid, syscall.SIGKILL) }
+
+// signalGroup sends sig to process group pgid; a group already gone is not
+// an error.
+func signalGroup(pgid int, sig syscall.Signal) error {
 	if pgid <= 0 {
 		return os.ErrProcessDone
 	}
-	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	err := syscall.Kill(-pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
 	}

@@ -4,6 +4,7 @@ package kinds
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,11 +18,24 @@ import (
 )
 
 // TestScheduleOverlapCancelKillsExecGroup: a run of an exec schedule with
-// overlap cancel kills the process group of the schedule's running job
-// (a child the command started included), and the job ends cancelled. The
-// latency from the run to the job's end is logged (real clock).
+// overlap cancel stops the process group of the schedule's running job
+// (a child the command started included) with SIGTERM, overlap terminate
+// with SIGKILL, and the job ends cancelled. The latency from the run to
+// the job's end is logged (real clock).
 func TestScheduleOverlapCancelKillsExecGroup(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		overlap hopper.Overlap
+		signal  string
+	}{{hopper.OverlapCancel, "SIGTERM"}, {hopper.OverlapTerminate, "SIGKILL"}} {
+		t.Run(tc.overlap.String(), func(t *testing.T) {
+			t.Parallel()
+			testOverlapStopsExecGroup(t, tc.overlap, tc.signal)
+		})
+	}
+}
+
+func testOverlapStopsExecGroup(t *testing.T, overlap hopper.Overlap, signal string) {
 	ws := hopper.NewWorkers()
 	Register(ws)
 	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
@@ -39,7 +53,7 @@ func TestScheduleOverlapCancelKillsExecGroup(t *testing.T) {
 	}
 	// The command starts a child in its group, tells its PID and waits.
 	args := ExecArgs{Command: "sh", Args: []string{"-c", `sleep 300 & echo $! > "$0"; wait`, fifo}}
-	if _, err := c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Hour, Kind: KindExec, Args: args, Overlap: hopper.OverlapCancel}); err != nil {
+	if _, err := c.AddSchedule(ctx, "s", hopper.ScheduleOptions{Every: time.Hour, Kind: KindExec, Args: args, Overlap: overlap}); err != nil {
 		t.Fatal(err)
 	}
 	first, err := c.RunSchedule(ctx, "s", hopper.RunScheduleOptions{})
@@ -70,6 +84,10 @@ func TestScheduleOverlapCancelKillsExecGroup(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the command's child %d outlived its cancelled job", pid)
+	}
+	var res ExecResult
+	if n := len(j.Attempts); n == 0 || json.Unmarshal(j.Attempts[n-1].Result, &res) != nil || res.Signal != signal {
+		t.Errorf("the attempt's result: %+v (%v), want the command ended by %s", res, j.Attempts, signal)
 	}
 }
 

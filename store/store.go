@@ -566,6 +566,33 @@ type FireScheduleParams struct {
 	// overlap policy of the next tick sees it. SkipIfBusy applies as to a
 	// tick, but a skipped run now is not counted in SkippedTicks.
 	Manual bool
+	// Backfill makes this a backfill of the tick FireTime (at or before
+	// Now), outside the chain of ticks: the job is that tick's, unless one
+	// exists for (Name, FireTime) already (then nothing changes, and
+	// FireResult.Existed), whether or not the schedule is paused and
+	// whatever its NextRunAt. As for Manual, Next is ignored, NextRunAt,
+	// LastFireAt and the skip counters do not change, LastJobID becomes
+	// the new job, and SkipIfBusy and Buffer apply (a tick buffered keeps
+	// its time).
+	Backfill bool
+	// Buffer applies a buffer overlap policy (job.Overlap.Buffer: at
+	// most this many runs wait) by ApplyBuffer: while the schedule's last
+	// job is unfinished, or runs are already buffered, the tick (a run
+	// now: a zero time) is appended to the schedule's Buffered instead of
+	// firing (FireResult.Buffered), or skipped when Buffer runs already
+	// wait (a tick: SkippedTicks+1, LastSkipAt=FireTime; a run now
+	// changes nothing); a tick advances NextRunAt to Next either way.
+	Buffer int
+	// Release fires the schedule's first buffered run instead of a tick,
+	// by ApplyRelease: only if that run's time equals FireTime (zero: a
+	// run now) and the schedule's last job has finished or is gone, and
+	// the schedule is not paused. The run leaves Buffered, its job
+	// (FireTime as the tick's; a zero one a manual run) becomes LastJobID,
+	// and a tick's time LastFireAt; NextRunAt and the skip counters do not
+	// change. A tick whose job exists only leaves Buffered. Otherwise
+	// nothing changes (FireResult zero, but Busy when the last job is
+	// unfinished). Next, Manual, SkipIfBusy and Buffer are ignored.
+	Release bool
 }
 
 // FireResult is the outcome of Store.FireSchedule. When NextRunAt no longer
@@ -581,4 +608,10 @@ type FireResult struct {
 	Busy job.State
 	// Superseded is the retrying job SkipIfBusy sent to dead, if any.
 	Superseded job.ID
+	// Existed is set when Backfill found the tick's job already there.
+	Existed bool
+	// Buffered is set when Buffer kept the tick (or the run now) waiting
+	// in the schedule's Buffered; Busy is then the state of the last job
+	// (0 if it had finished and earlier runs were waiting).
+	Buffered bool
 }

@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -305,4 +308,84 @@ func ApplyPromote(j *job.Job) error {
 	}
 	j.State = job.StateAvailable
 	return nil
+}
+
+// BufferStep is what a tick (or a run now) of a schedule with a buffer
+// overlap policy does (ApplyBuffer).
+type BufferStep uint8
+
+// The steps ApplyBuffer decides.
+const (
+	BufferFire   BufferStep = iota // nothing waits: fire as without a policy
+	BufferAppend                   // kept waiting: appended to Buffered
+	BufferSkip                     // Buffer runs already wait: skipped
+)
+
+// ApplyBuffer decides a tick at p.FireTime (or a run now, p.Manual) of sc
+// under p.Buffer (> 0), its last job being in state last (0: none, or
+// gone): it fires when no run waits and the last job has finished (or is
+// gone); otherwise the run is appended to sc.Buffered (a run now as a zero
+// time) while fewer than p.Buffer wait, and skipped beyond.
+func ApplyBuffer(sc *job.Schedule, last job.State, p FireScheduleParams) BufferStep {
+	busy := last != 0 && !last.Finished()
+	if !busy && len(sc.Buffered) == 0 {
+		return BufferFire
+	}
+	if len(sc.Buffered) >= p.Buffer {
+		return BufferSkip
+	}
+	at := p.FireTime.UTC()
+	if p.Manual {
+		at = time.Time{}
+	}
+	sc.Buffered = append(sc.Buffered, at)
+	return BufferAppend
+}
+
+// ApplyRelease decides a release (p.Release) of sc, its last job being in
+// state last (0: none, or gone): it reports whether the first buffered
+// run fires, and if so removes it from sc.Buffered. A paused schedule, an
+// empty buffer, a first run other than p.FireTime (another process
+// released it) or an unfinished last job release nothing.
+func ApplyRelease(sc *job.Schedule, last job.State, p FireScheduleParams) bool {
+	if sc.Paused || len(sc.Buffered) == 0 || UnixNanos(sc.Buffered[0]) != UnixNanos(p.FireTime) ||
+		(last != 0 && !last.Finished()) {
+		return false
+	}
+	sc.Buffered = slices.Delete(slices.Clone(sc.Buffered), 0, 1)
+	if len(sc.Buffered) == 0 {
+		sc.Buffered = nil
+	}
+	return true
+}
+
+// EncodeTimes is the SQL stores' encoding of a schedule's Buffered: Unix
+// nanoseconds (UnixNanos: a zero time is 0) joined by commas; empty for
+// none.
+func EncodeTimes(ts []time.Time) string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(UnixNanos(t), 10))
+	}
+	return b.String()
+}
+
+// DecodeTimes is the inverse of EncodeTimes.
+func DecodeTimes(s string) ([]time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]time.Time, len(parts))
+	for i, p := range parts {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("buffered runs %q: %w", s, err)
+		}
+		out[i] = FromUnixNanos(n)
+	}
+	return out, nil
 }

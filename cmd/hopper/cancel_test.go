@@ -19,9 +19,10 @@ import (
 )
 
 // TestCancelAcrossCrash cancels a running exec job from another process
-// (hopper jobs cancel), SIGKILLs its server before the server's next lease
-// renewal (when it would have learnt of the cancellation), and restarts the
-// server: the job ends cancelled and never runs again.
+// (hopper jobs cancel) while its server is frozen (SIGSTOP: a live server
+// learns of a cancel within milliseconds, store.CancelWatcher), SIGKILLs
+// the server, and restarts it: the job ends cancelled and never runs
+// again.
 func TestCancelAcrossCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it; skipped with -short")
@@ -51,6 +52,9 @@ func TestCancelAcrossCrash(t *testing.T) {
 	srv := c.serve(1)
 	srv.log.waitLine(t, 30*time.Second, `msg="hopper serving"`)
 	srv.log.waitLine(t, 30*time.Second, `msg="job started"`, jobField)
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	if out := c.run("", "jobs", "cancel", strconv.FormatInt(id, 10)); !strings.Contains(out, "cancellation requested") {
 		t.Fatalf("jobs cancel printed %q", out)
 	}
@@ -61,9 +65,9 @@ func TestCancelAcrossCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.cmd.Wait()
-	// The server learns of a cancellation at its lease renewal, every 10s
-	// from its start; this test killed it well before. Had it renewed, the
-	// job would have ended in this server and the crash would test nothing.
+	// The server, frozen before the cancel, could not act on it. Had it,
+	// the job would have ended in this server and the crash would test
+	// nothing.
 	for _, l := range srv.log.all() {
 		if strings.Contains(l, jobField) && !strings.Contains(l, `msg="job started"`) {
 			t.Fatalf("the killed server acted on the job before the kill, so the test did not test a crash: %s", l)

@@ -126,7 +126,7 @@ func TestSchedules(t *testing.T) {
 	hop(t, db, "schedule", "add", "x", "--every", "1m").fails(t, 2, "needs a NAME and a job kind")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "ftp").fails(t, 2, `unknown job kind "ftp"`)
 	hop(t, db, "schedule", "add", "--every", "1m", "exec", "--", "true").fails(t, 2, `unknown job kind "true"`, `"exec" was taken as the schedule's NAME`)
-	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap", "skip (the default), allow or cancel")
+	hop(t, db, "schedule", "add", "x", "--every", "1m", "--overlap", "maybe", "exec", "true").fails(t, 2, "--overlap", "skip (the default), allow, cancel, terminate, buffer-one or buffer-all")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--fixed-delay", "--overlap", "cancel", "exec", "true").fails(t, 2, "--overlap", "fixed-delay")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--bogus", "exec", "true").fails(t, 2, "unknown flag: --bogus")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "exec", "--bogus", "true").fails(t, 2, "exec: unknown flag: --bogus")
@@ -177,6 +177,22 @@ func TestScheduleRun(t *testing.T) {
 	if sc = *scheds[1]; !sc.Paused || !sc.LastFireAt.IsZero() || sc.LastJobID != j.ID+1 {
 		t.Fatalf("schedule after runs now: %+v", sc)
 	}
+}
+
+// TestScheduleRunBuffered: with --overlap buffer-one a run now while the
+// previous job waits is buffered (exit 0, "buffered"), listed in the
+// schedule's status, and the next one is refused: the buffer is full.
+func TestScheduleRunBuffered(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "b", "--every", "1h", "--overlap", "buffer-one", "exec", "--", "true").ok(t).has(t, "overlap buffer-one")
+	var j hopper.Job
+	hop(t, db, "--json", "schedule", "run", "b").ok(t).decode(&j)
+	hop(t, db, "schedule", "run", "b").ok(t).has(t, "buffered", fmt.Sprintf("previous job %d", j.ID))
+	hop(t, db, "schedule", "list").ok(t).has(t, "1 buffered")
+	hop(t, db, "schedule", "run", "b").fails(t, 1, `schedule "b" not run`, "overlap policy is buffer-one")
+	hop(t, db, "schedule", "add", "t", "--every", "1h", "--overlap", "terminate", "exec", "--", "true").ok(t).has(t, "overlap terminate")
+	hop(t, db, "schedule", "add", "x", "--every", "1h", "--fixed-delay", "--overlap", "buffer-all", "exec", "--", "true").fails(t, 2, "overlap", "fixed-delay")
 }
 
 func TestScheduleNext(t *testing.T) {
@@ -231,4 +247,25 @@ func TestScheduleCatchUpFlags(t *testing.T) {
 	}
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--jitter", "25h", "exec", "true").fails(t, 2, "--jitter", "24h")
 	hop(t, db, "schedule", "add", "x", "--every", "1m", "--jitter", "1m", "--jitter-mode", "fixed", "exec", "true").fails(t, 2, "--jitter-mode", "random (the default) or stable")
+}
+
+// TestScheduleBackfill: schedule backfill enqueues the past ticks of a
+// range once; a repeat finds them; a bad range is a usage error naming the
+// flag.
+func TestScheduleBackfill(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "hourly", "--cron", "0 * * * *", "--overlap", "allow", "exec", "--", "true").ok(t)
+	hop(t, db, "schedule", "backfill", "hourly", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-01T03:30:00Z").ok(t).
+		has(t, "4 ticks, 4 fired, 0 existed")
+	var res hopper.BackfillResult
+	hop(t, db, "--json", "schedule", "backfill", "hourly", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-01T03:30:00Z").ok(t).decode(&res)
+	if res.Ticks != 4 || res.Existed != 4 || len(res.Fired) != 0 {
+		t.Errorf("repeated backfill: %+v, want the 4 ticks existing", res)
+	}
+	hop(t, db, "--json", "jobs", "count").ok(t).has(t, "4")
+	hop(t, db, "schedule", "backfill", "hourly", "--from", "2020-01-02T00:00:00Z", "--to", "2020-01-01T00:00:00Z").fails(t, 2, "--from")
+	hop(t, db, "schedule", "backfill", "hourly", "--to", "2020-01-01T00:00:00Z").fails(t, 2, "--from", "missing")
+	hop(t, db, "schedule", "backfill", "hourly", "--from", "2020-01-01T00:00:00Z", "--to", "2199-01-01T00:00:00Z").fails(t, 2, "--to", "future")
+	hop(t, db, "schedule", "backfill", "nope", "--from", "2020-01-01T00:00:00Z", "--to", "2020-01-01T03:30:00Z").fails(t, 1, `schedule "nope" not found`)
 }

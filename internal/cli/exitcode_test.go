@@ -31,12 +31,13 @@ func TestExitCodes(t *testing.T) {
 	completed, deadJob := idArg(completedID), idArg(d1)
 
 	// A running job: a client of this test runs a job that blocks until
-	// the test ends.
+	// the test ends, whatever cancel reaches it (a cancel reaches it at
+	// once: it stays running with its cancel requested).
 	ws := hopper.NewWorkers()
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	hopper.RegisterRaw(ws, "block", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		close(started)
-		<-ctx.Done()
+		<-release
 		return nil, ctx.Err()
 	}, nil)
 	c, err := hopper.Open(ctx, "sqlite:"+db, hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
@@ -52,7 +53,8 @@ func TestExitCodes(t *testing.T) {
 	}
 	stopped, stop := context.WithCancel(ctx)
 	stop()
-	defer c.Stop(stopped) // at once: the handler returns on its context
+	defer c.Stop(stopped) // at once, once the handler returned
+	defer close(release)
 	<-started
 	running := idArg(res.ID)
 

@@ -123,6 +123,7 @@ var flagOf = map[string]string{
 	"meta": "--meta", "tags": "--tag",
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
 	"overlap": "--overlap", "name": "NAME", "catch_up": "--catch-up", "catch_up_window": "--catch-up-window", "catch_up_max": "--catch-up-max", "jitter": "--jitter", "jitter_mode": "--jitter-mode",
+	"from": "--from", "to": "--to",
 }
 
 // flagError makes err, a *hopper.FieldError about a field a flag gave, a

@@ -18,7 +18,7 @@ import (
 
 func (a *app) scheduleCmd() *cobra.Command {
 	c := group("schedule", "Recurring schedules: add, list, next, run, pause, resume, rm",
-		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleNextCmd(), a.scheduleRunCmd(),
+		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleNextCmd(), a.scheduleRunCmd(), a.scheduleBackfillCmd(),
 		a.scheduleSetCmd("pause", "Stop a schedule from firing until resumed"),
 		a.scheduleSetCmd("resume", "Let a paused schedule fire again (missed ticks are not replayed)"),
 		a.scheduleSetCmd("rm", "Delete a schedule (the jobs it fired are kept)"))
@@ -59,7 +59,7 @@ type policyFlags struct {
 }
 
 func (f *policyFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, allow it, or cancel the previous run and fire")
+	fs.StringVar(&f.overlap, "overlap", "skip", "when a tick comes while the previous run is unfinished: skip the tick, allow it, cancel the previous run (SIGTERM) and fire, terminate it (SIGKILL) and fire, buffer-one (run it when the previous ends; one at most), or buffer-all (run each in order)")
 	fs.StringVar(&f.catchUp, "catch-up", "one", "ticks missed while no server ran: one (a run for the earliest), none, latest, or all (within --catch-up-window, at most --catch-up-max runs)")
 	fs.DurationVar(&f.catchUpWindow, "catch-up-window", 0, "with --catch-up all: how far back missed ticks run (default 24h, at most 168h)")
 	fs.IntVar(&f.catchUpMax, "catch-up-max", 0, "with --catch-up all: at most this many runs, the latest ticks (default 100, at most 10000); the rest are logged as not run")
@@ -295,6 +295,9 @@ gets when the schedule sets no --timeout: the period, at least 1m).`,
 					if sc.SkippedTicks > 0 {
 						skipped = fmt.Sprintf("%d (last %s)", sc.SkippedTicks, zclock(sc.LastSkipAt, v.loc))
 					}
+					if n := len(sc.Buffered); n > 0 {
+						status += fmt.Sprintf(", %d buffered", n)
+					}
 					t.row(sc.Name, describeSpec(sc), sc.Overlap, status, next, zclock(sc.LastFireAt, v.loc), skipped,
 						v.lastJobText(), sc.Kind+": "+summary(sc.Kind, sc.Args, 40))
 				}
@@ -381,10 +384,13 @@ runs too; its next tick does not move.
 
 With --overlap skip (the default), a schedule whose previous job (a tick's or
 a manual run's) is waiting for a worker or running is not run: give --force
-to run it anyway.
+to run it anyway. With buffer-one or buffer-all, the run waits for the
+previous job instead (it prints "buffered"), unless the buffer is full;
+--force runs it at once. With cancel or terminate, the previous job is
+cancelled or killed.
 
-Exit code: 0 if the job was enqueued; 1 if there is no schedule NAME or its
-previous job has not finished.`,
+Exit code: 0 if the job was enqueued or buffered; 1 if there is no schedule
+NAME or its previous job has not finished.`,
 		Example: `  hopper schedule run nightly-report
   hopper schedule run --force nightly-report`,
 		Args: exactArgs(1, "a schedule NAME"),
@@ -396,8 +402,12 @@ previous job has not finished.`,
 					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
 				}
 				var busy *hopper.ScheduleBusyError
+				if errors.As(err, &busy) && busy.Buffered {
+					_, err = fmt.Fprintf(a.Out, "buffered: schedule %q runs when its previous job %d finishes (overlap %s; --force runs it now)\n", name, busy.Job, busy.Overlap)
+					return err
+				}
 				if errors.As(err, &busy) {
-					return fmt.Errorf("schedule %q not run: its previous job %d is %s and its overlap policy is skip (--force runs it anyway)", name, busy.Job, busy.State)
+					return fmt.Errorf("schedule %q not run: its previous job %d is %s and its overlap policy is %s (--force runs it anyway)", name, busy.Job, busy.State, busy.Overlap)
 				}
 				if err != nil {
 					return err
@@ -411,6 +421,61 @@ previous job has not finished.`,
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "run even if the overlap policy would refuse (the previous job has not finished)")
+	return c
+}
+
+func (a *app) scheduleBackfillCmd() *cobra.Command {
+	var b wire.Backfill
+	c := &cobra.Command{
+		Use:   "backfill NAME --from TIME --to TIME",
+		Short: "Enqueue the jobs of a schedule's past ticks in a range, each once",
+		Long: `Backfill the schedule NAME: enqueue the job of each of its ticks from --from
+to --to (both included, RFC 3339; --to not in the future), keyed by
+(schedule, tick) as the scheduler's jobs are: a tick whose job exists (it
+fired at its time, or an earlier backfill made it) is not enqueued again,
+so repeating a backfill creates nothing twice. A paused schedule is
+backfilled too; its next tick does not move.
+
+The ticks go through the schedule's overlap policy in order: allow fires
+each; skip fires one and skips the rest while it waits; buffer-all keeps
+the rest waiting and runs them one at a time (buffer-one keeps one);
+cancel and terminate leave the last. At most the schedule's catch-up cap
+(--catch-up-max, default 100) of the latest ticks run; the older are
+counted as over the cap.
+
+It prints what it did (the result as JSON with --json). Exit code: 0 if
+the range was backfilled; 1 if there is no schedule NAME; 2 for a bad range.`,
+		Example: `  hopper schedule backfill nightly-report --from 2030-01-01T00:00:00Z --to 2030-01-07T23:59:59Z`,
+		Args:    exactArgs(1, "a schedule NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			from, to, err := b.Range()
+			if err != nil {
+				return flagError(cmd.Flags(), err)
+			}
+			return a.withSession(ctx, openOpts{access: readWrite}, func(s *session) error {
+				res, err := s.BackfillSchedule(ctx, name, from, to)
+				if errors.Is(err, hopper.ErrNotFound) {
+					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
+				}
+				var fe *hopper.FieldError
+				if errors.As(err, &fe) {
+					return flagError(cmd.Flags(), err)
+				}
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, res)
+				}
+				_, err = fmt.Fprintf(a.Out, "schedule %s backfilled: %d ticks, %d fired, %d existed, %d skipped, %d buffered, %d over the cap\n",
+					name, res.Ticks, len(res.Fired), res.Existed, res.Skipped, res.Buffered, res.OverCap)
+				return err
+			})
+		},
+	}
+	c.Flags().StringVar(&b.From, "from", "", "the first tick time to backfill, RFC 3339 (e.g. 2030-01-02T15:04:05Z)")
+	c.Flags().StringVar(&b.To, "to", "", "the last tick time to backfill, RFC 3339, not in the future")
 	return c
 }
 

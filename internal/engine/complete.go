@@ -100,7 +100,12 @@ func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, wa
 		return nil, err
 	}
 	var after []*job.Job
-	observing := e.observing()
+	observing, scheduleJobEnded := e.observing(), false
+	defer func() {
+		if scheduleJobEnded && e.cfg.ScheduleJobEnded != nil {
+			e.cfg.ScheduleJobEnded()
+		}
+	}()
 	if want {
 		after = make([]*job.Job, len(batch))
 	}
@@ -115,6 +120,7 @@ func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, wa
 		j.CancelRequested = j.CancelRequested || reached[i] == job.StateCancelled && o.State != job.StateCancelled
 		t := job.FinishEvent(reached[i])
 		e.logJob(t, j, o.Record.Duration, o.Error)
+		scheduleJobEnded = scheduleJobEnded || j.Schedule != "" && reached[i].Finished()
 		if !want && !observing {
 			continue
 		}

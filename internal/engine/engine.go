@@ -78,6 +78,13 @@ type Config struct {
 	Observing func() bool
 	// Wake, if set, receives when another process may have enqueued jobs.
 	Wake <-chan struct{}
+	// Cancels, if set, tells promptly that a running job's cancel was
+	// requested: the heart-beat then renews at once (heartbeat.go).
+	Cancels store.CancelWatcher
+	// ScheduleJobEnded, if set, is called (once per Finish call) after
+	// an attempt ended a schedule's job: the scheduler may fire a run that
+	// waited for it (the buffer overlap policies). It must not block.
+	ScheduleJobEnded func()
 }
 
 // claimBatch caps how many jobs one claim takes.
@@ -159,7 +166,7 @@ type finished struct {
 
 // The causes with which a running handler's context is cancelled.
 var (
-	errCancelRequested = errors.New("job cancelled")
+	errCancelRequested = job.ErrCancelled
 	errShutdown        = errors.New("worker shutting down")
 	errLeaseLost       = errors.New("job lease lost: another worker may run it")
 )

@@ -13,9 +13,20 @@ import (
 // requested, and stops those whose lease was lost (the job was rescued while
 // this process was frozen, say): another worker may run them now, and their
 // outcomes will not be written.
+//
+// A store that tells of cancels promptly (store.CancelWatcher) makes it
+// renew at once when a running job's cancel was requested, here or in
+// another process: the request reaches the handler in milliseconds, not
+// at the next renewal.
 func (e *Engine) heartbeat(ctx context.Context, p *pool) {
 	t := time.NewTicker(e.cfg.LeaseDuration / 3)
 	defer t.Stop()
+	var cancels <-chan struct{}
+	if w := e.cfg.Cancels; w != nil {
+		ch, stop := w.WatchCancels()
+		defer stop()
+		cancels = ch
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -23,6 +34,7 @@ func (e *Engine) heartbeat(ctx context.Context, p *pool) {
 		case <-p.idle:
 			return
 		case <-t.C:
+		case <-cancels:
 		}
 		ls := e.leases()
 		if len(ls) == 0 {

@@ -28,7 +28,7 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		o.State, o.Result = job.StateCompleted, res
 	case errors.Is(cause, errShutdown), errors.Is(cause, errLeaseLost):
 		return released(j, dur)
-	case errors.Is(cause, errCancelRequested) || j.CancelRequested:
+	case errors.Is(cause, errCancelRequested) || errors.Is(cause, job.ErrTerminated) || j.CancelRequested:
 		o.State = job.StateCancelled
 	case snoozable(j, set, err):
 		sn := job.SnoozeOf(err)

@@ -93,10 +93,16 @@ func (e *Engine) cancelAll(cause error) {
 
 // CancelRunning cancels the handler of job id if this engine runs it, and
 // reports whether it did. The attempt then ends cancelled.
-func (e *Engine) CancelRunning(id job.ID) bool {
+func (e *Engine) CancelRunning(id job.ID) bool { return e.cancelRunning(id, errCancelRequested) }
+
+// TerminateRunning is CancelRunning with the cause job.ErrTerminated: the
+// handler is asked to stop at once.
+func (e *Engine) TerminateRunning(id job.ID) bool { return e.cancelRunning(id, job.ErrTerminated) }
+
+func (e *Engine) cancelRunning(id job.ID, cause error) bool {
 	found := false
 	for _, s := range e.slots() {
-		if s.cancelIf(func(l store.Lease) bool { return l.ID == id }, errCancelRequested) {
+		if s.cancelIf(func(l store.Lease) bool { return l.ID == id }, cause) {
 			found = true
 		}
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	// reports whether it did: OverlapCancel's ticks call it on the
 	// schedule's previous job.
 	CancelJob func(ctx context.Context, id job.ID) (bool, error)
+	// TerminateJob, if set, is CancelJob's killing form, as
+	// Client.Terminate: OverlapTerminate's ticks call it.
+	TerminateJob func(ctx context.Context, id job.ID) (bool, error)
 	// OnRescue, if set, is called after the rescuer moved jobs (so that
 	// the workers look for them).
 	OnRescue func()

@@ -54,6 +54,12 @@ func (s *Services) FireDue(ctx context.Context, now time.Time) time.Time {
 		if sc.Paused {
 			continue
 		}
+		if len(sc.Buffered) > 0 {
+			if err := s.release(ctx, sc, now); err != nil && ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "fire a schedule's buffered run", slog.String("schedule", sc.Name),
+					slog.String("spec", describe(sc)), slog.String("error", err.Error()))
+			}
+		}
 		next, err := s.fire(ctx, sc, now)
 		if err != nil && ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "fire schedule", slog.String("schedule", sc.Name),
@@ -116,16 +122,24 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	res, err := s.cfg.Store.FireSchedule(ctx, store.FireScheduleParams{
 		Now: now, Name: sc.Name, FireTime: fireAt, Next: next, Job: j,
 		SkipIfBusy: sc.Overlap == job.OverlapSkip && !sc.FixedDelay,
+		Buffer:     sc.Overlap.Buffer(),
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	if res.Skipped {
+	switch {
+	case res.Buffered:
+		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule tick buffered: it runs when the previous job finishes",
+			slog.String("schedule", sc.Name), slog.Time("tick", fireAt), slog.Int64("previous_job", int64(sc.LastJobID)),
+			slog.String("previous_state", res.Busy.String()), slog.Int("buffered", len(sc.Buffered)+1))
+	case res.Skipped:
 		msg := "schedule tick skipped: the previous job has not finished" // a store that does not say
-		switch res.Busy {
-		case job.StateRunning:
+		switch {
+		case sc.Overlap.Buffer() > 0:
+			msg = "schedule tick skipped: its buffer of runs waiting for the previous job is full"
+		case res.Busy == job.StateRunning:
 			msg = "schedule tick skipped: the previous job is still running"
-		case job.StateAvailable:
+		case res.Busy == job.StateAvailable:
 			msg = "schedule tick skipped: the previous job is still waiting for a worker"
 		}
 		s.log.LogAttrs(ctx, slog.LevelWarn, msg,
@@ -145,22 +159,71 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 		if s.cfg.OnFire != nil {
 			s.cfg.OnFire(sc, j)
 		}
-		if sc.Overlap == job.OverlapCancel && !sc.FixedDelay {
+		if sc.Overlap.Cancels() && !sc.FixedDelay {
 			s.CancelPrevious(ctx, sc, sc.LastJobID, res.ID)
 		}
 	}
 	return next, nil
 }
 
-// CancelPrevious applies OverlapCancel after sc fired job fired (a tick or
+// release fires the first of sc's buffered runs (OverlapBufferOne,
+// OverlapBufferAll) if sc's last job has finished: a tick's run as its
+// tick's job, a run now's as a manual run. The store's compare-and-set on
+// the first buffered run fires it once, whichever process tries.
+func (s *Services) release(ctx context.Context, sc *job.Schedule, now time.Time) error {
+	rule, delay, err := sc.Rule()
+	if err != nil {
+		return err
+	}
+	at := sc.Buffered[0]
+	period, from := delay, at
+	if at.IsZero() {
+		from = now
+	}
+	if rule != nil {
+		if t := rule.Next(from); !t.IsZero() {
+			period = t.Sub(from)
+			if at.IsZero() {
+				period = rule.Next(t).Sub(t)
+			}
+		}
+	}
+	j, err := s.cfg.MakeJob(sc, from, period, now)
+	if err != nil {
+		return err
+	}
+	j.FireTime = at
+	res, err := s.cfg.Store.FireSchedule(ctx, store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: at, Job: j, Release: true})
+	if err != nil || !res.Fired {
+		return err
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired a buffered run: the previous job finished", slog.String("schedule", sc.Name),
+		slog.Time("tick", at), slog.Int64("job", int64(res.ID)), slog.Int64("previous_job", int64(sc.LastJobID)),
+		slog.Int("still_buffered", len(sc.Buffered)-1))
+	j.ID = res.ID
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(job.Event{Type: job.EventEnqueued, Job: j, At: now})
+	}
+	if s.cfg.OnFire != nil {
+		s.cfg.OnFire(sc, j)
+	}
+	return nil
+}
+
+// CancelPrevious applies OverlapCancel (or OverlapTerminate, which
+// terminates) after sc fired job fired (a tick or
 // a run now): it cancels prev, the schedule's job before it, unless that
 // one finished (or is 0: none). Only the process whose firing won the
 // tick's compare-and-set calls it, so a tick cancels once.
 func (s *Services) CancelPrevious(ctx context.Context, sc *job.Schedule, prev, fired job.ID) {
-	if prev == 0 || s.cfg.CancelJob == nil {
+	cancel, verb := s.cfg.CancelJob, "cancelled"
+	if sc.Overlap == job.OverlapTerminate {
+		cancel, verb = s.cfg.TerminateJob, "terminated"
+	}
+	if prev == 0 || cancel == nil {
 		return
 	}
-	ok, err := s.cfg.CancelJob(ctx, prev)
+	ok, err := cancel(ctx, prev)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -168,7 +231,7 @@ func (s *Services) CancelPrevious(ctx context.Context, sc *job.Schedule, prev, f
 				slog.Int64("previous_job", int64(prev)), slog.String("error", err.Error()))
 		}
 	case ok:
-		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule cancelled its previous job (overlap cancel)", slog.String("schedule", sc.Name),
+		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule "+verb+" its previous job (overlap "+sc.Overlap.String()+")", slog.String("schedule", sc.Name),
 			slog.Int64("previous_job", int64(prev)), slog.Int64("job", int64(fired)))
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/job"
@@ -61,7 +62,7 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 	}
 	if s.Overlap != nil {
 		if err := o.Overlap.UnmarshalText([]byte(*s.Overlap)); err != nil {
-			return o, job.Invalid("overlap", "%q: want skip (the default), allow or cancel", *s.Overlap)
+			return o, job.Invalid("overlap", "%q: want skip (the default), allow, cancel, terminate, buffer-one or buffer-all", *s.Overlap)
 		}
 	}
 	if s.CatchUp != nil {
@@ -96,4 +97,27 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		o.Args = s.Args // kept byte for byte
 	}
 	return o, nil
+}
+
+// Backfill is a backfill request: POST /api/v1/schedules/{name}/backfill
+// and the flags of schedule backfill.
+type Backfill struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Range reads b's times (RFC 3339, both required) for BackfillSchedule;
+// its *job.FieldError names from or to.
+func (b *Backfill) Range() (from, to time.Time, err error) {
+	if strings.TrimSpace(b.From) == "" {
+		return from, to, job.Invalid("from", "missing: the first tick time to backfill, such as 2030-01-02T15:04:05Z")
+	}
+	if strings.TrimSpace(b.To) == "" {
+		return from, to, job.Invalid("to", "missing: the last tick time to backfill, such as 2030-01-02T15:04:05Z")
+	}
+	if from, err = ParseTime("from", b.From); err != nil {
+		return from, to, err
+	}
+	to, err = ParseTime("to", b.To)
+	return from, to, err
 }

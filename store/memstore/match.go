@@ -86,6 +86,9 @@ func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.
 		return true, nil
 	})
 	res.Running = running
+	if len(running) > 0 {
+		s.cancels.Signal()
+	}
 	return res, err
 }
 

@@ -24,6 +24,7 @@ import (
 // Store is an in-memory store.Store. The zero value is not usable; call New.
 type Store struct {
 	mu        sync.Mutex
+	cancels   store.Signals // WatchCancels
 	closed    bool
 	lastID    job.ID
 	jobs      index

@@ -62,8 +62,16 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 
 // Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
-	return s.change(p.ID, func(j *job.Job) error { return store.ApplyCancel(j, p.Now) })
+	j, err := s.change(p.ID, func(j *job.Job) error { return store.ApplyCancel(j, p.Now) })
+	if err == nil && j.State == job.StateRunning {
+		s.cancels.Signal()
+	}
+	return j, err
 }
+
+// WatchCancels implements store.CancelWatcher: a Cancel or CancelMatching
+// of a running job signals every watcher at once.
+func (s *Store) WatchCancels() (<-chan struct{}, func()) { return s.cancels.Watch() }
 
 // Reschedule implements store.Store.
 func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.Job, error) {

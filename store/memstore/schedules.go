@@ -105,7 +105,16 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if sc == nil {
 		return store.FireResult{}, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)
 	}
-	if !p.Manual {
+	if p.Release {
+		return s.release(sc, p), nil
+	}
+	outside := p.Manual || p.Backfill // a run outside the chain of ticks
+	if p.Backfill {
+		if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
+			return store.FireResult{Existed: true}, nil
+		}
+	}
+	if !outside {
 		if sc.Paused || !sc.NextRunAt.Equal(p.FireTime) {
 			return store.FireResult{}, nil
 		}
@@ -115,10 +124,26 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		}
 	}
 	var res store.FireResult
+	if p.Buffer > 0 {
+		var last job.State
+		if e := s.jobs.get(sc.LastJobID); e != nil {
+			last = e.state
+		}
+		switch store.ApplyBuffer(sc, last, p) {
+		case store.BufferAppend:
+			return store.FireResult{Buffered: true, Busy: last}, nil
+		case store.BufferSkip:
+			if !outside {
+				sc.SkippedTicks++
+				sc.LastSkipAt = p.FireTime
+			}
+			return store.FireResult{Skipped: true, Busy: last}, nil
+		}
+	}
 	if last := s.jobs.get(sc.LastJobID); p.SkipIfBusy && last != nil {
 		switch last.state {
 		case job.StateAvailable, job.StateRunning:
-			if !p.Manual {
+			if !outside {
 				sc.SkippedTicks++
 				sc.LastSkipAt = p.FireTime
 			}
@@ -140,10 +165,38 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	}
 	e := s.insert(&j)
 	sc.LastJobID = e.id
-	if !p.Manual {
+	if !outside {
 		sc.LastFireAt = p.FireTime
 		sc.SkippedTicks, sc.LastSkipAt = 0, time.Time{}
 	}
 	res.Fired, res.ID = true, e.id
 	return res, nil
+}
+
+// release applies store.ApplyRelease to sc: it fires the first buffered
+// run when the last job has finished.
+func (s *Store) release(sc *job.Schedule, p store.FireScheduleParams) store.FireResult {
+	var last job.State
+	if e := s.jobs.get(sc.LastJobID); e != nil {
+		last = e.state
+	}
+	if !store.ApplyRelease(sc, last, p) {
+		if last != 0 && !last.Finished() {
+			return store.FireResult{Busy: last}
+		}
+		return store.FireResult{}
+	}
+	if !p.FireTime.IsZero() {
+		if _, ok := s.fired[fireKey{p.Name, store.UnixNanos(p.FireTime)}]; ok {
+			return store.FireResult{}
+		}
+	}
+	j := *p.Job
+	j.Schedule, j.FireTime = p.Name, p.FireTime
+	e := s.insert(&j)
+	sc.LastJobID = e.id
+	if !p.FireTime.IsZero() {
+		sc.LastFireAt = p.FireTime
+	}
+	return store.FireResult{Fired: true, ID: e.id}
 }

@@ -202,6 +202,10 @@ func (s *Store) listenOnce() error {
 		if err != nil {
 			return nil
 		}
+		if n.Payload == cancelPayload {
+			s.cancels.Signal()
+			continue
+		}
 		if keys := decodePayload(n.Payload); keys != nil {
 			s.floors.lower(keys)
 		} else {
@@ -218,3 +222,25 @@ func (s *Store) Channel() string { return s.channel }
 // Listening reports whether the Store's LISTEN connection is up (false
 // with Options.PgBouncer and on a read-only Store).
 func (s *Store) Listening() bool { return s.listening.Load() }
+
+// cancelPayload is the notification of a cancel of a running job: the
+// listeners signal WatchCancels, not Wake. (A Store of an older Hopper
+// reads it as a payload it does not know, which wakes its claims: no harm.)
+const cancelPayload = "!cancel"
+
+// WatchCancels implements store.CancelWatcher: a cancel of a running job
+// by this Store signals at once; one by another process, when its
+// notification arrives. Behind PgBouncer (no LISTEN) only this Store's own
+// cancels signal; the others reach their jobs at the next lease renewal.
+func (s *Store) WatchCancels() (<-chan struct{}, func()) { return s.cancels.Watch() }
+
+// cancelled tells every Store of the schema that a running job's cancel
+// was requested: a notification after the cancel's commit (a lost one
+// leaves the cancel to the job's next lease renewal), and this Store's
+// watchers at once.
+func (s *Store) cancelled(ctx context.Context) {
+	s.cancels.Signal()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s.pool.Exec(ctx, sqlNotify, s.channel, cancelPayload) //nolint:errcheck // the lease renewal covers a lost notification
+}

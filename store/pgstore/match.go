@@ -106,6 +106,14 @@ const sqlCancelIDs = `UPDATE {schema}.jobs j SET state = CASE WHEN j.state = 'ru
 // transactions: the change re-checks each job's state); with ReturnJobs
 // the change returns the rows it wrote.
 func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	res, err := s.cancelMatching(ctx, p)
+	if err == nil && len(res.Running) > 0 {
+		s.cancelled(ctx)
+	}
+	return res, err
+}
+
+func (s *Store) cancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
 	ids, res, err := s.batchIDs(ctx, p, store.CancelStates)
 	if err != nil || len(ids) == 0 {
 		return res, err

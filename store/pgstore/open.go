@@ -99,6 +99,7 @@ type Store struct {
 	wg        sync.WaitGroup
 
 	wake      chan struct{}
+	cancels   store.Signals // WatchCancels
 	notifyReq chan struct{} // notify → notifier, buffered (1)
 	pending   struct {      // what the notifier's next notification says
 		sync.Mutex

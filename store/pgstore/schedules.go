@@ -18,7 +18,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window_ns, catch_up_max,
-	jitter_ns, jitter_mode`
+	jitter_ns, jitter_mode, buffered`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -34,27 +34,27 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels,
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String()}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered)}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25, $26`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
-		sc                                job.Schedule
-		overlap, catchUp, jitterMode      string
-		args, retry                       []byte
-		labels                            *string
-		timeout, lastJob, window, jitter  int64
-		next, lastFire, lastSkip, created pgtype.Timestamptz
+		sc                                     job.Schedule
+		overlap, catchUp, jitterMode, buffered string
+		args, retry                            []byte
+		labels                                 *string
+		timeout, lastJob, window, jitter       int64
+		next, lastFire, lastSkip, created      pgtype.Timestamptz
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +62,9 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	if err := sc.JitterMode.UnmarshalText([]byte(jitterMode)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	if sc.Buffered, err = store.DecodeTimes(buffered); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
@@ -258,6 +261,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		return store.FireResult{}, err
 	}
 	now, fire, next := micro(p.Now), micro(p.FireTime), micro(p.Next)
+	outside := p.Manual || p.Backfill // a run outside the chain of ticks
 	var res store.FireResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = store.FireResult{}
@@ -278,13 +282,23 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			return err
 		}
 		advance := func() error {
-			if p.Manual {
+			if outside {
 				return nil // a run now moves no tick
 			}
 			_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1 WHERE name = $2`), ts(next), p.Name)
 			return err
 		}
-		if !p.Manual {
+		if p.Release {
+			res, err = s.release(ctx, tx, sc, p, rows)
+			return err
+		}
+		if p.Backfill {
+			if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE schedule = $1 AND fire_time = $2)`),
+				p.Name, ts(fire)).Scan(&res.Existed); err != nil || res.Existed {
+				return err
+			}
+		}
+		if !outside {
 			if sc.Paused || !sc.NextRunAt.Equal(fire) {
 				return nil // paused meanwhile, or another firing won
 			}
@@ -304,7 +318,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 			if busy != 0 {
 				res.Skipped, res.Busy = true, busy
-				if p.Manual {
+				if outside {
 					return nil
 				}
 				_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, skipped_ticks = skipped_ticks + 1,
@@ -313,6 +327,31 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 			res.Superseded = superseded
 		}
+		if p.Buffer > 0 {
+			last, err := s.lastState(ctx, tx, sc)
+			if err != nil {
+				return err
+			}
+			switch store.ApplyBuffer(sc, last, p) {
+			case store.BufferAppend:
+				res.Buffered, res.Busy = true, last
+				if outside {
+					_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET buffered = $1 WHERE name = $2`), store.EncodeTimes(sc.Buffered), p.Name)
+				} else {
+					_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET buffered = $1, next_run_at = $2 WHERE name = $3`),
+						store.EncodeTimes(sc.Buffered), ts(next), p.Name)
+				}
+				return err
+			case store.BufferSkip:
+				res.Skipped, res.Busy = true, last
+				if outside {
+					return nil
+				}
+				_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, skipped_ticks = skipped_ticks + 1,
+					last_skip_at = $2 WHERE name = $3`), ts(next), ts(fire), p.Name)
+				return err
+			}
+		}
 		out, err := s.insert(ctx, tx, rows, notifyNone)
 		if err != nil {
 			return err
@@ -320,7 +359,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if out[0].Duplicate { // its unique key is held: the tick only advances
 			return advance()
 		}
-		if p.Manual {
+		if outside {
 			_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET last_job_id = $1 WHERE name = $2`), int64(out[0].ID), p.Name)
 		} else {
 			_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET next_run_at = $1, last_fire_at = $2, last_job_id = $3,
@@ -361,4 +400,63 @@ func (s *Store) skipIfBusy(ctx context.Context, tx pgx.Tx, sc *job.Schedule, now
 		return 0, last.ID, s.save(ctx, tx, []*job.Job{last}, []int{prev})
 	}
 	return 0, 0, nil
+}
+
+// lastState returns the state of sc's last job: 0 if it has none, or it
+// is gone.
+func (s *Store) lastState(ctx context.Context, tx pgx.Tx, sc *job.Schedule) (job.State, error) {
+	if sc.LastJobID == 0 {
+		return 0, nil
+	}
+	last, err := s.load(ctx, tx, sc.LastJobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return last.State, nil
+}
+
+// release applies store.ApplyRelease to sc in transaction tx: it inserts
+// rows, the first buffered run's job, when the last job has finished.
+func (s *Store) release(ctx context.Context, tx pgx.Tx, sc *job.Schedule, p store.FireScheduleParams, rows *newRows) (store.FireResult, error) {
+	last, err := s.lastState(ctx, tx, sc)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	if !store.ApplyRelease(sc, last, p) {
+		if last != 0 && !last.Finished() {
+			return store.FireResult{Busy: last}, nil
+		}
+		return store.FireResult{}, nil
+	}
+	rest, fire := store.EncodeTimes(sc.Buffered), micro(p.FireTime)
+	setRest := func() error {
+		_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET buffered = $1 WHERE name = $2`), rest, p.Name)
+		return err
+	}
+	if !fire.IsZero() {
+		var exists bool
+		if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE schedule = $1 AND fire_time = $2)`),
+			p.Name, ts(fire)).Scan(&exists); err != nil {
+			return store.FireResult{}, err
+		}
+		if exists {
+			return store.FireResult{}, setRest()
+		}
+	}
+	out, err := s.insert(ctx, tx, rows, notifyNone)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	if out[0].Duplicate { // its unique key is held: the run is dropped
+		return store.FireResult{}, setRest()
+	}
+	_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.schedules SET buffered = $1, last_job_id = $2,
+		last_fire_at = COALESCE($3, last_fire_at) WHERE name = $4`), rest, int64(out[0].ID), ts(fire), p.Name)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	return store.FireResult{Fired: true, ID: out[0].ID}, nil
 }

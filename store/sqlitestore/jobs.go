@@ -384,7 +384,11 @@ func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) er
 // Cancel implements store.Store: store.ApplyCancel.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
 	now := p.Now.UTC()
-	return s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyCancel(j, now) })
+	j, err := s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyCancel(j, now) })
+	if err == nil && j.State == job.StateRunning {
+		s.cancelled(ctx)
+	}
+	return j, err
 }
 
 // Reschedule implements store.Store: store.ApplyReschedule.

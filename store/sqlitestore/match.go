@@ -135,6 +135,14 @@ func (s *Store) match(ctx context.Context, p store.MatchParams, applies []job.St
 
 // CancelMatching implements store.Store: store.ApplyCancel in SQL.
 func (s *Store) CancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
+	res, err := s.cancelMatching(ctx, p)
+	if err == nil && len(res.Running) > 0 {
+		s.cancelled(ctx)
+	}
+	return res, err
+}
+
+func (s *Store) cancelMatching(ctx context.Context, p store.MatchParams) (store.MatchResult, error) {
 	now := store.UnixNanos(p.Now)
 	return s.match(ctx, p, store.CancelStates, func(w *writer, b *batch, res *store.MatchResult) error {
 		q := cancelSQL(b.where)

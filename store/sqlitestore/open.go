@@ -105,6 +105,8 @@ type Store struct {
 	deaths    chan struct{} // Deaths (deaths.go)
 	watchConn *sql.Conn
 	version   int64 // last PRAGMA data_version seen by watchConn
+	cancelSeq int64 // last cancel_seq seen by watchConn
+	cancels   store.Signals
 	watchStop chan struct{}
 	watchDone chan struct{}
 
@@ -255,6 +257,9 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	// Changes from here on signal Wake.
 	s.version, err = s.dataVersion()
+	if err == nil {
+		s.cancelSeq, _ = s.readCancelSeq() // a failure: the next read signals once
+	}
 	return s.translate(err)
 }
 
@@ -418,7 +423,35 @@ func (s *Store) watch() {
 		case s.wake <- struct{}{}:
 		default:
 		}
+		if seq, err := s.readCancelSeq(); err == nil && seq != s.cancelSeq {
+			s.cancelSeq = seq
+			s.cancels.Signal()
+		}
 	}
+}
+
+// readCancelSeq reads cancel_seq, the count of cancels of running jobs.
+func (s *Store) readCancelSeq() (int64, error) {
+	var v int64
+	err := s.watchConn.QueryRowContext(bg, "SELECT seq FROM cancel_seq WHERE id = 1").Scan(&v)
+	return v, err
+}
+
+// WatchCancels implements store.CancelWatcher: a cancel of a running job
+// by this Store signals at once; one by another process, when the watch
+// (every Options.WatchInterval) sees cancel_seq change.
+func (s *Store) WatchCancels() (<-chan struct{}, func()) { return s.cancels.Watch() }
+
+// cancelled tells every Store on the file that a running job's cancel
+// was requested: cancel_seq+1, in a transaction of its own after the
+// cancel's (a process that dies between the two leaves the cancel to the
+// job's next lease renewal), and this Store's watchers at once.
+func (s *Store) cancelled(ctx context.Context) {
+	s.cancels.Signal()
+	s.write(ctx, func(w *writer) error { //nolint:errcheck // the lease renewal covers a lost signal
+		_, err := w.exec(`UPDATE cancel_seq SET seq = seq + 1 WHERE id = 1`)
+		return err
+	})
 }
 
 func (s *Store) dataVersion() (int64, error) {

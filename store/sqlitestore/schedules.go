@@ -16,7 +16,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window, catch_up_max,
-	jitter, jitter_mode`
+	jitter, jitter_mode, buffered`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -32,21 +32,21 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels),
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String()}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered)}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
-		sc                                    job.Schedule
-		overlap, catchUp, jitterMode          string
-		args, retry, labels                   []byte
-		timeout, window, jitter               int64
-		next, lastFire, lastJob, lastSkip, ca int64
+		sc                                     job.Schedule
+		overlap, catchUp, jitterMode, buffered string
+		args, retry, labels                    []byte
+		timeout, window, jitter                int64
+		next, lastFire, lastJob, lastSkip, ca  int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,9 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	if err := sc.JitterMode.UnmarshalText([]byte(jitterMode)); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
+	}
+	if sc.Buffered, err = store.DecodeTimes(buffered); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
@@ -177,6 +180,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		return store.FireResult{}, err
 	}
 	now, fire, next := p.Now.UTC(), store.UnixNanos(p.FireTime), store.UnixNanos(p.Next)
+	outside := p.Manual || p.Backfill // a run outside the chain of ticks
 	var res store.FireResult
 	err = s.write(ctx, func(w *writer) error {
 		res = store.FireResult{}
@@ -184,7 +188,18 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if !p.Manual {
+		if p.Release {
+			res, err = w.release(sc, p, rows)
+			return err
+		}
+		if p.Backfill {
+			exists, err := fired(w, p.Name, fire)
+			if err != nil || exists {
+				res.Existed = exists
+				return err
+			}
+		}
+		if !outside {
 			if sc.Paused || store.UnixNanos(sc.NextRunAt) != fire {
 				return nil // paused meanwhile, or another firing won
 			}
@@ -204,7 +219,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 			if busy != 0 {
 				res.Skipped, res.Busy = true, busy
-				if p.Manual {
+				if outside {
 					return nil
 				}
 				_, err := w.exec(`UPDATE schedules SET next_run_at = ?, skipped_ticks = skipped_ticks + 1,
@@ -213,9 +228,34 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 			res.Superseded = superseded
 		}
+		if p.Buffer > 0 {
+			last, err := w.lastState(sc)
+			if err != nil {
+				return err
+			}
+			switch store.ApplyBuffer(sc, last, p) {
+			case store.BufferAppend:
+				res.Buffered, res.Busy = true, last
+				if outside {
+					_, err = w.exec(`UPDATE schedules SET buffered = ? WHERE name = ?`, store.EncodeTimes(sc.Buffered), p.Name)
+				} else {
+					_, err = w.exec(`UPDATE schedules SET buffered = ?, next_run_at = ? WHERE name = ?`,
+						store.EncodeTimes(sc.Buffered), next, p.Name)
+				}
+				return err
+			case store.BufferSkip:
+				res.Skipped, res.Busy = true, last
+				if outside {
+					return nil
+				}
+				_, err := w.exec(`UPDATE schedules SET next_run_at = ?, skipped_ticks = skipped_ticks + 1,
+					last_skip_at = ? WHERE name = ?`, next, fire, p.Name)
+				return err
+			}
+		}
 		if j.UniqueKey != "" {
 			if _, _, held, err := holder(w, j.UniqueKey); err != nil || held {
-				if err == nil && !p.Manual {
+				if err == nil && !outside {
 					_, err = w.exec(`UPDATE schedules SET next_run_at = ? WHERE name = ?`, next, p.Name)
 				}
 				return err
@@ -225,7 +265,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		if err != nil {
 			return err
 		}
-		if p.Manual {
+		if outside {
 			_, err = w.exec(`UPDATE schedules SET last_job_id = ? WHERE name = ?`, int64(ids[0]), p.Name)
 		} else {
 			_, err = w.exec(`UPDATE schedules SET next_run_at = ?, last_fire_at = ?, last_job_id = ?,
@@ -262,4 +302,56 @@ func (w *writer) skipIfBusy(sc *job.Schedule, now, tick time.Time) (busy job.Sta
 		return 0, last.ID, w.save(last, job.StateRetrying)
 	}
 	return 0, 0, nil
+}
+
+// lastState returns the state of sc's last job: 0 if it has none, or it
+// is gone.
+func (w *writer) lastState(sc *job.Schedule) (job.State, error) {
+	if sc.LastJobID == 0 {
+		return 0, nil
+	}
+	last, err := w.load(sc.LastJobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return last.State, nil
+}
+
+// release applies store.ApplyRelease to sc in the write transaction: it
+// inserts rows, the first buffered run's job, when the last job has
+// finished.
+func (w *writer) release(sc *job.Schedule, p store.FireScheduleParams, rows *newRows) (store.FireResult, error) {
+	last, err := w.lastState(sc)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	if !store.ApplyRelease(sc, last, p) {
+		if last != 0 && !last.Finished() {
+			return store.FireResult{Busy: last}, nil
+		}
+		return store.FireResult{}, nil
+	}
+	rest, fire := store.EncodeTimes(sc.Buffered), store.UnixNanos(p.FireTime)
+	if fire != 0 {
+		exists, err := fired(w, p.Name, fire)
+		if err != nil || exists {
+			if err == nil {
+				_, err = w.exec(`UPDATE schedules SET buffered = ? WHERE name = ?`, rest, p.Name)
+			}
+			return store.FireResult{}, err
+		}
+	}
+	ids, err := insertRows(w, rows, nil)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	_, err = w.exec(`UPDATE schedules SET buffered = ?1, last_job_id = ?2,
+		last_fire_at = CASE WHEN ?3 != 0 THEN ?3 ELSE last_fire_at END WHERE name = ?4`, rest, int64(ids[0]), fire, p.Name)
+	if err != nil {
+		return store.FireResult{}, err
+	}
+	return store.FireResult{Fired: true, ID: ids[0]}, nil
 }

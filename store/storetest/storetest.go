@@ -44,7 +44,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	seen := make(map[string]bool)
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
-		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(),
+		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(), bufferCases(),
 		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), closeCases(), oracleCases(), guardCases(),
 		boundCases(), leaderCases(), serverCases(),
 	} {
