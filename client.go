@@ -149,6 +149,10 @@ func NewClient(cfg Config) (*Client, error) {
 		DeadRetention:      c.DeadRetention,
 		DeadMaxCount:       c.DeadMaxCount,
 		SchedulePoll:       schedulePoll,
+		MonitorPoll:        monitorPoll,
+		NotifyJob:          cl.notificationJob,
+		NotifyKind:         NotifyKind,
+		OnNotified:         cl.notify,
 		Deaths:             deaths,
 		Leader:             leader,
 		Holder:             cl.cfg.WorkerID,
@@ -279,7 +283,7 @@ func (c *Client) observe(ev job.Event) {
 // makes: a hook or a subscriber (or a waiter). While nobody does, the
 // engine builds no events, and the client's calls take no tickets.
 func (c *Client) observing() bool {
-	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil || c.mw.dead
+	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil || c.mw.dead || c.cfg.NotifyDeadJobs
 }
 
 // deliver feeds a transition to the OnEvent and OnDead hooks, subscribers
@@ -289,6 +293,9 @@ func (c *Client) deliver(ev job.Event) {
 		c.cfg.OnEvent(ev)
 	}
 	if ev.Type == job.EventDead {
+		if c.cfg.NotifyDeadJobs {
+			c.maint.NotifyDead(ev.Job)
+		}
 		if c.cfg.OnDead != nil {
 			c.cfg.OnDead(ev.Job)
 		}

@@ -53,6 +53,9 @@ const (
 	cleanInterval = time.Minute
 	schedulePoll  = time.Second
 	leaderTTL     = 10 * time.Second
+	// monitorPoll bounds the monitor's sleep: a change made by another
+	// process (a job that started, finished) is seen within it.
+	monitorPoll = 5 * time.Second
 )
 
 // Config configures a Client. The zero value is usable: an in-memory store,
@@ -132,6 +135,12 @@ type Config struct {
 	// OnDead, if set, is called for every job that dies, for alerting. It
 	// runs where OnEvent does and must not block.
 	OnDead func(*Job)
+	// NotifyDeadJobs enqueues a notification job (NotifyKind) for every
+	// job that dies in this client (not a notification job itself), to
+	// the notification channels that take job_dead events: those taking
+	// every subject, and those its schedule's monitor names. Default off:
+	// it makes the workers report their transitions (as OnDead does).
+	NotifyDeadJobs bool
 
 	// OnEvent, if set, is called for every transition this client makes —
 	// its workers', its maintenance services' and its own calls' — before

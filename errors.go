@@ -30,6 +30,14 @@ type (
 	FieldError = job.FieldError
 	// Attempt records one attempt in a job's history.
 	Attempt = job.Attempt
+	// Monitor is what a schedule's monitor watches; see job.Monitor.
+	Monitor = job.Monitor
+	// Incident is one problem a monitor found; see job.Incident.
+	Incident = job.Incident
+	// Channel is a notification channel; see job.Channel.
+	Channel = job.Channel
+	// Notification is what a channel is sent; see job.Notification.
+	Notification = job.Notification
 )
 
 // The job states.

@@ -101,6 +101,10 @@ type ScheduleOptions struct {
 	// hash of its name. The tick itself (its FireTime) does not move.
 	Jitter     time.Duration
 	JitterMode job.JitterMode
+	// Monitor, if set, is what the schedule's monitor watches: a start
+	// grace, a maximum duration, K consecutive failures (and a pause after
+	// them), and the channels its incidents notify (docs/monitoring.md).
+	Monitor *Monitor
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
 	Replace bool
@@ -146,11 +150,16 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	if err := c.checkKind(o.Kind, c.cfg.Workers.lookup(o.Kind), args); err != nil {
 		return nil, err
 	}
+	if o.Monitor != nil {
+		if err := o.Monitor.Check("monitor"); err != nil {
+			return nil, err
+		}
+	}
 	t := c.now()
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
 		CatchUp: o.CatchUp, CatchUpWindow: o.CatchUpWindow, CatchUpMax: o.CatchUpMax,
-		Jitter: o.Jitter, JitterMode: o.JitterMode,
+		Jitter: o.Jitter, JitterMode: o.JitterMode, Monitor: o.Monitor.Clone(),
 		Kind: o.Kind, Args: args, CreatedAt: t,
 		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone(),
 			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
@@ -225,6 +234,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 		return nil, err
 	}
 	c.maint.WakeScheduler()
+	c.maint.WakeMonitor()
 	return sc, nil
 }
 

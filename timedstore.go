@@ -132,3 +132,43 @@ func (t timedStore) FireSchedule(ctx context.Context, p store.FireScheduleParams
 }
 
 func (t timedStore) Close() error { return t.s.Close() }
+
+func (t timedStore) OpenIncident(ctx context.Context, p store.OpenIncidentParams) (r store.IncidentResult, err error) {
+	defer func(start time.Time) { t.done("open_incident", start, err) }(time.Now())
+	return t.s.OpenIncident(ctx, p)
+}
+
+func (t timedStore) ResolveIncident(ctx context.Context, p store.ResolveIncidentParams) (r store.IncidentResult, err error) {
+	defer func(start time.Time) { t.done("resolve_incident", start, err) }(time.Now())
+	return t.s.ResolveIncident(ctx, p)
+}
+
+func (t timedStore) ListIncidents(ctx context.Context, p store.ListIncidentsParams) (r []*job.Incident, err error) {
+	defer func(start time.Time) { t.done("list_incidents", start, err) }(time.Now())
+	return t.s.ListIncidents(ctx, p)
+}
+
+func (t timedStore) PutChannel(ctx context.Context, c *job.Channel) (err error) {
+	defer func(start time.Time) { t.done("put_channel", start, err) }(time.Now())
+	return t.s.PutChannel(ctx, c)
+}
+
+func (t timedStore) GetChannel(ctx context.Context, name string) (r *job.Channel, err error) {
+	defer func(start time.Time) { t.done("get_channel", start, err) }(time.Now())
+	return t.s.GetChannel(ctx, name)
+}
+
+func (t timedStore) ListChannels(ctx context.Context) (r []*job.Channel, err error) {
+	defer func(start time.Time) { t.done("list_channels", start, err) }(time.Now())
+	return t.s.ListChannels(ctx)
+}
+
+func (t timedStore) RemoveChannel(ctx context.Context, name string) (err error) {
+	defer func(start time.Time) { t.done("remove_channel", start, err) }(time.Now())
+	return t.s.RemoveChannel(ctx, name)
+}
+
+func (t timedStore) LastRuns(ctx context.Context, p store.LastRunsParams) (r []*job.Job, err error) {
+	defer func(start time.Time) { t.done("last_runs", start, err) }(time.Now())
+	return t.s.LastRuns(ctx, p)
+}

@@ -221,6 +221,7 @@ func (h *handler) routes() {
 	page("/schedules", h.schedules)
 	page("/queues", h.queues)
 	page("/servers", h.servers)
+	page("/alerts", h.alerts)
 	page("/bulk", h.bulkPage)
 	page("/events", h.events)
 

@@ -40,7 +40,7 @@ type page struct {
 }
 
 // layoutPages are the templates rendered inside the layout.
-var layoutPages = []string{"overview", "jobs", "job", "schedules", "queues", "servers", "confirm", "bulk", "error"}
+var layoutPages = []string{"overview", "jobs", "job", "schedules", "queues", "servers", "alerts", "confirm", "bulk", "error"}
 
 // parseTemplates parses each page with the layout and the shared
 // partials, with the functions bound to h.

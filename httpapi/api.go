@@ -243,6 +243,12 @@ func (a *api) table() []route {
 		{"POST", Prefix + "/schedules/{name}/backfill", wr, nil, a.backfillSchedule},
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
+		{"GET", Prefix + "/incidents", r, []string{"schedule", "open", "limit", "cursor"}, a.incidents},
+		{"GET", Prefix + "/channels", ad, nil, a.channels},
+		{"POST", Prefix + "/channels/{name}", ad, nil, a.putChannel},
+		{"DELETE", Prefix + "/channels/{name}", ad, nil, a.removeChannel},
+		{"POST", Prefix + "/channels/{name}/test", ad, nil, a.testChannel},
+
 		{"GET", Prefix + "/queues", r, nil, a.queues},
 		{"POST", Prefix + "/queues/{name}/pause", wr, []string{"key"}, a.pauseQueue},
 		{"POST", Prefix + "/queues/{name}/resume", wr, []string{"key"}, a.resumeQueue},

@@ -45,7 +45,9 @@ func statusRules(rt route, readsBody bool) []string {
 		out = append(out, "403") // a read token below write, a worker token on any other route
 
 	}
-	if strings.Contains(rt.pattern, "{") && !strings.HasPrefix(rt.pattern, Prefix+"/queues/") {
+	// A queue's routes, and adding a channel, take any name: no 404.
+	if strings.Contains(rt.pattern, "{") && !strings.HasPrefix(rt.pattern, Prefix+"/queues/") &&
+		(rt.method != "POST" || rt.pattern != Prefix+"/channels/{name}") {
 		out = append(out, "404")
 	}
 	if readsBody {
@@ -227,6 +229,19 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"GET /api/v1/servers", "200", send(envOpts{}, "GET", "/api/v1/servers", "")},
 		{"POST /api/v1/workers", "201", send(envOpts{}, "POST", "/api/v1/workers", `{"kinds":["remote"],"slots":1}`)},
 		{"GET /api/v1/workers", "200", send(envOpts{}, "GET", "/api/v1/workers", "")},
+		{"GET /api/v1/incidents", "200", send(envOpts{}, "GET", "/api/v1/incidents", "")},
+		{"GET /api/v1/channels", "200", send(envOpts{}, "GET", "/api/v1/channels", "")},
+		{"POST /api/v1/channels/{name}", "200", send(envOpts{}, "POST", "/api/v1/channels/ops", `{"type":"webhook","url":"https://example.com/h"}`)},
+		{"DELETE /api/v1/channels/{name}", "200", func(t *testing.T) int {
+			e := env(t, envOpts{})
+			e.do("POST", "/api/v1/channels/nightly", `{"type":"webhook","url":"https://example.com/h"}`)
+			return e.do("DELETE", "/api/v1/channels/nightly", "").status
+		}},
+		{"POST /api/v1/channels/{name}/test", "201", func(t *testing.T) int {
+			e := env(t, envOpts{})
+			e.do("POST", "/api/v1/channels/nightly", `{"type":"webhook","url":"https://example.com/h"}`)
+			return e.do("POST", "/api/v1/channels/nightly/test", "").status
+		}},
 	}
 	// The worker protocol's answers need a registered worker and a lease.
 	worker := func(f func(e wenv, id string, l hopper.Lease) response) func(t *testing.T) int {
@@ -298,6 +313,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/workers/{id}/fail/batch":     `{"failures":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}]}`,
 		"POST /api/v1/queues/{name}/limits":        `{"concurrency":2}`,
 		"POST /api/v1/schedules/{name}/backfill":   `{"from":"1999-12-31T00:00:00Z","to":"1999-12-31T23:00:00Z"}`,
+		"POST /api/v1/channels/{name}":             `{"type":"webhook","url":"https://example.com/h"}`,
 	}
 	// The ruled statuses the API answers itself, on every route they
 	// apply to. 408 and 421 come from the server's bounds and Host check

@@ -282,6 +282,8 @@ type Schedule struct {
 	// by JitterMode; zero: none.
 	Jitter     time.Duration `json:"jitter,omitempty"`
 	JitterMode JitterMode    `json:"jitter_mode,omitempty"`
+	// Monitor, if set, is what the schedule's monitor watches.
+	Monitor *Monitor `json:"monitor,omitempty"`
 
 	// Template for the jobs it fires: their kind and args, and their
 	// options, whose zero fields inherit from the kind's and the client's
@@ -316,6 +318,7 @@ func (s *Schedule) Clone() *Schedule {
 	c.Meta = cloneMeta(s.Meta)
 	c.Tags = slices.Clone(s.Tags)
 	c.Buffered = slices.Clone(s.Buffered)
+	c.Monitor = s.Monitor.Clone()
 	return &c
 }
 

@@ -135,6 +135,10 @@ type Store interface {
 	// FireScheduleParams and FireResult.
 	FireSchedule(ctx context.Context, p FireScheduleParams) (FireResult, error)
 
+	// Monitor: the schedules' incidents, the notification channels and
+	// the latest runs of a schedule (monitor.go).
+	Monitoring
+
 	// Close releases the store's resources. Operations after Close return
 	// job.ErrClosed.
 	Close() error

@@ -124,6 +124,8 @@ var flagOf = map[string]string{
 	"cron": "--cron", "time_zone": "--tz", "every": "--every", "fixed_delay": "--fixed-delay",
 	"overlap": "--overlap", "name": "NAME", "catch_up": "--catch-up", "catch_up_window": "--catch-up-window", "catch_up_max": "--catch-up-max", "jitter": "--jitter", "jitter_mode": "--jitter-mode",
 	"from": "--from", "to": "--to",
+	"monitor.start_grace": "--start-grace", "monitor.max_duration": "--max-duration", "monitor.alert_after_failures": "--alert-after-failures",
+	"monitor.pause_on_failures": "--pause-on-failures", "monitor.channels": "--notify",
 }
 
 // flagError makes err, a *hopper.FieldError about a field a flag gave, a

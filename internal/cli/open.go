@@ -180,6 +180,10 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 	if err := kinds.RegisterWith(ws, *ko); err != nil {
 		return nil, usageError{err}
 	}
+	channels := &channelSource{}
+	if err := kinds.RegisterNotify(ws, *ko, channels); err != nil {
+		return nil, usageError{err}
+	}
 	db, err := parseDB(a.db, a.dbFrom())
 	if err != nil {
 		return nil, err
@@ -198,9 +202,10 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	cfg := hopper.Config{
-		Store:   st,
-		Workers: ws,
-		Logger:  slog.New(slog.DiscardHandler),
+		Store:          st,
+		Workers:        ws,
+		Logger:         slog.New(slog.DiscardHandler),
+		NotifyDeadJobs: true, // delivered by a started client: serve's, demo's
 	}
 	if o.config != nil {
 		o.config(&cfg)
@@ -210,7 +215,17 @@ func (a *app) open(ctx context.Context, o openOpts) (*session, error) {
 		st.Close()
 		return nil, err
 	}
+	channels.c = c
 	return &session{Client: c, store: st, db: db}, nil
+}
+
+// channelSource gives the notification kind its client's channels; the
+// client is made after the kind is registered.
+type channelSource struct{ c *hopper.Client }
+
+// Channel implements kinds.ChannelSource.
+func (s *channelSource) Channel(ctx context.Context, name string) (*hopper.Channel, error) {
+	return s.c.Channel(ctx, name)
 }
 
 // close stops the client (gracefully until ctx is done) and closes the

@@ -174,6 +174,8 @@ New here? Run "hopper demo".`,
 		a.queueCmd(),
 		a.statsCmd(),
 		a.serversCmd(),
+		a.alertsCmd(),
+		a.channelCmd(),
 		a.benchCmd(),
 		a.demoCmd(),
 	)

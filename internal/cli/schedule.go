@@ -56,6 +56,11 @@ type policyFlags struct {
 	jitter           time.Duration
 	jitterMode       string
 	job              jobFlags
+	// The monitor's.
+	startGrace, maxDuration time.Duration
+	alertAfter              int
+	pauseOnFailures         bool
+	notify                  []string
 }
 
 func (f *policyFlags) register(fs *pflag.FlagSet) {
@@ -65,6 +70,11 @@ func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.catchUpMax, "catch-up-max", 0, "with --catch-up all: at most this many runs, the latest ticks (default 100, at most 10000); the rest are logged as not run")
 	fs.DurationVar(&f.jitter, "jitter", 0, "delay each tick's job by up to this much (at most 24h, never past the next tick)")
 	fs.StringVar(&f.jitterMode, "jitter-mode", "random", "random (a new delay each tick) or stable (one delay per schedule, from its name)")
+	fs.DurationVar(&f.startGrace, "start-grace", 0, "monitor: alert when a tick's job has not started this long after its tick (at least 1s)")
+	fs.DurationVar(&f.maxDuration, "max-duration", 0, "monitor: alert when a run takes longer than this")
+	fs.IntVar(&f.alertAfter, "alert-after-failures", 0, "monitor: alert after this many consecutive dead runs")
+	fs.BoolVar(&f.pauseOnFailures, "pause-on-failures", false, "monitor: with --alert-after-failures, also pause the schedule then")
+	fs.StringArrayVar(&f.notify, "notify", nil, "monitor: send this schedule's alerts to this channel (repeatable; see hopper channel), besides the channels taking all")
 	f.job.register(fs, true)
 }
 
@@ -80,6 +90,10 @@ func (f *policyFlags) document(fs *pflag.FlagSet, d *wire.Schedule) {
 	}
 	if fs.Changed("catch-up-window") {
 		d.CatchUpWindow = (*wire.Duration)(&f.catchUpWindow)
+	}
+	if f.startGrace != 0 || f.maxDuration != 0 || f.alertAfter != 0 || f.pauseOnFailures || len(f.notify) > 0 {
+		d.Monitor = &hopper.Monitor{StartGrace: f.startGrace, MaxDuration: f.maxDuration, AlertAfterFailures: f.alertAfter,
+			PauseOnFailures: f.pauseOnFailures, Channels: f.notify}
 	}
 }
 

@@ -58,6 +58,9 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 			return time.Time{}, ignoreConflict(err)
 		}
 	}
+	if dropped > 0 { // once: after the compare-and-set this pass won
+		s.catchUpCap(ctx, sc, dropped, len(ticks), now)
+	}
 	for i, tick := range ticks {
 		next := after
 		if i+1 < len(ticks) {

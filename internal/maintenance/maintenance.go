@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hopperq/hopper/internal/startstop"
@@ -58,6 +59,18 @@ type Config struct {
 	DeadRetention      time.Duration // negative keeps forever
 	DeadMaxCount       int           // 0 keeps all
 
+	// NotifyJob, if set, returns the validated notification job that
+	// sends n to the channel named, at now (a job of kind NotifyKind):
+	// the monitor's incidents, dead jobs (NotifyDead) and catch-ups over
+	// their cap are then notified. OnNotified, if set, is called after
+	// notification jobs were enqueued.
+	NotifyJob  func(channel string, n *job.Notification, now time.Time) (*job.Job, error)
+	NotifyKind string
+	OnNotified func()
+	// MonitorPoll bounds how long the monitor sleeps between evaluations
+	// of the schedules' monitors (it wakes at each deadline it knows).
+	MonitorPoll time.Duration
+
 	// SchedulePoll bounds how long the scheduler sleeps: it notices
 	// schedules added by other processes and fixed-delay schedules whose
 	// job finished within that time.
@@ -95,26 +108,32 @@ type Services struct {
 	rescueNow, cleanNow chan struct{}
 	// electNow makes the elector hold an election at once (after a death).
 	electNow chan struct{}
-	svc      startstop.Service
-	lead     leadership
-	started  time.Time // when Start last ran (under lead.mu)
+	// monitorNow wakes the monitor; deadQ holds the dead jobs to notify
+	// of (notify.go), deadDropped counts those dropped.
+	monitorNow  chan struct{}
+	deadQ       chan *job.Job
+	deadDropped atomic.Int64
+	svc         startstop.Service
+	lead        leadership
+	started     time.Time // when Start last ran (under lead.mu)
 }
 
 // New returns stopped services. It panics on a Config the client could not
 // have made.
 func New(cfg Config) *Services {
 	if cfg.Store == nil || cfg.Logger == nil || cfg.Now == nil || cfg.MakeJob == nil ||
-		cfg.RescueInterval <= 0 || cfg.CleanInterval <= 0 || cfg.SchedulePoll <= 0 ||
+		cfg.RescueInterval <= 0 || cfg.CleanInterval <= 0 || cfg.SchedulePoll <= 0 || cfg.MonitorPoll <= 0 ||
 		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) ||
 		cfg.Registry != nil && (cfg.Server.ID == "" || cfg.LeaderTTL <= 0 || cfg.ServerRetention <= 0) {
 		panic("maintenance: incomplete Config")
 	}
 	return &Services{cfg: cfg, log: cfg.Logger,
 		wake: make(chan struct{}, 1), rescueNow: make(chan struct{}, 1), cleanNow: make(chan struct{}, 1),
-		electNow: make(chan struct{}, 1)}
+		electNow: make(chan struct{}, 1), monitorNow: make(chan struct{}, 1), deadQ: make(chan *job.Job, deadQueue)}
 }
 
-// Start starts the rescuer, the cleaner and the scheduler.
+// Start starts the rescuer, the cleaner, the scheduler, the monitor and
+// the notifier of dead jobs.
 func (s *Services) Start() {
 	s.svc.Start(func(ctx context.Context) {
 		var wg sync.WaitGroup
@@ -128,6 +147,10 @@ func (s *Services) Start() {
 		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, s.Rescue) })
 		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, s.Clean) })
 		wg.Go(func() { s.scheduler(ctx) })
+		wg.Go(func() { s.monitor(ctx) })
+		if s.cfg.NotifyJob != nil {
+			wg.Go(func() { s.notifier(ctx) })
+		}
 		if s.cfg.Deaths != nil {
 			wg.Go(func() { s.watchDeaths(ctx) })
 		}
@@ -149,6 +172,7 @@ func (s *Services) tookLead() {
 	signal(s.rescueNow)
 	signal(s.cleanNow)
 	signal(s.wake)
+	signal(s.monitorNow)
 }
 
 // signal sends on ch, a channel of one, unless a signal is pending.

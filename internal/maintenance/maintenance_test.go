@@ -34,7 +34,7 @@ func testConfig(st store.Store) Config {
 			j.MaxAttempts = cmp.Or(j.MaxAttempts, 25)
 			return j, j.Validate(now)
 		},
-		RescueInterval: 10 * time.Second, CleanInterval: time.Minute, SchedulePoll: time.Second,
+		RescueInterval: 10 * time.Second, CleanInterval: time.Minute, SchedulePoll: time.Second, MonitorPoll: 5 * time.Second,
 		CompletedRetention: 24 * time.Hour, CancelledRetention: 24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
 		DeadMaxCount: 10000,
 	}

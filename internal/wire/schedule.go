@@ -28,6 +28,9 @@ type Schedule struct {
 	Kind          string          `json:"kind"`
 	Args          json.RawMessage `json:"args"`
 	Options
+
+	// Monitor is the schedule's monitor (job.Monitor's JSON).
+	Monitor *hopper.Monitor `json:"monitor"`
 }
 
 // ScheduleOptions checks s and returns the options it describes, for
@@ -87,6 +90,12 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		if err := o.JitterMode.UnmarshalText([]byte(*s.JitterMode)); err != nil {
 			return o, job.Invalid("jitter_mode", "%q: want random (the default) or stable", *s.JitterMode)
 		}
+	}
+	if s.Monitor != nil {
+		if err := s.Monitor.Check("monitor"); err != nil {
+			return o, err
+		}
+		o.Monitor = s.Monitor.Clone()
 	}
 	eo, err := s.Options.options()
 	if err != nil {

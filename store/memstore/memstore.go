@@ -35,6 +35,8 @@ type Store struct {
 	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
+	incidents []*job.Incident             // by ID - 1 (monitor.go)
+	channels  map[string]*job.Channel     // notification channels by name
 	leases    map[string]*lease           // by led name
 	servers   map[string]store.Server     // by ID (servers.go)
 	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
@@ -87,6 +89,7 @@ func New() *Store {
 		unique:    make(map[string]*entry),
 		fired:     make(map[fireKey]job.ID),
 		schedules: make(map[string]*job.Schedule),
+		channels:  make(map[string]*job.Channel),
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window_ns, catch_up_max,
-	jitter_ns, jitter_mode, buffered`
+	jitter_ns, jitter_mode, buffered, monitor`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -30,23 +30,29 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	monitor, err := store.EncodeMonitor(sc.Monitor)
+	if err != nil {
+		return nil, err
+	}
 	return []any{sc.Name, sc.Spec, sc.TimeZone, sc.FixedDelay, sc.Overlap.String(), sc.Paused,
 		sc.Kind, string(sc.Args), sc.Queue, int64(sc.Priority), int32(sc.MaxAttempts), int64(sc.Timeout),
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels,
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered)}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered),
+		string(monitor)}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
-	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25, $26`
+	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25, $26,
+	NULLIF($27, '')::jsonb`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
 		sc                                     job.Schedule
 		overlap, catchUp, jitterMode, buffered string
-		args, retry                            []byte
+		args, retry, monitor                   []byte
 		labels                                 *string
 		timeout, lastJob, window, jitter       int64
 		next, lastFire, lastSkip, created      pgtype.Timestamptz
@@ -54,7 +60,7 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +74,9 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
+	if sc.Monitor, err = store.DecodeMonitor(monitor); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

@@ -16,7 +16,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window, catch_up_max,
-	jitter, jitter_mode, buffered`
+	jitter, jitter_mode, buffered, monitor`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -32,21 +32,22 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		sc.Kind, jsonText(sc.Args), sc.Queue, sc.Priority, sc.MaxAttempts, int64(sc.Timeout),
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels),
-		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered)}, nil
+		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered),
+		monitorText(sc.Monitor)}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
-		sc                                     job.Schedule
-		overlap, catchUp, jitterMode, buffered string
-		args, retry, labels                    []byte
-		timeout, window, jitter                int64
-		next, lastFire, lastJob, lastSkip, ca  int64
+		sc                                              job.Schedule
+		overlap, catchUp, jitterMode, buffered, monitor string
+		args, retry, labels                             []byte
+		timeout, window, jitter                         int64
+		next, lastFire, lastJob, lastSkip, ca           int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +61,9 @@ func scanSchedule(r scanner) (*job.Schedule, error) {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	sc.CatchUpWindow, sc.Jitter = time.Duration(window), time.Duration(jitter)
+	if sc.Monitor, err = store.DecodeMonitor([]byte(monitor)); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
 	if err := sc.Overlap.UnmarshalText([]byte(overlap)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}

@@ -1,0 +1,43 @@
+package dashboard
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/dashtest"
+	"github.com/hopperq/hopper/store/memstore"
+)
+
+// TestAlertsPage: the alerts page lists a schedule's incident, open, with
+// its detail escaped and its job linked; the navigation links to it.
+func TestAlertsPage(t *testing.T) {
+	t.Parallel()
+	c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: dashtest.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, c, Options{})
+	if body := e.get("/alerts", "").want(t, 200).body; !strings.Contains(body, "No incidents") {
+		t.Errorf("no empty note in\n%s", clip(body))
+	}
+	ctx := context.Background()
+	kind := dashtest.Kinds().Kinds()[0]
+	if _, err := c.AddSchedule(ctx, "<b>nightly</b>", hopper.ScheduleOptions{Every: time.Minute, Kind: kind,
+		Monitor: &hopper.Monitor{StartGrace: 5 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	c.CheckMonitors(ctx, time.Now().Add(2*time.Minute))
+	body := e.get("/alerts", "").want(t, 200).body
+	for _, want := range []string{`<a href="/alerts" aria-current="page">Alerts</a>`, "1 open", "schedule:&lt;b&gt;nightly&lt;/b&gt;",
+		`data-open>missed_start</span>`, "did not fire within 5s"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %q in the alerts page\n%s", want, clip(body))
+		}
+	}
+	if strings.Contains(body, "<b>nightly") {
+		t.Error("the subject is not escaped")
+	}
+}
