@@ -19,6 +19,7 @@ const (
 	DefaultRescueInterval     = 10 * time.Second
 	DefaultMaxCrashes         = 3
 	DefaultMaxSnoozes         = 100
+	DefaultOutputLimit        = 1 << 20 // bytes of an attempt's stdout, and of its stderr, kept
 	DefaultCompletedRetention = 24 * time.Hour
 	DefaultCancelledRetention = 24 * time.Hour
 	DefaultDeadRetention      = 7 * 24 * time.Hour
@@ -117,6 +118,17 @@ type Config struct {
 	// waiting without end (default 100; negative: never snooze, every
 	// snooze counts).
 	MaxSnoozes int
+
+	// OutputLimit is how many bytes of each attempt's standard output, and
+	// as many of its standard error, are kept with the attempt (Output):
+	// the first ones; what follows is counted, not kept (default 1 MiB,
+	// DefaultOutputLimit; negative: none kept). The exec kind's command
+	// writes them; a handler may write to Stdout and Stderr. An attempt's
+	// log lines (Logger) have bounds of their own: LogLines and LogBytes.
+	OutputLimit int
+	// KindOutputLimits overrides OutputLimit for the kinds it names (0:
+	// OutputLimit; negative: none kept). Default: none.
+	KindOutputLimits map[string]int
 
 	// CompletedRetention, CancelledRetention and DeadRetention say how long
 	// finished jobs are kept (defaults 24h, 24h and 7 days; negative: forever).
@@ -262,6 +274,12 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.MaxCrashes = DefaultMaxCrashes
 	case cfg.MaxCrashes < 0:
 		cfg.MaxCrashes = 0 // never
+	}
+	switch {
+	case cfg.OutputLimit == 0:
+		cfg.OutputLimit = DefaultOutputLimit
+	case cfg.OutputLimit < 0:
+		cfg.OutputLimit = 0 // none kept
 	}
 	switch {
 	case cfg.MaxSnoozes == 0:

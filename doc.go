@@ -65,6 +65,20 @@
 // client's run outside the kind's, each in the order given. With none set
 // they cost nothing (docs/middleware.md).
 //
+// # Output and per-job logs
+//
+// Every attempt keeps what it wrote, apart from the job and compressed in
+// the store: its standard output and error (the exec kind's command's, or
+// what a handler writes to Stdout and Stderr), the first
+// Config.OutputLimit bytes of each (1 MiB), and the lines it logged
+// through Logger(ctx), a *slog.Logger whose lines (the first LogLines, up
+// to LogBytes) are kept with the attempt and also go to Config.Logger
+// (ExampleLogger). Client.Outputs and Client.Output read them back; hopper
+// jobs get and jobs output, the API and the dashboard show them. A job's
+// outputs go with the job; a schedule's runs keep theirs by its
+// OutputRetention (3 successes and 10 failures by default). See
+// docs/logs.md.
+//
 // # Clients and stores
 //
 // A Client enqueues, inspects and (once started) runs jobs. Its store

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -429,4 +430,43 @@ func ExampleClient_BackfillSchedule() {
 	// Output:
 	// 4 ticks: 4 fired, 0 existed
 	// 4 ticks: 0 fired, 4 existed
+}
+
+// A handler logs through hopper.Logger: its lines are kept with the
+// attempt, and read back with Client.Output (hopper jobs output ID
+// --stream log, the API and the dashboard show them too).
+func ExampleLogger() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "import", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		log := hopper.Logger(ctx)
+		log.Info("fetched", "rows", 120)
+		log.Warn("skipped a row", "line", 17)
+		fmt.Fprintln(hopper.Stdout(ctx), "120 rows, 1 skipped")
+		return nil, nil
+	}, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	res, err := c.Enqueue(ctx, "import", nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := c.RunReady(ctx, time.Now()); err != nil {
+		panic(err)
+	}
+	out, err := c.Output(ctx, res.ID, 0)
+	if err != nil {
+		panic(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out.Log.Data)), "\n") {
+		_, rest, _ := strings.Cut(line, " ") // the time
+		fmt.Println(rest)
+	}
+	fmt.Printf("attempt %d, stdout: %s", out.Attempt, out.Stdout.Data)
+	// Output:
+	// level=INFO msg=fetched rows=120
+	// level=WARN msg="skipped a row" line=17
+	// attempt 1, stdout: 120 rows, 1 skipped
 }

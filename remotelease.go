@@ -360,6 +360,42 @@ func (c *Client) HeartbeatWorker(ctx context.Context, worker, owner string, toke
 type Completion struct {
 	Token  string          `json:"token"`
 	Result json.RawMessage `json:"result,omitempty"` // JSON, at most job.MaxResultSize bytes
+	// Output, if set, is what the attempt wrote, kept with it as a Go
+	// handler's is (Output): cut to the client's caps.
+	Output *RemoteOutput `json:"output,omitempty"`
+}
+
+// RemoteOutput is what a remote attempt wrote: its standard output and
+// error, each cut to the client's OutputLimit for the job's kind, and its
+// log lines, cut as Logger's are (LogLines lines, LogBytes bytes); the
+// bytes cut are counted in each Stream's Size.
+type RemoteOutput struct {
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	Log    string `json:"log,omitempty"`
+}
+
+// remoteOutput returns o as an attempt's output of a job of kind, packed; nil
+// if o is nil or empty.
+func (c *Client) remoteOutput(o *RemoteOutput, kind string) *store.PackedOutput {
+	if o == nil {
+		return nil
+	}
+	limit := c.outputLimit(kind)
+	stream := func(s string, n int) job.Stream {
+		return job.Stream{Data: []byte(s[:min(len(s), n)]), Size: int64(len(s))}
+	}
+	logText := o.Log
+	if n := strings.Count(logText, "\n"); n > LogLines { // keep the first LogLines lines
+		at := 0
+		for range LogLines {
+			at += strings.IndexByte(logText[at:], '\n') + 1
+		}
+		logText = logText[:at]
+	}
+	logs := stream(logText, LogBytes)
+	logs.Size = int64(len(o.Log))
+	return store.PackOutput(&job.Output{Stdout: stream(o.Stdout, limit), Stderr: stream(o.Stderr, limit), Log: logs})
 }
 
 // Failure is the failed end of a remote attempt.
@@ -376,6 +412,8 @@ type Failure struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	// Result, if set, is kept with the failed attempt (JSON).
 	Result json.RawMessage `json:"result,omitempty"`
+	// Output, if set, is what the attempt wrote (see Completion.Output).
+	Output *RemoteOutput `json:"output,omitempty"`
 }
 
 // Finished is the state a job reached from a remote outcome.
@@ -406,6 +444,7 @@ func (c *Client) CompleteJobs(ctx context.Context, worker, owner string, cs []Co
 	}
 	return c.finishRemote(ctx, worker, owner, "completions", tokens, func(i int, j *job.Job, o *store.Outcome, now time.Time) {
 		o.State, o.Result = job.StateCompleted, cs[i].Result
+		o.Output = c.remoteOutput(cs[i].Output, j.Kind)
 	})
 }
 
@@ -432,6 +471,7 @@ func (c *Client) FailJobs(ctx context.Context, worker, owner string, fs []Failur
 	}
 	return c.finishRemote(ctx, worker, owner, "failures", tokens, func(i int, j *job.Job, o *store.Outcome, now time.Time) {
 		f := fs[i]
+		o.Output = c.remoteOutput(f.Output, j.Kind)
 		o.Error = cutError(f.Error)
 		o.Record.Error, o.Record.Result = o.Error, f.Result
 		switch {

@@ -105,6 +105,11 @@ type ScheduleOptions struct {
 	// grace, a maximum duration, K consecutive failures (and a pause after
 	// them), and the channels its incidents notify (docs/monitoring.md).
 	Monitor *Monitor
+	// OutputRetention says how many of its runs' outputs are kept (the
+	// newest Succeeded successful attempts', default 3, and Failed
+	// others', default 10; negative: none) and for how long (MaxAge,
+	// default no limit); see docs/logs.md.
+	OutputRetention OutputRetention
 	// Replace overwrites an existing schedule of the same name instead of
 	// failing with ErrDuplicate.
 	Replace bool
@@ -159,10 +164,13 @@ func (c *Client) AddSchedule(ctx context.Context, name string, o ScheduleOptions
 	sc := &job.Schedule{
 		Name: name, TimeZone: o.TimeZone, FixedDelay: o.FixedDelay, Overlap: o.Overlap,
 		CatchUp: o.CatchUp, CatchUpWindow: o.CatchUpWindow, CatchUpMax: o.CatchUpMax,
-		Jitter: o.Jitter, JitterMode: o.JitterMode, Monitor: o.Monitor.Clone(),
+		Jitter: o.Jitter, JitterMode: o.JitterMode, Monitor: o.Monitor.Clone(), OutputRetention: o.OutputRetention,
 		Kind: o.Kind, Args: args, CreatedAt: t,
 		Options: job.Options{Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, Timeout: opts.Timeout, Retry: opts.Retry.Clone(),
 			Meta: maps.Clone(opts.Meta), Tags: slices.Clone(opts.Tags)},
+	}
+	if err := o.OutputRetention.Check("output_retention"); err != nil {
+		return nil, err
 	}
 	switch {
 	case !o.Overlap.Valid():

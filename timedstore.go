@@ -172,3 +172,13 @@ func (t timedStore) LastRuns(ctx context.Context, p store.LastRunsParams) (r []*
 	defer func(start time.Time) { t.done("last_runs", start, err) }(time.Now())
 	return t.s.LastRuns(ctx, p)
 }
+
+func (t timedStore) Outputs(ctx context.Context, p store.OutputsParams) (r []*job.Output, err error) {
+	defer func(start time.Time) { t.done("outputs", start, err) }(time.Now())
+	return t.s.Outputs(ctx, p)
+}
+
+func (t timedStore) PruneOutputs(ctx context.Context, p store.PruneOutputsParams) (r int, err error) {
+	defer func(start time.Time) { t.done("prune_outputs", start, err) }(time.Now())
+	return t.s.PruneOutputs(ctx, p)
+}

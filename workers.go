@@ -273,7 +273,7 @@ func (c *Client) runnable() []string {
 func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
 	k := c.cfg.Workers.lookup(j.Kind)
 	o := c.optionsOf(k, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
-	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry, MaxSnoozes: c.cfg.MaxSnoozes}
+	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry, MaxSnoozes: c.cfg.MaxSnoozes, OutputLimit: c.outputLimit(j.Kind)}
 	if j.Func != nil {
 		fn := j.Func
 		h := engine.Handler(func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) })

@@ -217,6 +217,7 @@ func (h *handler) routes() {
 	page("/{$}", h.overview)
 	page("/jobs", h.jobs)
 	page("/jobs/{id}", h.jobPage)
+	page("/jobs/{id}/output", h.outputPage)
 	page("/dlq", h.dlq)
 	page("/schedules", h.schedules)
 	page("/queues", h.queues)

@@ -40,6 +40,7 @@ type attemptView struct {
 	Exec   *execResult
 	Result string
 	Failed bool
+	Output *outputView // what the attempt wrote, if it kept any
 }
 
 // execResult is what the built-in exec kind keeps of a run (package
@@ -118,8 +119,25 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 			v.Result = pretty(j.Result)
 		}
 	}
+	var outs []*hopper.Output
+	if len(j.Attempts) > 0 { // a job that never ran wrote nothing
+		if outs, err = h.c.Outputs(r.Context(), id); err != nil {
+			h.storeFailed(w, r, err)
+			return
+		}
+	}
+	// An attempt number's output is its latest run's (attempt numbers
+	// restart after a retry from the dead-letter queue).
+	byAttempt := make(map[int]*hopper.Output, len(outs))
+	for _, o := range outs {
+		byAttempt[o.Attempt] = o
+	}
 	for i, a := range slices.Backward(j.Attempts) {
 		av := attemptView{Attempt: a, Seq: i + 1, Failed: a.Error != ""}
+		if o := byAttempt[a.Attempt]; o != nil {
+			av.Output = h.newOutputView(id, o)
+			delete(byAttempt, a.Attempt)
+		}
 		if !a.StartedAt.IsZero() && a.Duration > 0 {
 			av.Ended = a.StartedAt.Add(a.Duration)
 		}

@@ -225,6 +225,7 @@ func (a *api) table() []route {
 		{"GET", Prefix + "/jobs", r, listQuery, a.list},
 		{"GET", Prefix + "/jobs/count", r, []string{"state", "queue", "kind", "tag"}, a.count},
 		{"GET", Prefix + "/jobs/{id}", r, nil, a.get},
+		{"GET", Prefix + "/jobs/{id}/output", r, []string{"attempt", "stream"}, a.output},
 		{"POST", Prefix + "/jobs/{id}/cancel", wr, nil, a.cancel},
 		{"POST", Prefix + "/jobs/{id}/reschedule", wr, nil, a.reschedule},
 		{"DELETE", Prefix + "/jobs/{id}", ad, nil, a.deleteOne},

@@ -68,6 +68,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ws := hopper.NewWorkers()
 	hopper.RegisterRaw(ws, "ok", func(ctx context.Context, args json.RawMessage) (any, error) { return "done", nil }, nil)
 	hopper.RegisterRaw(ws, "fail", func(ctx context.Context, args json.RawMessage) (any, error) {
+		// Its output, kept with the attempt: untrusted text.
+		hopper.Logger(ctx).Warn("about to fail", "why", "<b>on purpose</b>")
+		io.WriteString(hopper.Stdout(ctx), "<script>alert(1)</script>\n")
 		return nil, hopper.Permanent(errors.New("failing on purpose"))
 	}, nil)
 	hopper.Register(ws, "typed", func(ctx context.Context, a struct {

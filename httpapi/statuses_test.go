@@ -191,6 +191,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		{"GET /api/v1/jobs/count", "200", send(envOpts{}, "GET", "/api/v1/jobs/count", "")},
 		{"POST /api/v1/jobs/delete", "200", send(envOpts{}, "POST", "/api/v1/jobs/delete", `{"ids":[1]}`)},
 		{"GET /api/v1/jobs/{id}", "200", send(envOpts{}, "GET", "/api/v1/jobs/1", "")},
+		{"GET /api/v1/jobs/{id}/output", "200", send(envOpts{}, "GET", "/api/v1/jobs/2/output", "")},
 		{"DELETE /api/v1/jobs/{id}", "200", send(envOpts{}, "DELETE", "/api/v1/jobs/1", "")},
 		{"DELETE /api/v1/jobs/{id}", "409", send(envOpts{}, "DELETE", "/api/v1/jobs/4", "")},
 		{"POST /api/v1/jobs/{id}/cancel", "200", send(envOpts{}, "POST", "/api/v1/jobs/4/cancel", "")},

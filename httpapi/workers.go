@@ -196,15 +196,16 @@ func (a *api) complete(w http.ResponseWriter, r *http.Request, cs []hopper.Compl
 
 // failureBody is a failure as the API reads it.
 type failureBody struct {
-	Token      string           `json:"token"`
-	Error      string           `json:"error"`
-	Permanent  bool             `json:"permanent"`
-	RetryAfter jsondur.Duration `json:"retry_after"`
-	Result     json.RawMessage  `json:"result"`
+	Token      string               `json:"token"`
+	Error      string               `json:"error"`
+	Permanent  bool                 `json:"permanent"`
+	RetryAfter jsondur.Duration     `json:"retry_after"`
+	Result     json.RawMessage      `json:"result"`
+	Output     *hopper.RemoteOutput `json:"output"`
 }
 
 func (f failureBody) failure() hopper.Failure {
-	return hopper.Failure{Token: f.Token, Error: f.Error, Permanent: f.Permanent, RetryAfter: f.RetryAfter.D(), Result: f.Result}
+	return hopper.Failure{Token: f.Token, Error: f.Error, Permanent: f.Permanent, RetryAfter: f.RetryAfter.D(), Result: f.Result, Output: f.Output}
 }
 
 // failOne handles POST /workers/{id}/fail: one failure.

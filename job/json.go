@@ -85,3 +85,25 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 	s.Timeout, s.CatchUpWindow, s.Jitter = time.Duration(v.Timeout), time.Duration(v.CatchUpWindow), time.Duration(v.Jitter)
 	return nil
 }
+
+type retentionFields OutputRetention
+
+type retentionJSON struct {
+	*retentionFields
+	MaxAge jsondur.Duration `json:"max_age,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler: max_age as a duration string.
+func (r OutputRetention) MarshalJSON() ([]byte, error) {
+	return json.Marshal(retentionJSON{retentionFields: (*retentionFields)(&r), MaxAge: jsondur.Duration(r.MaxAge)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *OutputRetention) UnmarshalJSON(b []byte) error {
+	v := retentionJSON{retentionFields: (*retentionFields)(r)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	r.MaxAge = time.Duration(v.MaxAge)
+	return nil
+}

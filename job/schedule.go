@@ -284,6 +284,11 @@ type Schedule struct {
 	JitterMode JitterMode    `json:"jitter_mode,omitempty"`
 	// Monitor, if set, is what the schedule's monitor watches.
 	Monitor *Monitor `json:"monitor,omitempty"`
+	// OutputRetention says how many of its runs' outputs (Output) are
+	// kept, and for how long; zero: the defaults (the newest
+	// OutputKeepSucceeded successful attempts' and OutputKeepFailed
+	// others').
+	OutputRetention OutputRetention `json:"output_retention,omitzero"`
 
 	// Template for the jobs it fires: their kind and args, and their
 	// options, whose zero fields inherit from the kind's and the client's

@@ -133,8 +133,10 @@ func (r *execRunner) run(ctx context.Context, a ExecArgs, supervised bool) (*Exe
 	}
 	in.write(a.Stdin)
 	var wg sync.WaitGroup
-	wg.Go(func() { io.Copy(&stdout, outR) })
-	wg.Go(func() { io.Copy(&stderr, errR) })
+	// The tails go in the result; the output from its start, up to the
+	// client's cap, is kept with the attempt (hopper.Stdout, hopper.Stderr).
+	wg.Go(func() { io.Copy(io.MultiWriter(&stdout, hopper.Stdout(ctx)), outR) })
+	wg.Go(func() { io.Copy(io.MultiWriter(&stderr, hopper.Stderr(ctx)), errR) })
 	// startErr is why the supervisor could not start the command, if it
 	// could not.
 	var startErr error

@@ -138,6 +138,17 @@ type Store interface {
 	// Monitor: the schedules' incidents, the notification channels and
 	// the latest runs of a schedule (monitor.go).
 	Monitoring
+	// Outputs returns the outputs of job p.ID's attempts that wrote any
+	// (an Outcome's Output), ordered by attempt, or only that of
+	// p.Attempt if positive: none (no error) if there is none, or no such
+	// job. The job's schedule and each attempt's success and finish time
+	// are filled in.
+	Outputs(ctx context.Context, p OutputsParams) ([]*job.Output, error)
+	// PruneOutputs deletes the outputs of p.Schedule's runs that p.Keep
+	// does not keep, and returns how many it deleted. Invalid p (see its
+	// Validate) is a *job.FieldError. A job's outputs are deleted with the
+	// job too, however it is deleted.
+	PruneOutputs(ctx context.Context, p PruneOutputsParams) (int, error)
 
 	// Close releases the store's resources. Operations after Close return
 	// job.ErrClosed.
@@ -334,6 +345,10 @@ type Outcome struct {
 	// until then, in the transaction that ends the attempt (a handler's
 	// HoldKey: KeyControl); a job without a key ignores it.
 	HoldKeyUntil time.Time
+	// Output, if set, is what the attempt wrote, kept apart from the job
+	// (Outputs) when the outcome applies, replacing the output of an
+	// earlier run of the same attempt number (one released or snoozed).
+	Output *PackedOutput
 }
 
 // HeartbeatParams are the arguments of Store.Heartbeat.
@@ -530,6 +545,9 @@ func (p AddScheduleParams) Validate() error {
 		if err := job.CheckMaxAttempts("max_attempts", sc.MaxAttempts); err != nil {
 			return err
 		}
+	}
+	if err := sc.OutputRetention.Check("output_retention"); err != nil {
+		return err
 	}
 	if sc.Priority == job.PriorityZero {
 		return nil

@@ -14,7 +14,7 @@ import (
 
 func (a *app) jobsCmd() *cobra.Command {
 	return group("jobs", "List, inspect, cancel and reschedule jobs",
-		a.jobsListCmd(), a.jobsCountCmd(), a.jobsGetCmd(), a.jobsCancelCmd(), a.jobsRescheduleCmd())
+		a.jobsListCmd(), a.jobsCountCmd(), a.jobsGetCmd(), a.jobsOutputCmd(), a.jobsCancelCmd(), a.jobsRescheduleCmd())
 }
 
 func (a *app) jobsCountCmd() *cobra.Command {
@@ -166,8 +166,10 @@ func (a *app) jobsGetCmd() *cobra.Command {
 		Short: "Show a job: all its fields, attempt history with output, result and last error",
 		Long: `Show a job: all its fields, its args, the history of its attempts (for exec
 jobs with the exit code and the last lines of stdout and stderr of each),
-its result and its last error. --json prints the job with everything,
-including each attempt's full result.`,
+its result and its last error, then the output each attempt kept (the
+sizes of its stdout, stderr and log, and the last lines of the latest log;
+hopper jobs output prints them in full). --json prints the job with
+everything, including each attempt's full result.`,
 		Example: "  hopper jobs get 42\n  hopper jobs get 42 --json | jq .result",
 		Args:    exactArgs(1, "a job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -184,7 +186,14 @@ including each attempt's full result.`,
 				if a.json {
 					return printJSON(a.Out, j)
 				}
-				return printJob(a.Out, j)
+				if err := printJob(a.Out, j); err != nil {
+					return err
+				}
+				outs, err := s.Outputs(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printOutputs(a.Out, id, outs)
 			})
 		},
 	}

@@ -55,6 +55,9 @@ type policyFlags struct {
 	catchUpMax       int
 	jitter           time.Duration
 	jitterMode       string
+	keepSucceeded    int
+	keepFailed       int
+	keepFor          time.Duration
 	job              jobFlags
 	// The monitor's.
 	startGrace, maxDuration time.Duration
@@ -75,6 +78,9 @@ func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.alertAfter, "alert-after-failures", 0, "monitor: alert after this many consecutive dead runs")
 	fs.BoolVar(&f.pauseOnFailures, "pause-on-failures", false, "monitor: with --alert-after-failures, also pause the schedule then")
 	fs.StringArrayVar(&f.notify, "notify", nil, "monitor: send this schedule's alerts to this channel (repeatable; see hopper channel), besides the channels taking all")
+	fs.IntVar(&f.keepSucceeded, "keep-succeeded", 0, "keep the output of this many of its newest successful runs (default 3; -1: none)")
+	fs.IntVar(&f.keepFailed, "keep-failed", 0, "keep the output of this many of its newest failed runs (default 10; -1: none)")
+	fs.DurationVar(&f.keepFor, "keep-output-for", 0, "keep no run's output longer than this (default: no limit but the job's own retention)")
 	f.job.register(fs, true)
 }
 
@@ -94,6 +100,12 @@ func (f *policyFlags) document(fs *pflag.FlagSet, d *wire.Schedule) {
 	if f.startGrace != 0 || f.maxDuration != 0 || f.alertAfter != 0 || f.pauseOnFailures || len(f.notify) > 0 {
 		d.Monitor = &hopper.Monitor{StartGrace: f.startGrace, MaxDuration: f.maxDuration, AlertAfterFailures: f.alertAfter,
 			PauseOnFailures: f.pauseOnFailures, Channels: f.notify}
+	}
+	if fs.Changed("keep-succeeded") || fs.Changed("keep-failed") || fs.Changed("keep-output-for") {
+		d.OutputRetention = &wire.OutputRetention{Succeeded: f.keepSucceeded, Failed: f.keepFailed}
+		if fs.Changed("keep-output-for") {
+			d.OutputRetention.MaxAge = (*wire.Duration)(&f.keepFor)
+		}
 	}
 }
 

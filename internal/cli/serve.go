@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,11 +42,12 @@ func (a *app) serveCmd() *cobra.Command {
 		external        string
 		shutdownTimeout time.Duration
 		lease, rescue   time.Duration
+		outputLimit     int
 		hf              serverFlags
 		of              offerFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http-allow CIDR|HOST]... [--http-proxy-from-env] [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--public-url URL] [--session-lifetime D]]",
+		Use:   "serve [--workers N] [--queues q1,q2:LIMIT] [--log-level LEVEL] [--shutdown-timeout D] [--lease D] [--rescue-interval D] [--output-limit BYTES] [--external-kinds K1,K2] [--kinds exec,http] [--exec-allow PATH]... [--exec-user NAME] [--exec-env NAME]... [--http-allow CIDR|HOST]... [--http-proxy-from-env] [--http [ADDR] [--token [NAME=]SCOPE:SECRET]... [--tokens-file FILE] [--read-only] [--insecure-listen] [--allowed-hosts H1,H2] [--public-url URL] [--session-lifetime D]]",
 		Short: "Run jobs until interrupted; with --http, serve the API, the dashboard and metrics",
 		Long: `Run the jobs of the database with the built-in kinds (exec, http), fire the
 recurring schedules, rescue the jobs of servers that died, and clean up old
@@ -147,6 +149,9 @@ before it takes any job. Several servers may share one database.`,
 			if rescue <= 0 {
 				return usagef("bad --rescue-interval %s: must be positive", rescue)
 			}
+			if outputLimit < 0 {
+				return usagef("bad --output-limit %d: must not be negative (0 keeps no output)", outputLimit)
+			}
 			ext, err := parseExternalKinds(external)
 			if err != nil {
 				return err
@@ -155,7 +160,8 @@ before it takes any job. Several servers may share one database.`,
 			if err != nil {
 				return err
 			}
-			o := serveOpts{workers: workers, queues: qs, external: ext, kinds: ko, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue}
+			o := serveOpts{workers: workers, queues: qs, external: ext, kinds: ko, shutdownTimeout: shutdownTimeout, lease: lease, rescue: rescue,
+				outputLimit: cmp.Or(outputLimit, -1)} // the library's 0 is its default
 			if addr != "" {
 				if o.auth, err = hf.auth(os.Getenv(TokensEnv), log); err != nil {
 					return err
@@ -174,6 +180,7 @@ before it takes any job. Several servers may share one database.`,
 	c.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running jobs may finish")
 	c.Flags().DurationVar(&lease, "lease", hopper.DefaultLeaseDuration, "how long a running job stays this server's without a renewal (renewed every third of it); a job whose server hung or died runs again once it expires (on SQLite, one whose server died runs again at once)")
 	c.Flags().DurationVar(&rescue, "rescue-interval", hopper.DefaultRescueInterval, "how often expired leases are looked for (by the elected server on PostgreSQL)")
+	c.Flags().IntVar(&outputLimit, "output-limit", hopper.DefaultOutputLimit, "bytes of each attempt's stdout, and of its stderr, kept with the attempt (hopper jobs output); 0: none")
 	c.Flags().StringVar(&external, "external-kinds", "", "kinds other programs run on this database, which the API may enqueue and schedule (comma-separated)")
 	hf.register(c.Flags())
 	of.register(c.Flags())
@@ -188,6 +195,7 @@ type serveOpts struct {
 	kinds           kinds.Options // the built-in kinds offered, and their policies
 	shutdownTimeout time.Duration
 	lease, rescue   time.Duration // Config.LeaseDuration, Config.RescueInterval (0: the defaults)
+	outputLimit     int           // Config.OutputLimit (0: the default; negative: none kept)
 	// ln, if set, is where the HTTP server listens, with auth, answering
 	// to the hosts of --allowed-hosts besides loopback.
 	ln           net.Listener
@@ -236,6 +244,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 	s, err := a.open(startCtx, openOpts{access: create, kinds: &o.kinds, config: func(c *hopper.Config) {
 		c.Concurrency, c.Queues, c.Logger, c.ExternalKinds = max(o.workers, 1), o.queues, log, o.external
 		c.LeaseDuration, c.RescueInterval = o.lease, o.rescue
+		c.OutputLimit = o.outputLimit
 		if m != nil {
 			c.OnEvent, c.OnStoreCall = m.OnEvent, m.OnStoreCall
 		}

@@ -31,7 +31,8 @@ const (
 
 // Kinds registers the test kinds: "ok" succeeds, "fail" fails for good,
 // "flaky" fails its first attempt for good and succeeds when retried,
-// "exec" fails with a result shaped as the exec kind's, "block" runs until
+// "exec" fails with a result shaped as the exec kind's and keeps output
+// with its attempt (stdout and stderr, a log line), "block" runs until
 // the client stops.
 func Kinds() *hopper.Workers {
 	ws := hopper.NewWorkers()
@@ -48,6 +49,10 @@ func Kinds() *hopper.Workers {
 		return "ok the second time", nil
 	}, nil)
 	hopper.RegisterRaw(ws, "exec", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		// The output it keeps with the attempt: untrusted text, HTML included.
+		io.WriteString(hopper.Stdout(ctx), "compiling <script>alert(1)</script>…\nlinking…\n")
+		io.WriteString(hopper.Stderr(ctx), "ld: cannot find -lfoo\n")
+		hopper.Logger(ctx).Info("linking", "target", "<img src=x onerror=alert(2)>")
 		return map[string]any{"exit_code": 2, "duration": "1.5s", "stdout_tail": "compiling…\nlinking…\n",
 			"stderr_tail": "ld: cannot find -lfoo\n"}, hopper.Permanent(errors.New("exit status 2"))
 	}, nil)

@@ -40,6 +40,9 @@ type Settings struct {
 	// MaxSnoozes is how many snoozes in a row a job may take
 	// (job.SnoozeError); a further one counts as a failed attempt.
 	MaxSnoozes int
+	// OutputLimit is how many bytes of an attempt's standard output, and
+	// as many of its standard error, are kept (0: none).
+	OutputLimit int
 }
 
 // Resolver finds the handler and settings of a job. An error fails the

@@ -94,12 +94,12 @@ func TestDecideDecorrelatedReadsPreviousBackoff(t *testing.T) {
 
 func TestRunRecoversPanicsAndTimesOut(t *testing.T) {
 	t.Parallel()
-	_, err, _ := run(context.Background(), &job.Job{}, func(context.Context, *job.Job) ([]byte, error) { panic("oops") }, Settings{})
+	_, _, err, _ := new(Engine).runHandler(context.Background(), &job.Job{}, func(context.Context, *job.Job) ([]byte, error) { panic("oops") }, Settings{})
 	if err == nil || !strings.HasPrefix(err.Error(), "panic: oops") {
 		t.Errorf("panic: got %v", err)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		_, err, cause := run(context.Background(), &job.Job{}, func(ctx context.Context, _ *job.Job) ([]byte, error) {
+		_, _, err, cause := new(Engine).runHandler(context.Background(), &job.Job{}, func(ctx context.Context, _ *job.Job) ([]byte, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}, Settings{Timeout: time.Minute})
@@ -108,7 +108,7 @@ func TestRunRecoversPanicsAndTimesOut(t *testing.T) {
 		}
 	})
 	j := &job.Job{ID: 9}
-	run(context.Background(), j, func(ctx context.Context, _ *job.Job) ([]byte, error) {
+	new(Engine).runHandler(context.Background(), j, func(ctx context.Context, _ *job.Job) ([]byte, error) {
 		if JobFromContext(ctx) != j {
 			t.Error("JobFromContext: not the running job")
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
+	"github.com/hopperq/hopper/internal/capture"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -58,20 +60,25 @@ func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time
 	h, set, err := e.cfg.Resolve(j)
 	var res []byte
 	var cause error
+	var out *job.Output
 	if err == nil {
 		hctx, cancel := context.WithCancelCause(ctx)
 		s.start(store.Lease{ID: j.ID, Attempt: j.Attempt}, cancel)
 		if p != nil && p.hardStop.Load() {
 			cancel(errShutdown)
 		}
-		res, err, cause = run(hctx, j, h, set)
+		res, out, err, cause = e.runHandler(hctx, j, h, set)
 		s.end()
 		cancel(nil)
 	}
 	// The attempt lasted from its claim, which stamped StartedAt: the
 	// time it waited for this worker is a claim's hand-off, negligible.
 	now := clock()
-	return decide(j, set, res, err, cause, max(now.Sub(j.StartedAt), 0), now, randFloat)
+	o := decide(j, set, res, err, cause, max(now.Sub(j.StartedAt), 0), now, randFloat)
+	// Compressed here, in the worker, so that the completer's Finish
+	// (SQLite's writer, a PostgreSQL batch) never waits for it.
+	o.Output = store.PackOutput(out)
+	return o
 }
 
 // Recovered returns the error of an attempt whose handler panicked with
@@ -83,18 +90,32 @@ func Recovered(r any) error {
 
 type jobKey struct{}
 
-// jobCtx carries the running job for JobFromContext without an extra
+type recorderKey struct{}
+
+// jobCtx carries the running job for JobFromContext, and the recorder of
+// its attempt's output for RecorderFromContext, without an extra
 // allocation beyond itself.
 type jobCtx struct {
 	context.Context
-	j *job.Job
+	j   *job.Job
+	rec capture.Recorder
 }
 
 func (c *jobCtx) Value(k any) any {
-	if k == (jobKey{}) {
+	switch k {
+	case jobKey{}:
 		return c.j
+	case recorderKey{}:
+		return &c.rec
 	}
 	return c.Context.Value(k)
+}
+
+// RecorderFromContext returns the recorder of the output of the attempt
+// a handler's context belongs to, or nil.
+func RecorderFromContext(ctx context.Context) *capture.Recorder {
+	r, _ := ctx.Value(recorderKey{}).(*capture.Recorder)
+	return r
 }
 
 // JobFromContext returns the job a handler's context belongs to, or nil.
@@ -107,9 +128,10 @@ func JobFromContext(ctx context.Context) *job.Job {
 // timeout.
 var ErrTimeout = errors.New("job timed out")
 
-// run calls h on j under ctx with j's timeout, recovering a panic into an
-// error carrying its stack. cause is why ctx was cancelled, if it was.
-func run(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, err error, cause error) {
+// runHandler calls h on j under ctx with j's timeout, recovering a panic into an
+// error carrying its stack. cause is why ctx was cancelled, if it was;
+// out is what the attempt wrote (nil: nothing).
+func (e *Engine) runHandler(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, out *job.Output, err error, cause error) {
 	if set.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, set.Timeout, ErrTimeout)
@@ -121,7 +143,10 @@ func run(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, 
 				err = Recovered(r)
 			}
 		}()
-		res, err = h(&jobCtx{Context: ctx, j: j}, j)
+		jc := &jobCtx{Context: ctx, j: j}
+		jc.rec.Init(set.OutputLimit, e.logHandler(), int64(j.ID), j.Kind, j.Attempt)
+		defer func() { out = jc.rec.Close() }()
+		res, err = h(jc, j)
 	}()
 	if ctx.Err() != nil {
 		cause = context.Cause(ctx)
@@ -129,5 +154,14 @@ func run(ctx context.Context, j *job.Job, h Handler, set Settings) (res []byte, 
 			err = fmt.Errorf("timed out after %s: %w", set.Timeout, err)
 		}
 	}
-	return res, err, cause
+	return res, out, err, cause
+}
+
+// logHandler is the handler of the client's log that an attempt's log
+// lines also go to: nil without a logger.
+func (e *Engine) logHandler() slog.Handler {
+	if e.cfg.Logger == nil {
+		return nil
+	}
+	return e.cfg.Logger.Handler()
 }

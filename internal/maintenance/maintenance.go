@@ -281,4 +281,23 @@ func (s *Services) Clean(ctx context.Context, now time.Time) {
 			s.log.LogAttrs(ctx, slog.LevelError, "trim dead-letter queue", slog.String("error", err.Error()))
 		}
 	}
+	s.pruneOutputs(ctx, now)
+}
+
+// pruneOutputs deletes the outputs of each schedule's runs beyond the
+// schedule's retention (job.Schedule.OutputRetention).
+func (s *Services) pruneOutputs(ctx context.Context, now time.Time) {
+	scheds, err := s.cfg.Store.ListSchedules(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "prune outputs: list schedules", slog.String("error", err.Error()))
+		}
+		return
+	}
+	for _, sc := range scheds {
+		p := store.PruneOutputsParams{Now: now, Schedule: sc.Name, Keep: sc.OutputRetention.Resolved()}
+		if _, err := s.cfg.Store.PruneOutputs(ctx, p); err != nil && ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "prune outputs", slog.String("schedule", sc.Name), slog.String("error", err.Error()))
+		}
+	}
 }

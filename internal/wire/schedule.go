@@ -20,13 +20,16 @@ type Schedule struct {
 	Overlap    *string   `json:"overlap"`
 	CatchUp    *string   `json:"catch_up"`
 	// CatchUpWindow and CatchUpMax bound catch_up all.
-	CatchUpWindow *Duration       `json:"catch_up_window"`
-	CatchUpMax    int             `json:"catch_up_max"`
-	Jitter        *Duration       `json:"jitter"`
-	JitterMode    *string         `json:"jitter_mode"`
-	Replace       bool            `json:"replace"`
-	Kind          string          `json:"kind"`
-	Args          json.RawMessage `json:"args"`
+	CatchUpWindow *Duration `json:"catch_up_window"`
+	CatchUpMax    int       `json:"catch_up_max"`
+	Jitter        *Duration `json:"jitter"`
+	JitterMode    *string   `json:"jitter_mode"`
+	// OutputRetention keeps the outputs of the newest succeeded and
+	// failed runs, none older than max_age (docs/logs.md).
+	OutputRetention *OutputRetention `json:"output_retention"`
+	Replace         bool             `json:"replace"`
+	Kind            string           `json:"kind"`
+	Args            json.RawMessage  `json:"args"`
 	Options
 
 	// Monitor is the schedule's monitor (job.Monitor's JSON).
@@ -97,6 +100,15 @@ func (s *Schedule) ScheduleOptions() (hopper.ScheduleOptions, error) {
 		}
 		o.Monitor = s.Monitor.Clone()
 	}
+	if r := s.OutputRetention; r != nil {
+		o.OutputRetention = job.OutputRetention{Succeeded: r.Succeeded, Failed: r.Failed}
+		if r.MaxAge != nil {
+			if err := Given("output_retention.max_age", r.MaxAge.D() <= 0, "", r.MaxAge.D()); err != nil {
+				return o, err
+			}
+			o.OutputRetention.MaxAge = r.MaxAge.D()
+		}
+	}
 	eo, err := s.Options.options()
 	if err != nil {
 		return o, err
@@ -129,4 +141,13 @@ func (b *Backfill) Range() (from, to time.Time, err error) {
 	}
 	to, err = ParseTime("to", b.To)
 	return from, to, err
+}
+
+// OutputRetention is a schedule request's output_retention: how many of
+// its runs' outputs are kept (0: the default; negative: none), and for
+// how long.
+type OutputRetention struct {
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`
+	MaxAge    *Duration `json:"max_age"`
 }

@@ -47,6 +47,7 @@ type Store struct {
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	keys      map[qkey]*store.KeyState    // keys with a state (keys.go)
 	cursor    map[string]string           // per keyed queue, the key its latest claim served last
+	outputs   map[job.ID][]kept           // attempts' outputs by job, by attempt (output.go)
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
 	scratch [1]job.Attempt
@@ -473,6 +474,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			s.update(e, &v)
 			reached[i] = v.State
 			s.holdKey(e, o.HoldKeyUntil, p.Now)
+			if o.Output != nil {
+				s.keepOutput(e, o, v.State, p.Now)
+			}
 		}
 	}
 	return reached, nil

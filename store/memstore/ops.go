@@ -206,6 +206,7 @@ func (s *Store) delete(e *entry) {
 	s.finished[e.state].remove(e)
 	e.l.counts[e.state]--
 	s.jobs.del(e.id)
+	delete(s.outputs, e.id)
 	if o := e.opt(); o.schedule != "" {
 		delete(s.fired, fireKey{o.schedule, o.fireTime})
 	}

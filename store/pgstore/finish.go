@@ -86,6 +86,7 @@ type finishArrays struct {
 	recsC                   []string
 	runAt                   []pgtype.Timestamptz
 	index                   []int // position of each outcome in the call
+	hasOutput               bool  // an outcome has an Output: an sqlKeepOutputs statement precedes sqlFinish
 }
 
 // sortByID orders the outcomes by job ID: the order sqlFinish locks them
@@ -175,7 +176,13 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	b := &pgx.Batch{}
 	b.Queue(sqlNestedLoops)
 	now := ts(p.Now)
+	kept := 0 // the output statements queued
 	for _, r := range rounds {
+		if o := r.outputs(p.Outcomes); o != nil {
+			b.Queue(s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
+				o.log, o.logSize, now)
+			kept++
+		}
 		b.Queue(s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, now)
 	}
 	br := s.pool.SendBatch(ctx, b)
@@ -184,6 +191,11 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		return nil, s.translate(err)
 	}
 	for _, r := range rounds {
+		if r.hasOutput {
+			if _, err := br.Exec(); err != nil {
+				return nil, s.translate(err)
+			}
+		}
 		pos := make(map[int64]int, len(r.ids))
 		for k, id := range r.ids {
 			pos[id] = r.index[k]

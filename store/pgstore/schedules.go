@@ -18,7 +18,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout_ns, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window_ns, catch_up_max,
-	jitter_ns, jitter_mode, buffered, monitor`
+	jitter_ns, jitter_mode, buffered, monitor, output_retention`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -39,20 +39,20 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		retry, ts(sc.NextRunAt), ts(sc.LastFireAt), int64(sc.LastJobID),
 		int32(sc.SkippedTicks), ts(sc.LastSkipAt), ts(sc.CreatedAt), labels,
 		sc.CatchUp.String(), int64(sc.CatchUpWindow), int32(sc.CatchUpMax), int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered),
-		string(monitor)}, nil
+		string(monitor), store.EncodeRetention(sc.OutputRetention)}, nil
 }
 
 // sqlScheduleValues are the placeholders of scheduleArgs, with the
 // conversions of their columns.
 const sqlScheduleValues = `$1, $2, $3, $4, $5, $6, $7, NULLIF($8, '')::json, $9, $10, $11, $12,
 	NULLIF($13, '')::json, $14, $15, $16, $17, $18, $19, NULLIF($20, ''), $21, $22, $23, $24, $25, $26,
-	NULLIF($27, '')::jsonb`
+	NULLIF($27, '')::jsonb, NULLIF($28, '')::jsonb`
 
 func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	var (
 		sc                                     job.Schedule
 		overlap, catchUp, jitterMode, buffered string
-		args, retry, monitor                   []byte
+		args, retry, monitor, retention        []byte
 		labels                                 *string
 		timeout, lastJob, window, jitter       int64
 		next, lastFire, lastSkip, created      pgtype.Timestamptz
@@ -60,9 +60,12 @@ func scanSchedule(r pgx.Row) (*job.Schedule, error) {
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &created, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor, &retention)
 	if err != nil {
 		return nil, err
+	}
+	if sc.OutputRetention, err = store.DecodeRetention(retention); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)

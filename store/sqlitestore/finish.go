@@ -138,6 +138,25 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	}
 	err := s.write(ctx, func(w *writer) error {
 		clear(reached)
+		if err := w.finish(p.Outcomes, records, done, other, index, reached, now); err != nil {
+			return err
+		}
+		if err := w.holdKeys(p, reached); err != nil {
+			return err
+		}
+		return w.keepOutputs(p.Outcomes, reached, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reached, nil
+}
+
+// finish applies the outcomes of a Finish call: by the set-based
+// statements if their rows done and other were built, else one by one.
+func (w *writer) finish(outcomes []store.Outcome, records []string, done, other []any, index map[job.ID]int,
+	reached []job.State, now int64) error {
+	{
 		if len(done) > 0 || len(other) > 0 {
 			var buf []any
 			for _, set := range []struct {
@@ -153,9 +172,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 					}
 				}
 			}
-			return w.holdKeys(p, reached)
+			return nil
 		}
-		for i, o := range p.Outcomes {
+		for i, o := range outcomes {
 			var name, queue, kind string
 			err := w.scanRow(sqlFinish, []any{stateName(o.State), records[i], o.Error, jsonText(o.Result),
 				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt}, &name, &queue, &kind)
@@ -170,12 +189,8 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 				w.req.move(job.StateRunning, reached[i], queue, kind, 1)
 			}
 		}
-		return w.holdKeys(p, reached)
-	})
-	if err != nil {
-		return nil, err
+		return nil
 	}
-	return reached, nil
 }
 
 // finishSet runs q, one of finishSQL or finishDoneSQL, records the state

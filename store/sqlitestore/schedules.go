@@ -16,7 +16,7 @@ import (
 const scheduleCols = `name, spec, time_zone, fixed_delay, overlap, paused, kind, args, queue,
 	priority, max_attempts, timeout, retry, next_run_at, last_fire_at, last_job_id,
 	skipped_ticks, last_skip_at, created_at, labels, catch_up, catch_up_window, catch_up_max,
-	jitter, jitter_mode, buffered, monitor`
+	jitter, jitter_mode, buffered, monitor, output_retention`
 
 // scheduleArgs are the values of scheduleCols for sc.
 func scheduleArgs(sc *job.Schedule) ([]any, error) {
@@ -33,23 +33,26 @@ func scheduleArgs(sc *job.Schedule) ([]any, error) {
 		retry, store.UnixNanos(sc.NextRunAt), store.UnixNanos(sc.LastFireAt), int64(sc.LastJobID),
 		sc.SkippedTicks, store.UnixNanos(sc.LastSkipAt), store.UnixNanos(sc.CreatedAt), nullStr(labels),
 		sc.CatchUp.String(), int64(sc.CatchUpWindow), sc.CatchUpMax, int64(sc.Jitter), sc.JitterMode.String(), store.EncodeTimes(sc.Buffered),
-		monitorText(sc.Monitor)}, nil
+		monitorText(sc.Monitor), nullStr(store.EncodeRetention(sc.OutputRetention))}, nil
 }
 
 func scanSchedule(r scanner) (*job.Schedule, error) {
 	var (
 		sc                                              job.Schedule
 		overlap, catchUp, jitterMode, buffered, monitor string
-		args, retry, labels                             []byte
+		args, retry, labels, retention                  []byte
 		timeout, window, jitter                         int64
 		next, lastFire, lastJob, lastSkip, ca           int64
 	)
 	err := r.Scan(&sc.Name, &sc.Spec, &sc.TimeZone, &sc.FixedDelay, &overlap, &sc.Paused,
 		&sc.Kind, &args, &sc.Queue, &sc.Priority, &sc.MaxAttempts, &timeout, &retry,
 		&next, &lastFire, &lastJob, &sc.SkippedTicks, &lastSkip, &ca, &labels,
-		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor)
+		&catchUp, &window, &sc.CatchUpMax, &jitter, &jitterMode, &buffered, &monitor, &retention)
 	if err != nil {
 		return nil, err
+	}
+	if sc.OutputRetention, err = store.DecodeRetention(retention); err != nil {
+		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)
 	}
 	if err := sc.CatchUp.UnmarshalText([]byte(catchUp)); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored %w", sc.Name, err)

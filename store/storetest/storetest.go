@@ -46,7 +46,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(), bufferCases(),
 		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), closeCases(), oracleCases(), guardCases(),
-		boundCases(), leaderCases(), serverCases(), monitorCases(),
+		boundCases(), leaderCases(), serverCases(), monitorCases(), outputCases(),
 	} {
 		for _, c := range group {
 			if seen[c.name] {
