@@ -287,10 +287,11 @@ func TestMigrateV2(t *testing.T) {
 		t.Fatalf("user_version after Open: %d, %v; want %d", version, err, schemaVersion())
 	}
 	// Counts are kept in Go since version 3; the only triggers are
-	// version 6's, which keep job_tags for tagged jobs only, and version
-	// 12's, which give key slots back (jobs with key_slot only).
-	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name NOT IN ('job_tags_insert', 'job_tags_delete', 'jobs_key_slot_free', 'jobs_key_slot_gone')").Scan(&triggers); err != nil || triggers != 0 {
-		t.Errorf("triggers after the migration: %d, %v; want none but job_tags' and the key slots'", triggers, err)
+	// version 6's, which keep job_tags for tagged jobs only, version
+	// 12's, which give key slots back (jobs with key_slot only), and
+	// version 15's, which deletes a deleted job's outputs.
+	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name NOT IN ('job_tags_insert', 'job_tags_delete', 'jobs_key_slot_free', 'jobs_key_slot_gone', 'attempt_outputs_delete')").Scan(&triggers); err != nil || triggers != 0 {
+		t.Errorf("triggers after the migration: %d, %v; want none but job_tags', the key slots' and the outputs'", triggers, err)
 	}
 	checkCounts := func(after string) {
 		t.Helper()
