@@ -128,7 +128,14 @@
 // SetQueueConcurrency caps a queue's running jobs across every process
 // (ExampleClient_SetQueueConcurrency), counted by the store in the same
 // transaction as every start and end of an attempt; QueueConfig.MaxWorkers
-// caps them in one process. Queues lists each queue's state and counts.
+// caps them in one process. SetQueueRate throttles a queue's starts
+// across every process: at most N per period with a burst, by GCRA, exact
+// over any sliding window, checked in each claim's transaction at the
+// store's time (ExampleClient_SetQueueRate); the excess waits, and the
+// workers claim again when the throttle next allows a start. With
+// Rate.Drop the excess is dropped instead: cancelled with its reason,
+// never run (ExampleClient_SetQueueRate_drop). Queues lists each queue's
+// state and counts.
 //
 // A job may carry a flow-control key (EnqueueOptions.Key: a tenant, a
 // customer). SetQueueKeyConcurrency caps how many jobs of one key of a

@@ -12,7 +12,7 @@ import (
 )
 
 // ErrNoFlowControl is returned by the queue flow-control methods
-// (PauseQueue, ResumeQueue, SetQueueConcurrency) on a store that does not
+// (PauseQueue, ResumeQueue, SetQueueConcurrency, SetQueueRate) on a store that does not
 // keep queue state (store.QueueControl): every store of this module keeps
 // it.
 var ErrNoFlowControl = errors.New("the store does not keep queue state (store.QueueControl)")
@@ -35,13 +35,22 @@ type QueueInfo struct {
 	// run at once, across every process (SetQueueKeyConcurrency; 0: no
 	// limit).
 	KeyConcurrency int
+	// Rate throttles the queue's starts across every process sharing the
+	// store (SetQueueRate; the zero Rate: none). ThrottledUntil is, while
+	// the throttle allows no start, when it next allows one (zero
+	// otherwise).
+	Rate           Rate
+	ThrottledUntil time.Time
 	// Counts are the queue's jobs by state (Stats); QueueStates leaves
 	// them out.
 	Counts map[State]int
 	// Held counts the jobs ready to run that wait because of the queue's
-	// state: its available jobs while it is paused or at its limit, 0
-	// otherwise (QueueStates leaves it out).
-	Held int
+	// state: its available jobs while it is paused, at its limit or
+	// throttled, 0 otherwise (QueueStates leaves it out). Throttled counts
+	// those its throttle holds: its available jobs while it is throttled
+	// and neither paused nor at its limit.
+	Held      int
+	Throttled int
 	// MaxWorkers is this client's own cap on the queue's running jobs
 	// (QueueConfig.MaxWorkers; 0: none), which other processes do not
 	// share.
@@ -52,17 +61,33 @@ type QueueInfo struct {
 // reach: its ready jobs wait for a slot.
 func (q QueueInfo) AtLimit() bool { return q.Concurrency > 0 && q.Slots >= q.Concurrency }
 
+// IsThrottled reports whether q's throttle allows no start now: its
+// ready jobs wait until ThrottledUntil.
+func (q QueueInfo) IsThrottled() bool { return !q.ThrottledUntil.IsZero() }
+
 // WaitReason says why q's ready jobs do not start, in words for people
-// ("queue mail paused", "queue mail at its limit of 5"), or "" if nothing
-// holds them.
+// ("queue mail paused", "queue mail at its limit of 5", "queue mail
+// throttled until 12:00:03"), or "" if nothing holds them.
 func (q QueueInfo) WaitReason() string {
 	switch {
 	case q.Paused:
 		return fmt.Sprintf("queue %s paused", q.Name)
 	case q.AtLimit():
 		return fmt.Sprintf("queue %s at its limit of %d", q.Name, q.Concurrency)
+	case q.IsThrottled():
+		return fmt.Sprintf("queue %s throttled until %s", q.Name, clockTime(q.ThrottledUntil))
 	}
 	return ""
+}
+
+// clockTime renders t's time of day in UTC, with milliseconds only if it
+// has some ("12:00:03", "12:00:03.250").
+func clockTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/int(time.Millisecond) == 0 {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format("15:04:05.000")
 }
 
 // QueueStates returns the flow-control state of every queue that has one
@@ -80,7 +105,11 @@ func (c *Client) QueueStates(ctx context.Context) ([]QueueInfo, error) {
 	out := make([]QueueInfo, len(states))
 	for i, s := range states {
 		out[i] = QueueInfo{Name: s.Name, Paused: s.Paused, PausedAt: s.PausedAt, Concurrency: s.Concurrency,
-			Slots: s.Running, KeyConcurrency: s.KeyConcurrency, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers}
+			Slots: s.Running, KeyConcurrency: s.KeyConcurrency, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers,
+			Rate: rateOf(s.Rate)}
+		if !s.Rate.Drop {
+			out[i].ThrottledUntil = s.Throttle().Until(c.now())
+		}
 	}
 	return out, nil
 }
@@ -123,8 +152,11 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	}
 	out := make([]QueueInfo, 0, len(byName))
 	for _, q := range byName {
-		if q.Paused || q.AtLimit() {
+		if q.Paused || q.AtLimit() || q.IsThrottled() {
 			q.Held = q.Counts[StateAvailable]
+		}
+		if !q.Paused && !q.AtLimit() && q.IsThrottled() {
+			q.Throttled = q.Counts[StateAvailable]
 		}
 		out = append(out, *q)
 	}
@@ -163,6 +195,23 @@ func (c *Client) SetQueueConcurrency(ctx context.Context, name string, n int) er
 	return c.setQueue(ctx, store.SetQueueParams{Name: name, Concurrency: &n})
 }
 
+// SetQueueRate throttles a queue's starts across every process sharing
+// the store: at most r.N per r.Period, up to r.Burst at once, by GCRA
+// (exact over any sliding window: never more than Burst + w/(Period/N)
+// starts in a window of length w). Each claim takes at most the starts
+// the throttle allows, in its transaction, at the store's time (on
+// PostgreSQL the database's clock, as leases: skewed host clocks change
+// nothing). The excess waits, available, and the workers claim again when
+// the throttle next allows a start — or, with r.Drop, is dropped:
+// cancelled with the LastError "dropped: queue NAME over its rate N/PERIOD",
+// never run. The zero Rate removes the throttle. A bad rate is a
+// *FieldError on "rate" or "burst"; a store without queue state fails
+// with ErrNoFlowControl.
+func (c *Client) SetQueueRate(ctx context.Context, name string, r Rate) error {
+	sr := r.store()
+	return c.setQueue(ctx, store.SetQueueParams{Name: name, Rate: &sr})
+}
+
 // setQueue applies p at the client's now and wakes this client's workers:
 // held jobs may start.
 func (c *Client) setQueue(ctx context.Context, p store.SetQueueParams) error {
@@ -191,10 +240,11 @@ func (c *Client) queueControl() (store.QueueControl, error) {
 
 // WaitReason says why the waiting job j does not start although its run-at
 // has come, in words for people ("queue emails paused", "queue emails at
-// its limit of 5", "key tenant=42 at its limit of 2", "key tenant=42
-// paused", "key tenant=42 held until 2026-01-02T15:04:05Z"), or "" if
-// nothing holds it: it waits only for a worker, or for its run-at. A job
-// that is not waiting gives "".
+// its limit of 5", "queue emails throttled until 12:00:03" — the time in
+// UTC, "key tenant=42 at its limit of 2", "key tenant=42 paused", "key
+// tenant=42 held until 2026-01-02T15:04:05Z"), or "" if nothing holds it:
+// it waits only for a worker, or for its run-at. A job that is not waiting
+// gives "".
 func (c *Client) WaitReason(ctx context.Context, j *Job) (string, error) {
 	if j == nil || !j.State.Waiting() || c.qc == nil {
 		return "", nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hopperq/hopper/internal/engine"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -192,12 +193,15 @@ func (c *Client) FetchJobs(ctx context.Context, p FetchParams) (FetchResult, err
 		if len(res.Jobs) > 0 {
 			return FetchResult{Leases: c.leased(res.Jobs, info.ID, now)}, nil
 		}
+		if len(res.Dropped) > 0 {
+			continue // dropped by a queue's rate: there may be more behind
+		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return FetchResult{Leases: []Lease{}}, nil
 		}
-		if !res.NextRunAt.IsZero() {
-			left = min(left, max(res.NextRunAt.Sub(now), 0))
+		if next := engine.WakeAt(res); !next.IsZero() {
+			left = min(left, max(next.Sub(now), 0))
 		}
 		timer.Reset(left)
 		select {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/dashtest"
@@ -101,4 +102,26 @@ func TestQueuesPageScopes(t *testing.T) {
 	}
 	// A cross-site post is refused.
 	e.do(http.MethodPost, "/queues/mail/resume", dashtest.WriteToken, url.Values{}, http.Header{"Sec-Fetch-Site": {"cross-site"}}).want(t, http.StatusForbidden)
+}
+
+// TestQueuesPageRate: the queues page shows a queue's rate and that it is
+// throttled; a job it holds says until when on its page.
+func TestQueuesPageRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	if err := e.c.SetQueueRate(context.Background(), "api", hopper.Rate{N: 1, Period: time.Hour, Burst: 1, Drop: false}); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue("ok", &hopper.EnqueueOptions{Queue: "api"})
+	held := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "api"})
+	e.run()
+	page := e.get("/queues", "").want(t, 200).body
+	for _, want := range []string{`1/1h starts`, `>throttled</span>`, `title="queue api throttled until `} {
+		if !strings.Contains(page, want) {
+			t.Errorf("queues page: no %s", want)
+		}
+	}
+	if jp := e.get("/jobs/"+strconv.FormatInt(int64(held), 10), "").want(t, 200).body; !strings.Contains(jp, `id="wait-reason">queue api throttled until `) {
+		t.Errorf("the throttled job's page does not say until when it waits")
+	}
 }

@@ -86,11 +86,43 @@ type limitsRequest struct {
 	// KeyConcurrency caps the running jobs of one key of the queue (0
 	// removes the cap).
 	KeyConcurrency *int `json:"key_concurrency"`
+	// Rate throttles the queue's starts: "N/DURATION" ("100/1s") or
+	// "none", with Burst (0: 1) and Drop (drop the excess rather than
+	// hold it).
+	Rate  *string `json:"rate"`
+	Burst *int    `json:"burst"`
+	Drop  *bool   `json:"drop"`
+}
+
+// rate returns the Rate req sets, if any; burst or drop without a rate is
+// an error on "rate".
+func (req limitsRequest) rate() (*hopper.Rate, error) {
+	if req.Rate == nil {
+		if req.Burst != nil || req.Drop != nil {
+			return nil, invalid("rate", "give the rate with burst or drop (\"rate\": \"100/1s\")")
+		}
+		return nil, nil
+	}
+	rt, err := hopper.ParseRate(*req.Rate)
+	if err != nil {
+		return nil, err
+	}
+	if rt.N > 0 {
+		if req.Burst != nil {
+			rt.Burst = *req.Burst
+		}
+		if req.Drop != nil {
+			rt.Drop = *req.Drop
+		}
+	}
+	return &rt, rt.Validate()
 }
 
 // setQueueLimits handles POST /queues/{name}/limits: {"concurrency": N}
 // sets the queue's limit across every process, {"key_concurrency": N} its
-// limit per key (0 removes either); at least one is given.
+// limit per key (0 removes either); {"rate": "100/1s", "burst": 10,
+// "drop": false} its throttle ("none" removes it). Each is optional, but
+// one must be given; a bad one changes nothing.
 func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r) // a name in the path, checked as any
 	if err != nil {
@@ -104,8 +136,12 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(b, &req, ""); err != nil {
 		return err
 	}
-	if req.Concurrency == nil && req.KeyConcurrency == nil {
-		return invalid("concurrency", "give the limit, key_concurrency or both (0 removes one)")
+	rt, err := req.rate()
+	if err != nil {
+		return err
+	}
+	if req.Concurrency == nil && req.KeyConcurrency == nil && rt == nil {
+		return invalid("concurrency", "give the limit, key_concurrency or the rate (0 removes a limit, \"none\" the rate)")
 	}
 	if req.Concurrency != nil {
 		httpauth.Note(r, "queue", name, "concurrency", *req.Concurrency)
@@ -113,11 +149,19 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	if req.KeyConcurrency != nil {
 		httpauth.Note(r, "queue", name, "key_concurrency", *req.KeyConcurrency)
 	}
+	if rt != nil {
+		httpauth.Note(r, "queue", name, "rate", rt.String(), "burst", rt.Burst, "drop", rt.Drop)
+	}
 	return a.setQueue(w, r, func(c *hopper.Client, ctx context.Context, name string) error {
-		if req.KeyConcurrency != nil { // checked first: a bad one changes nothing
+		// The limits checked first: the rate is valid already, so a bad
+		// one changes nothing.
+		if req.KeyConcurrency != nil {
 			if *req.KeyConcurrency < 0 || *req.KeyConcurrency > store.MaxConcurrency {
 				return c.SetQueueKeyConcurrency(ctx, name, *req.KeyConcurrency)
 			}
+		}
+		if req.Concurrency != nil && (*req.Concurrency < 0 || *req.Concurrency > store.MaxConcurrency) {
+			return c.SetQueueConcurrency(ctx, name, *req.Concurrency)
 		}
 		if req.Concurrency != nil {
 			if err := c.SetQueueConcurrency(ctx, name, *req.Concurrency); err != nil {
@@ -125,7 +169,12 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if req.KeyConcurrency != nil {
-			return c.SetQueueKeyConcurrency(ctx, name, *req.KeyConcurrency)
+			if err := c.SetQueueKeyConcurrency(ctx, name, *req.KeyConcurrency); err != nil {
+				return err
+			}
+		}
+		if rt != nil {
+			return c.SetQueueRate(ctx, name, *rt)
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +101,66 @@ func TestQueuesScope(t *testing.T) {
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/resume", "").ok(200, nil)
 	e.doAs(readToken, "POST", "/api/v1/queues/q/limits", `{"concurrency":1}`).fails(403, CodeForbidden, "")
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"concurrency":1}`).ok(200, nil)
+	e.doAs(readToken, "POST", "/api/v1/queues/q/limits", `{"rate":"1/1s"}`).fails(403, CodeForbidden, "")
+	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"rate":"1/1s"}`).ok(200, nil)
+}
+
+// TestQueueRateAPI: POST …/limits sets a throttle, shown by GET /queues
+// and by a held job's wait_reason; burst without a rate, a bad rate or
+// burst, and a bad concurrency beside a good rate are refused and change
+// nothing; "none" removes it; on every store.
+func TestQueueRateAPI(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st})
+			var q statsview.Queue
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"1/1h","burst":2}`).ok(200, &q)
+			if q.Rate != "1/1h" || q.Burst != 2 || q.Drop || q.ThrottledUntil != nil {
+				t.Errorf("limits rate: %+v, want 1/1h burst 2", q)
+			}
+			var ids []hopper.ID
+			for range 3 {
+				ids = append(ids, e.enqueue(`{"kind":"ok","queue":"mail"}`))
+			}
+			e.run()
+			e.run()
+			if _, ok, err := e.c.ProcessNext(t.Context(), time.Now()); ok || err != nil {
+				t.Fatalf("ProcessNext past the burst: %v, %v; want nothing", ok, err)
+			}
+			var j struct {
+				State      string `json:"state"`
+				WaitReason string `json:"wait_reason"`
+			}
+			e.do("GET", "/api/v1/jobs/"+strconv.FormatInt(int64(ids[2]), 10), "").ok(200, &j)
+			if j.State != "available" || !strings.HasPrefix(j.WaitReason, "queue mail throttled until ") {
+				t.Errorf("GET the throttled job: %+v", j)
+			}
+			var qs struct{ Queues []statsview.Queue }
+			e.do("GET", "/api/v1/queues", "").ok(200, &qs)
+			if len(qs.Queues) != 1 || qs.Queues[0].Rate != "1/1h" || qs.Queues[0].Throttled != 1 || qs.Queues[0].ThrottledUntil == nil {
+				t.Errorf("GET /queues: %+v, want mail at 1/1h with 1 throttled", qs)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"burst":3}`).fails(400, CodeInvalid, "rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"fast"}`).fails(400, CodeInvalid, "rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"1/1s","burst":-1}`).fails(400, CodeInvalid, "burst")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"5/1s","concurrency":-1}`).fails(400, CodeInvalid, "concurrency")
+			e.do("GET", "/api/v1/queues", "").ok(200, &qs)
+			if len(qs.Queues) != 1 || qs.Queues[0].Rate != "1/1h" || qs.Queues[0].Burst != 2 || qs.Queues[0].Concurrency != 0 {
+				t.Errorf("GET /queues after refused limits: %+v, want mail at 1/1h burst 2", qs)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"10/1s","drop":true}`).ok(200, &q)
+			if q.Rate != "10/1s" || !q.Drop || q.Burst != 1 {
+				t.Errorf("limits drop: %+v, want 10/1s drop", q)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"rate":"none"}`).ok(200, &q)
+			if q.Rate != "" || q.ThrottledUntil != nil {
+				t.Errorf("limits none: %+v, want no rate", q)
+			}
+			if got := e.run(); got.ID != ids[2] {
+				t.Errorf("run after removing the rate: job %d, want %d", got.ID, ids[2])
+			}
+		})
+	}
 }

@@ -109,6 +109,7 @@ type Metrics struct {
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
 	paused, held, limit                     *prometheus.Desc // per queue with a state
 	keyLimit, keysBlocked                   *prometheus.Desc // per queue with a limit per key, per queue and reason
+	rate, throttled                         *prometheus.Desc // per throttled queue
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	client atomic.Pointer[hopper.Client]
@@ -167,13 +168,17 @@ func New(o Options) *Metrics {
 		paused: prometheus.NewDesc("hopper_queue_paused",
 			"1 for each paused queue (hopper queue pause): no job of it starts in any process; paused queues only.", []string{"queue"}, nil),
 		held: prometheus.NewDesc("hopper_queue_held_jobs",
-			"Jobs ready to run that wait because their queue is paused or at its concurrency limit, by queue with a state (at most the stats max age old).", []string{"queue"}, nil),
+			"Jobs ready to run that wait because their queue is paused, at its concurrency limit or throttled, by queue with a state (at most the stats max age old).", []string{"queue"}, nil),
 		limit: prometheus.NewDesc("hopper_queue_concurrency_limit",
 			"The concurrency limit of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
 		keyLimit: prometheus.NewDesc("hopper_queue_key_concurrency_limit",
 			"The limit per key of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
 		keysBlocked: prometheus.NewDesc("hopper_queue_keys_blocked",
 			"Keys whose jobs may not start now, by queue and reason: limit (at the queue's limit per key), paused, held.", []string{"queue", "reason"}, nil),
+		rate: prometheus.NewDesc("hopper_queue_rate_limit",
+			"The starts per second each throttled queue allows at its steady rate (hopper queue set --rate), across every process sharing the store.", []string{"queue"}, nil),
+		throttled: prometheus.NewDesc("hopper_queue_throttled_jobs",
+			"Jobs ready to run that wait because their queue's throttle allows no start now, by throttled queue (at most the stats max age old).", []string{"queue"}, nil),
 		busy: prometheus.NewDesc("hopper_workers_busy",
 			"Workers of this process running a job now.", nil, nil),
 		workers: prometheus.NewDesc("hopper_workers",
@@ -287,7 +292,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit, m.keyLimit, m.keysBlocked} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit,
+		m.keyLimit, m.keysBlocked, m.rate, m.throttled} {
 		ch <- d
 	}
 }
@@ -351,11 +357,19 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if q.KeyConcurrency > 0 {
 			ch <- prometheus.MustNewConstMetric(m.keyLimit, prometheus.GaugeValue, float64(q.KeyConcurrency), q.Name)
 		}
-		held := 0
-		if q.Paused || q.AtLimit() {
+		held, throttled := 0, 0
+		if q.Paused || q.AtLimit() || q.IsThrottled() {
 			held = st.Queues[q.Name][hopper.StateAvailable]
 		}
+		if !q.Paused && !q.AtLimit() && q.IsThrottled() {
+			throttled = held
+		}
 		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(held), q.Name)
+		if q.Rate.N > 0 {
+			perSec := float64(q.Rate.N) / q.Rate.Period.Seconds()
+			ch <- prometheus.MustNewConstMetric(m.rate, prometheus.GaugeValue, perSec, q.Name)
+			ch <- prometheus.MustNewConstMetric(m.throttled, prometheus.GaugeValue, float64(throttled), q.Name)
+		}
 	}
 }
 

@@ -384,3 +384,41 @@ func TestQueuePausedGauges(t *testing.T) {
 		t.Errorf(`hopper_queue_keys_blocked{queue="other",reason="paused"} = %v, want 1`, v)
 	}
 }
+
+// TestQueueThrottledGauges: a throttled queue has its rate per second and
+// the ready jobs its throttle holds back.
+func TestQueueThrottledGauges(t *testing.T) {
+	t.Parallel()
+	m := New(Options{})
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "ok", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: m.OnEvent,
+		OnStoreCall: m.OnStoreCall, Workers: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.StopNow() })
+	m.Attach(c)
+	ctx := context.Background()
+	if err := c.SetQueueRate(ctx, "api", hopper.Rate{N: 36, Period: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := c.Enqueue(ctx, "ok", nil, &hopper.EnqueueOptions{Queue: "api"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := c.ProcessNext(ctx, time.Now()); !ok || err != nil {
+		t.Fatalf("ProcessNext: %v, %v", ok, err)
+	}
+	got := scrape(t, m)
+	if v := got[`hopper_queue_rate_limit{queue="api"}`]; v != 0.01 {
+		t.Errorf(`hopper_queue_rate_limit{queue="api"} = %v, want 0.01`, v)
+	}
+	if v := got[`hopper_queue_throttled_jobs{queue="api"}`]; v != 2 {
+		t.Errorf(`hopper_queue_throttled_jobs{queue="api"} = %v, want 2`, v)
+	}
+	if v := got[`hopper_queue_held_jobs{queue="api"}`]; v != 2 {
+		t.Errorf(`hopper_queue_held_jobs{queue="api"} = %v, want 2`, v)
+	}
+}

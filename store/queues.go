@@ -28,6 +28,20 @@ import (
 // where the store counts every running job (memory, SQLite), and not at
 // all where it counts the attempts it claimed under the limit
 // (PostgreSQL); either way the limit holds for every claim made after it.
+//
+// A queue with a Rate is throttled (docs/flow-control.md): a claim takes
+// at most the starts its GCRA state allows at the claim's Now (Throttle.
+// Free), and moves that state on by the jobs it took (Throttle.Take), in
+// its transaction, the state locked or the claim serialised so that
+// concurrent claims see each other's starts. A throttle that holds back
+// ready jobs sets ClaimResult.ThrottledUntil. A queue whose Rate has Drop
+// drops its excess instead: let want be the jobs the claim would take
+// from the queue but for its rate (the least of the claim's Limit, its
+// QueueLimits for the queue and the queue's free slots) and allowed what
+// the rate allows; when allowed < want, the claim takes its allowed jobs
+// and drops (ApplyDrop) the next want − allowed available jobs of the
+// queue, in claim order, of the claim's kinds, returning them in
+// ClaimResult.Dropped.
 type QueueControl interface {
 	// SetQueue changes the state of queue p.Name as p says and returns
 	// it. A queue without a row has the zero state (not paused); setting
@@ -54,6 +68,12 @@ type QueueState struct {
 	// many of the queue's jobs of that key run at once across every
 	// process (0: no limit; KeyControl).
 	KeyConcurrency int
+	// Rate throttles the queue's starts across every process (the zero
+	// Rate: none). TAT is its GCRA state, the queue's theoretical arrival
+	// time (zero without a rate, or before its first start): Throttle
+	// says when it next allows a start.
+	Rate Rate
+	TAT  time.Time
 	// PausedAt is when the queue was paused (SetQueueParams.Now), zero if
 	// it is not.
 	PausedAt time.Time
@@ -62,8 +82,13 @@ type QueueState struct {
 }
 
 // Zero reports whether q's settings are those of a queue without a row:
-// not paused, no limit, no limit per key.
-func (q QueueState) Zero() bool { return !q.Paused && q.Concurrency == 0 && q.KeyConcurrency == 0 }
+// not paused, no limit, no limit per key, no rate.
+func (q QueueState) Zero() bool {
+	return !q.Paused && q.Concurrency == 0 && q.KeyConcurrency == 0 && q.Rate.Zero()
+}
+
+// Throttle returns q's GCRA state.
+func (q QueueState) Throttle() Throttle { return Throttle{Rate: q.Rate, TAT: UnixNanos(q.TAT)} }
 
 // MaxConcurrency bounds QueueState.Concurrency.
 const MaxConcurrency = 1 << 20
@@ -79,12 +104,16 @@ type SetQueueParams struct {
 	Concurrency *int
 	// KeyConcurrency sets the queue's limit per key (0 clears it).
 	KeyConcurrency *int
+	// Rate sets the queue's throttle (the zero Rate clears it). A queue
+	// keeps its GCRA state while its rate changes, and loses it when the
+	// rate is cleared.
+	Rate *Rate
 }
 
 // Validate returns a *job.FieldError unless p names a queue as job.CheckName
 // accepts a queue's name ("name") and its Concurrency is between 0 and
 // MaxConcurrency ("concurrency"), and so is its KeyConcurrency
-// ("key_concurrency").
+// ("key_concurrency"), and its Rate is valid (Rate.Validate).
 func (p SetQueueParams) Validate() error {
 	if err := job.CheckName("name", p.Name); err != nil {
 		return err
@@ -94,6 +123,11 @@ func (p SetQueueParams) Validate() error {
 	}
 	if c := p.KeyConcurrency; c != nil && (*c < 0 || *c > MaxConcurrency) {
 		return job.Invalid("key_concurrency", "must be between 0 (no limit) and %d, got %d", MaxConcurrency, *c)
+	}
+	if p.Rate != nil {
+		if err := p.Rate.Validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -118,6 +152,13 @@ func ApplySetQueue(q QueueState, p SetQueueParams) QueueState {
 	}
 	if p.KeyConcurrency != nil && *p.KeyConcurrency != q.KeyConcurrency {
 		q.KeyConcurrency = *p.KeyConcurrency
+		q.UpdatedAt = now
+	}
+	if p.Rate != nil && p.Rate.Normalized() != q.Rate {
+		q.Rate = p.Rate.Normalized()
+		if q.Rate.Zero() {
+			q.TAT = time.Time{}
+		}
 		q.UpdatedAt = now
 	}
 	if q.UpdatedAt.IsZero() {

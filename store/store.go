@@ -320,6 +320,16 @@ type ClaimResult struct {
 	// one of its own attempts ends. A store whose Finish wakes every
 	// process by itself (PostgreSQL's notification) may leave it false.
 	Held bool
+	// ThrottledUntil is, when a queue's throttle (Rate) held back ready
+	// jobs the claim could otherwise have taken, the earliest time one of
+	// those throttles allows a start again: the caller should claim again
+	// then. Zero if no throttle held a job back.
+	ThrottledUntil time.Time
+	// Dropped are the jobs the claim dropped, as it left them (cancelled,
+	// LastError DropReason): ready jobs of a queue whose Rate drops its
+	// excess, which the claim would have taken but for the rate. The
+	// caller should claim again at once when it is not empty.
+	Dropped []*job.Job
 }
 
 // FinishParams are the arguments of Store.Finish.

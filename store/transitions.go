@@ -181,6 +181,17 @@ func ApplyCancel(j *job.Job, now time.Time) error {
 	return fmt.Errorf("job %d is %s: %w", j.ID, j.State, job.ErrNotWaiting)
 }
 
+// ApplyDrop moves the available job j to cancelled, with reason as its
+// LastError: a claim dropped it because its queue was over its rate
+// (Rate.Drop, DropReason). It is Cancel's transition; the job never ran.
+func ApplyDrop(j *job.Job, now time.Time, reason string) error {
+	if err := job.CheckTransition(j.ID, j.State, job.StateCancelled); err != nil {
+		return err
+	}
+	j.State, j.FinishedAt, j.LastError = job.StateCancelled, now.UTC(), reason
+	return nil
+}
+
 // ApplyReschedule moves the waiting job j to runAt (zero: unchanged) and/or
 // priority (nil: unchanged); its state becomes scheduled or available by
 // the run-at and now. A run-at out of job.CheckTime's range or a priority

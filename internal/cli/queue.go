@@ -48,7 +48,7 @@ survives restarts, until "hopper queue resume".
 					fmt.Fprintln(a.Err, "no queues: no job has been enqueued")
 					return nil
 				}
-				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "PER KEY", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
+				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "PER KEY", "RATE", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
 				for _, v := range views {
 					status, limit, perKey := "active", "-", "-"
 					switch {
@@ -56,6 +56,8 @@ survives restarts, until "hopper queue resume".
 						status = "paused since " + clock(*v.PausedAt)
 					case v.Concurrency > 0 && v.Slots >= v.Concurrency:
 						status = "at its limit"
+					case v.ThrottledUntil != nil:
+						status = "throttled until " + clock(*v.ThrottledUntil)
 					}
 					if v.Concurrency > 0 {
 						limit = fmt.Sprintf("%d/%d", v.Slots, v.Concurrency)
@@ -63,7 +65,7 @@ survives restarts, until "hopper queue resume".
 					if v.KeyConcurrency > 0 {
 						perKey = fmt.Sprint(v.KeyConcurrency)
 					}
-					t.row(v.Name, status, limit, perKey, v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
+					t.row(v.Name, status, limit, perKey, rateText(v), v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
 				}
 				return t.flush()
 			})
@@ -72,9 +74,11 @@ survives restarts, until "hopper queue resume".
 }
 
 func (a *app) queueSetCmd() *cobra.Command {
-	var concurrency, keyConcurrency int
+	var concurrency, keyConcurrency, burst int
+	var rateFlag string
+	var drop bool
 	cmd := &cobra.Command{
-		Use:   "set NAME [--concurrency N] [--key-concurrency N]",
+		Use:   "set NAME [--concurrency N] [--key-concurrency N] [--rate N/DURATION [--burst N] [--drop]]",
 		Short: "Set a queue's limits, shared by every server working the database",
 		Long: `Set a queue's limits, shared by every server working the database.
 
@@ -91,13 +95,38 @@ once across every server (0 removes the cap); the queue then serves its
 keys in turn, so one key's backlog does not hold the others back. A job's
 slot is taken at its claim and given back when it ends or is rescued.
 
+--rate N/DURATION throttles the queue's starts across every server: at
+most N per DURATION (100/1s, 5/1m, 10/s), --burst N of them at once after
+a quiet spell (default 1). It is exact over any sliding window (GCRA: at
+most burst + window/(DURATION/N) starts in any window), checked in each
+claim's transaction at the database's time. The excess waits and starts as
+the rate allows; with --drop it is dropped instead: cancelled with the
+error "dropped: queue NAME over its rate N/DURATION", never run.
+--rate none removes the throttle.
+
 Exit code: 0 if the queue has the limits given.`,
 		Args: exactArgs(1, "a queue NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
-			setC, setK := cmd.Flags().Changed("concurrency"), cmd.Flags().Changed("key-concurrency")
-			if !setC && !setK {
-				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit)")
+			setC, setK, setRate := cmd.Flags().Changed("concurrency"), cmd.Flags().Changed("key-concurrency"), cmd.Flags().Changed("rate")
+			if !setRate && (cmd.Flags().Changed("burst") || drop) {
+				return usagef("--burst and --drop go with --rate N/DURATION")
+			}
+			if !setC && !setK && !setRate {
+				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit), or --rate N/DURATION (none removes it)")
+			}
+			var rt hopper.Rate
+			if setRate {
+				var err error
+				if rt, err = hopper.ParseRate(rateFlag); err != nil {
+					return usagef("bad --rate %q: %s", rateFlag, reason(err))
+				}
+				if rt.N > 0 {
+					rt.Burst, rt.Drop = burst, drop
+				}
+				if err := rt.Validate(); err != nil {
+					return usagef("bad --%s: %s", fieldOf(err), reason(err))
+				}
 			}
 			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 				var err error
@@ -106,6 +135,9 @@ Exit code: 0 if the queue has the limits given.`,
 				}
 				if err == nil && setK {
 					err = s.SetQueueKeyConcurrency(ctx, name, keyConcurrency)
+				}
+				if err == nil && setRate {
+					err = s.SetQueueRate(ctx, name, rt)
 				}
 				if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
 					switch fe.Field {
@@ -127,6 +159,9 @@ Exit code: 0 if the queue has the limits given.`,
 					if setK {
 						out["key_concurrency"] = keyConcurrency
 					}
+					if setRate {
+						out["rate"], out["burst"], out["drop"] = rt.String(), rt.Burst, rt.Drop
+					}
 					return printJSON(a.Out, out)
 				}
 				switch {
@@ -143,13 +178,60 @@ Exit code: 0 if the queue has the limits given.`,
 				default:
 					fmt.Fprintf(a.Out, "queue %s: at most %d running at once of each key across every server\n", name, keyConcurrency)
 				}
+				switch {
+				case !setRate:
+				case rt.N == 0:
+					fmt.Fprintf(a.Out, "queue %s: no rate limit\n", name)
+				default:
+					excess := "waits"
+					if rt.Drop {
+						excess = "is dropped"
+					}
+					fmt.Fprintf(a.Out, "queue %s: at most %s starts across every server, %d at once; the excess %s\n",
+						name, rt, max(rt.Burst, 1), excess)
+				}
 				return nil
 			})
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "at most N jobs of the queue running at once across every server (0: no limit)")
 	cmd.Flags().IntVar(&keyConcurrency, "key-concurrency", 0, "at most N jobs of one key (enqueue --key) running at once across every server (0: no limit)")
+	cmd.Flags().StringVar(&rateFlag, "rate", "", "at most N starts per DURATION across every server, as N/DURATION (100/1s); none removes the throttle")
+	cmd.Flags().IntVar(&burst, "burst", 0, "with --rate: how many may start at once (default 1)")
+	cmd.Flags().BoolVar(&drop, "drop", false, "with --rate: drop (cancel) the excess instead of holding it")
 	return cmd
+}
+
+// rateText is a queue's throttle for the queue list: N/PERIOD, with its
+// burst and drop ("-" without one).
+func rateText(v statsview.Queue) string {
+	if v.Rate == "" {
+		return "-"
+	}
+	s := v.Rate
+	if v.Burst > 1 {
+		s += fmt.Sprintf(" burst %d", v.Burst)
+	}
+	if v.Drop {
+		s += " drop"
+	}
+	return s
+}
+
+// fieldOf and reason are a *hopper.FieldError's field and reason (the
+// error's text otherwise).
+func fieldOf(err error) string {
+	if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+func reason(err error) string {
+	if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
+		return fe.Reason
+	}
+	return err.Error()
 }
 
 // queuePauseCmd is pause or resume.

@@ -112,3 +112,48 @@ func TestQueueKeyCommands(t *testing.T) {
 	hop(t, db, "queue", "pause", "api", "--key", "").fails(t, ExitUsage, "bad --key")
 	hop(t, db, "enqueue", "--key", "", "exec", "--", "true").fails(t, ExitUsage, "--key")
 }
+
+// TestQueueRateCommand: hopper queue set --rate throttles a queue: past
+// its burst a job waits (queue list says until when); with --drop the
+// excess is cancelled with the reason; --rate none removes the throttle;
+// bad rates and a burst without a rate are usage errors.
+func TestQueueRateCommand(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "slow", "--rate", "1/1h").ok(t).has(t, "at most 1/1h starts across every server, 1 at once; the excess waits")
+	first := hop(t, db, "enqueue", "--queue", "slow", "exec", "--", "true").id(t)
+	second := hop(t, db, "enqueue", "--queue", "slow", "exec", "--", "true").id(t)
+	work(t, db, first)
+	if j := getJobJSON(t, db, second); j.State.String() != "available" {
+		t.Fatalf("the throttled job is %s, want available", j.State)
+	}
+	hop(t, db, "queue", "list").ok(t).has(t, "RATE", "1/1h", "throttled until")
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].Rate != "1/1h" || qs[0].Throttled != 1 || qs[0].ThrottledUntil == nil {
+		t.Fatalf("queue list --json: %+v, want slow at 1/1h with 1 throttled", qs)
+	}
+	hop(t, db, "queue", "set", "slow", "--rate", "none").ok(t).has(t, "queue slow: no rate limit")
+	work(t, db, second)
+
+	hop(t, db, "queue", "set", "d", "--rate", "1/1h", "--burst", "2", "--drop").ok(t).has(t, "2 at once; the excess is dropped")
+	var ids []hopper.ID
+	for range 3 {
+		ids = append(ids, hop(t, db, "enqueue", "--queue", "d", "exec", "--", "true").id(t))
+	}
+	hop(t, db, "queue", "list").ok(t).has(t, "1/1h burst 2 drop")
+	jobs := work(t, db, ids...)
+	states := map[string]int{}
+	for _, j := range jobs {
+		states[j.State.String()]++
+		if j.State == hopper.StateCancelled && j.LastError != "dropped: queue d over its rate 1/1h" {
+			t.Errorf("dropped job %d: last error %q", j.ID, j.LastError)
+		}
+	}
+	if states["completed"] != 2 || states["cancelled"] != 1 {
+		t.Errorf("3 jobs in a queue at 1/1h burst 2 with --drop: %v, want 2 completed, 1 cancelled", states)
+	}
+	hop(t, db, "queue", "set", "d", "--rate", "fast").fails(t, ExitUsage, `bad --rate "fast"`)
+	hop(t, db, "queue", "set", "d", "--rate", "1/1s", "--burst", "-1").fails(t, ExitUsage, "bad --burst")
+	hop(t, db, "queue", "set", "d", "--burst", "3").fails(t, ExitUsage, "--burst and --drop go with --rate")
+}

@@ -41,6 +41,12 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 		return res, err
 	}
 	observing := e.observing()
+	for _, j := range res.Dropped {
+		e.logJob(job.EventCancelled, j, 0, j.LastError)
+		if observing {
+			e.cfg.Observe(job.Event{Type: job.EventCancelled, Job: j, At: now})
+		}
+	}
 	for _, j := range res.Jobs {
 		e.logJob(job.EventStarted, j, 0, "")
 		if observing {
@@ -166,7 +172,23 @@ func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full boo
 	}
 	p.held.Store(res.Held)
 	p.h.push(res.Jobs)
-	return len(res.Jobs) == limit, res.NextRunAt, nil
+	// A claim that dropped jobs (a queue over its rate) may have left more
+	// behind them: claim again. A throttle that held jobs back says when
+	// it next allows a start: claim then.
+	return len(res.Jobs) == limit || len(res.Dropped) > 0, WakeAt(res), nil
+}
+
+// WakeAt is when to claim again after res, for jobs that are not ready
+// yet: the earlier of its next run-at and the time a throttle that held
+// jobs back allows a start (zero: neither).
+func WakeAt(res store.ClaimResult) time.Time {
+	switch {
+	case res.ThrottledUntil.IsZero():
+		return res.NextRunAt
+	case res.NextRunAt.IsZero() || res.ThrottledUntil.Before(res.NextRunAt):
+		return res.ThrottledUntil
+	}
+	return res.NextRunAt
 }
 
 // room returns how many more jobs each limited queue may start.

@@ -15,6 +15,10 @@ import (
 // without waiting.
 func (e *Engine) ProcessNext(ctx context.Context, now time.Time) (*job.Job, bool, error) {
 	res, err := e.claim(ctx, now, 1, nil, nil)
+	for err == nil && len(res.Jobs) == 0 && len(res.Dropped) > 0 {
+		// The job was dropped (its queue over its rate): the next one.
+		res, err = e.claim(ctx, now, 1, nil, nil)
+	}
 	if err != nil || len(res.Jobs) == 0 {
 		return nil, false, err
 	}

@@ -19,14 +19,25 @@ type Queue struct {
 	Slots       int `json:"slots"`
 	// KeyConcurrency is the queue's limit per key (0: none).
 	KeyConcurrency int `json:"key_concurrency"`
+	// Rate is the queue's throttle as N/PERIOD ("100/1s"; absent: none),
+	// Burst how many may start at once, Drop whether the excess is
+	// dropped rather than held; ThrottledUntil, while the throttle allows
+	// no start, when it next allows one.
+	Rate           string     `json:"rate,omitempty"`
+	Burst          int        `json:"burst,omitempty"`
+	Drop           bool       `json:"drop,omitempty"`
+	ThrottledUntil *time.Time `json:"throttled_until,omitempty"`
 	// WaitReason says why its ready jobs wait, if they do ("queue mail
-	// paused", "queue mail at its limit of 5").
+	// paused", "queue mail at its limit of 5", "queue mail throttled
+	// until 12:00:03").
 	WaitReason string `json:"wait_reason,omitempty"`
 	// Counts are the queue's jobs by state name, every state present.
 	Counts map[string]int `json:"counts"`
 	// Held counts the jobs ready to run that the queue's state holds back
-	// (its available jobs while it is paused or at its limit).
-	Held int `json:"held"`
+	// (its available jobs while it is paused, at its limit or
+	// throttled); Throttled those its throttle holds back.
+	Held      int `json:"held"`
+	Throttled int `json:"throttled"`
 	// Waiting is scheduled + available + retrying; Running the jobs
 	// running in every process.
 	Waiting int `json:"waiting"`
@@ -41,6 +52,14 @@ func QueueOf(q hopper.QueueInfo) Queue {
 		t := q.PausedAt.UTC()
 		v.PausedAt = &t
 	}
+	if q.Rate.N > 0 {
+		v.Rate, v.Burst, v.Drop = q.Rate.String(), q.Rate.Burst, q.Rate.Drop
+	}
+	if !q.ThrottledUntil.IsZero() {
+		t := q.ThrottledUntil.UTC()
+		v.ThrottledUntil = &t
+	}
+	v.Throttled = q.Throttled
 	for _, s := range job.States {
 		n := q.Counts[s]
 		v.Counts[s.String()] = n

@@ -42,6 +42,8 @@ type Store struct {
 	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
 	paused    int                         // how many of them are paused
 	limited   int                         // how many have a Concurrency limit
+	throttled int                         // how many have a Rate
+	gates     []gate                      // the throttled queues of the latest claim (queues.go)
 	slotBuf   map[string]int              // the limits of the latest claim (queues.go)
 	takenBuf  map[string]int              // the jobs the latest claim took per limited queue
 	claimed   laneFilter                  // the lanes of the latest claim's filter
@@ -333,6 +335,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	now := store.UnixNanos(p.Now)
 	ls := s.claimLanes(p.Queues, p.Kinds)
 	limits := s.slots(p.QueueLimits) // QueueLimits and the free slots of limited queues
+	s.throttle(limits, p)            // and the starts throttled queues allow
 	var taken map[string]int         // queue → jobs claimed, with limits
 	if len(limits) > 0 {
 		taken = s.takenBuf // reused: claims run under the lock, one at a time
@@ -422,6 +425,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 			res.Jobs = make([]*job.Job, 0, min(p.Limit, 64))
 		}
 		res.Jobs = append(res.Jobs, j)
+	}
+	if err := s.endThrottle(ls, taken, p, &res); err != nil {
+		return store.ClaimResult{}, err
 	}
 	var next int64
 	for _, l := range ls {

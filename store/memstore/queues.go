@@ -30,13 +30,16 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		s.queues[p.Name] = q
 	}
 	s.rekey(p.Name)
-	s.paused, s.limited = 0, 0
+	s.paused, s.limited, s.throttled = 0, 0, 0
 	for _, q := range s.queues {
 		if q.Paused {
 			s.paused++
 		}
 		if q.Concurrency > 0 {
 			s.limited++
+		}
+		if !q.Rate.Zero() {
+			s.throttled++
 		}
 	}
 	return s.withRunning(q), nil
@@ -86,7 +89,7 @@ func (s *Store) runningIn(queue string) int {
 // own QueueLimits (the lower of both); nil when no queue has a limit and
 // the claim has no QueueLimits.
 func (s *Store) slots(limits map[string]int) map[string]int {
-	if s.limited == 0 {
+	if s.limited == 0 && s.throttled == 0 {
 		return limits
 	}
 	out := s.slotBuf // reused: claims run under the lock, one at a time
@@ -108,4 +111,93 @@ func (s *Store) slots(limits map[string]int) map[string]int {
 		}
 	}
 	return out
+}
+
+// gate is a throttled queue in a claim: the jobs the claim would take from
+// it but for its rate (want) and those its rate allows (allow).
+type gate struct {
+	queue       string
+	want, allow int
+}
+
+// throttle caps limits (slots' answer, the store's own map when a queue is
+// throttled) with the starts each throttled queue's rate allows at p.Now,
+// and records them in s.gates.
+func (s *Store) throttle(limits map[string]int, p store.ClaimParams) {
+	s.gates = s.gates[:0]
+	if s.throttled == 0 {
+		return
+	}
+	now := store.UnixNanos(p.Now)
+	for _, q := range s.queues {
+		if q.Rate.Zero() || q.Paused {
+			continue
+		}
+		want := p.Limit
+		if n, ok := limits[q.Name]; ok {
+			want = min(want, n)
+		}
+		g := gate{queue: q.Name, want: want, allow: q.Throttle().Free(now, want)}
+		limits[q.Name] = g.allow
+		s.gates = append(s.gates, g)
+	}
+}
+
+// endThrottle ends a claim's throttling (store.QueueControl): it moves each
+// throttled queue's state on by the jobs the claim took from it (taken),
+// drops the excess of the queues that drop it, and sets ThrottledUntil for
+// those that hold it back.
+func (s *Store) endThrottle(ls []*lane, taken map[string]int, p store.ClaimParams, res *store.ClaimResult) error {
+	now := store.UnixNanos(p.Now)
+	for _, g := range s.gates {
+		q := s.queues[g.queue]
+		th := q.Throttle().Take(now, taken[g.queue])
+		q.TAT = store.FromUnixNanos(th.TAT)
+		s.queues[g.queue] = q
+		if g.allow >= g.want {
+			continue
+		}
+		if !q.Rate.Drop || s.keyedQueue(g.queue) { // a keyed queue's excess is held
+			if th.Next() > now && s.readyIn(ls, g.queue) {
+				if u := store.FromUnixNanos(th.Next()); res.ThrottledUntil.IsZero() || u.Before(res.ThrottledUntil) {
+					res.ThrottledUntil = u
+				}
+			}
+			continue
+		}
+		reason := store.DropReason(g.queue, q.Rate)
+		var v job.Job
+		for range g.want - g.allow {
+			var best *lane
+			for _, l := range ls {
+				if l.queue == g.queue && l.ready.len() > 0 && (best == nil || best.ready.less(l.ready.head(), best.ready.head())) {
+					best = l
+				}
+			}
+			if best == nil {
+				break
+			}
+			e := best.ready.pop()
+			e.view(&v)
+			if err := store.ApplyDrop(&v, p.Now, reason); err != nil {
+				return err // an available job can always be cancelled
+			}
+			s.update(e, &v)
+			j := new(job.Job)
+			e.fill(j)
+			res.Dropped = append(res.Dropped, j)
+		}
+	}
+	return nil
+}
+
+// readyIn reports whether a lane of queue among ls has ready jobs (a
+// keyed lane's in its keys' heaps too).
+func (s *Store) readyIn(ls []*lane, queue string) bool {
+	for _, l := range ls {
+		if l.queue == queue && (l.ready.len() > 0 || len(l.keyList) > 0) {
+			return true
+		}
+	}
+	return false
 }

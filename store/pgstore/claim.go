@@ -163,9 +163,12 @@ func claimSQL(named, single, kinds bool) string {
 	// Each queue starts at its floor, or lower where this transaction's
 	// promotion made jobs available below it.
 	with := `WITH ` + sqlLimited("SELECT unnest($5::text[])") + `,
-	qs AS (SELECT u.name, least(u.lim, coalesce(lq.free, u.lim)) AS lim, f.fp, f.ft, f.fi
+	` + sqlThrottles("SELECT unnest($5::text[])") + `,
+	qs AS (SELECT u.name, w.want, ` + sqlAllowed("w.want") + ` AS lim, f.fp, f.ft, f.fi
 		FROM unnest($5::text[], $6::int[], $7::bigint[], $8::timestamptz[], $9::bigint[]) AS u(name, lim, fp, ft, fi)
 		LEFT JOIN lq ON lq.name = u.name
+		LEFT JOIN th ON th.name = u.name
+		CROSS JOIN LATERAL (SELECT least(u.lim, coalesce(lq.free, u.lim)) AS want) w
 		LEFT JOIN json_to_recordset(nullif(current_setting('` + promotedSetting + `', true), '')::json)
 			AS pr(queue text, priority bigint, run_at timestamptz, id bigint) ON pr.queue = u.name
 		CROSS JOIN LATERAL (SELECT * FROM (VALUES (u.fp, u.ft, u.fi), (pr.priority, pr.run_at, pr.id)) AS v(fp, ft, fi)
@@ -175,10 +178,13 @@ func claimSQL(named, single, kinds bool) string {
 	if !named {
 		with = `WITH ` + availableQueuesAll + `,
 		` + sqlLimited("SELECT name FROM e") + `,
-		qs AS (SELECT e.name, least($4::int, coalesce(l.lim, $4::int), coalesce(lq.free, $4::int)) AS lim,
+		` + sqlThrottles("SELECT name FROM e") + `,
+		qs AS (SELECT e.name, w.want, ` + sqlAllowed("w.want") + ` AS lim,
 			(-9223372036854775808)::bigint AS fp, '-infinity'::timestamptz AS ft, 0::bigint AS fi
 			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
 			LEFT JOIN lq ON lq.name = e.name
+			LEFT JOIN th ON th.name = e.name
+			CROSS JOIN LATERAL (SELECT least($4::int, coalesce(l.lim, $4::int), coalesce(lq.free, $4::int)) AS want) w
 			WHERE e.name IS NOT NULL AND ` + sqlNotPaused("e.name") + `),`
 		kindParam = `$7`
 	}
@@ -214,8 +220,9 @@ func claimSQL(named, single, kinds bool) string {
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
-		FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue) n WHERE q.name = n.queue)
-	SELECT ` + jobCols + ` FROM u`
+		FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue) n WHERE q.name = n.queue),
+	` + sqlThrottleEnd(kind) + `
+	SELECT ` + jobCols + ` FROM u UNION ALL SELECT ` + jobCols + ` FROM d`
 }
 
 // sqlLimited is the CTE lq of a claim: of the queues names selects (a
@@ -349,6 +356,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 			b.Queue(s.q(sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(kinds != nil)]), args...)
 		}
 	}
+	if claiming {
+		b.Queue(s.q(sqlThrottledUntil), ts(p.Now).Time.UnixNano(), queues)
+	}
 	if given {
 		b.Queue(s.q(sqlNextRun[1]), kinds, queues)
 	} else {
@@ -386,6 +396,14 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 		if res.Jobs, err = scanJobs(rows); err != nil {
 			return store.ClaimResult{}, s.translate(err)
 		}
+		res.Jobs, res.Dropped = splitDropped(res.Jobs)
+		var until *int64
+		if err := br.QueryRow().Scan(&until); err != nil {
+			return store.ClaimResult{}, s.translate(err)
+		}
+		if until != nil {
+			res.ThrottledUntil = store.FromUnixNanos(*until)
+		}
 	}
 	var next pgtype.Timestamptz
 	if err := br.QueryRow().Scan(&next); err != nil {
@@ -417,7 +435,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 	})
 	if len(keyed) > 0 && len(res.Jobs) < p.Limit {
 		slices.Sort(keyed)
-		more, held, err := s.claimKeyed(ctx, p, keyed, p.Limit-len(res.Jobs))
+		more, held, until, err := s.claimKeyed(ctx, p, keyed, p.Limit-len(res.Jobs))
 		if err != nil {
 			// The jobs of the plain claim are claimed: hand them over.
 			if len(res.Jobs) == 0 {
@@ -425,6 +443,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 			}
 		}
 		res.Held = res.Held || held
+		if !until.IsZero() && (res.ThrottledUntil.IsZero() || until.Before(res.ThrottledUntil)) {
+			res.ThrottledUntil = until
+		}
 		defer func() { res.Jobs = append(res.Jobs, more...) }()
 	}
 	if s.floors != nil {

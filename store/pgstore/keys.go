@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -187,15 +188,17 @@ type keyedQueue struct {
 }
 
 // claimKeyed claims at most limit jobs of the keyed queues names (sorted)
-// for p, keys in turn (store.KeyControl). held reports whether a key at
-// its limit held jobs back.
-func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (jobs []*job.Job, held bool, err error) {
+// for p, keys in turn (store.KeyControl), a throttled one at most as many
+// as its rate allows (throttleKeyed). held reports whether a key at its
+// limit held jobs back; until, when a throttle that held jobs back next
+// allows a start (zero if none did).
+func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (jobs []*job.Job, held bool, until time.Time, err error) {
 	var kinds []string
 	if len(p.Kinds) > 0 {
 		kinds = dedupe(p.Kinds)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		jobs, held = nil, false
+		jobs, held, until = nil, false, time.Time{}
 		if _, err := tx.Exec(ctx, sqlClaimPlan); err != nil {
 			return err
 		}
@@ -204,9 +207,21 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 			return err
 		}
 		for _, q := range qs {
+			if limit-len(jobs) <= 0 {
+				break
+			}
+			th, err := s.throttleKeyed(ctx, tx, &q, p.Now)
+			if err != nil {
+				return err
+			}
+			if th != nil {
+				if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(until)) {
+					until = u
+				}
+			}
 			n := min(limit-len(jobs), q.free)
 			if n <= 0 {
-				break
+				continue
 			}
 			if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
 				AND held_until <= $2`), q.name, ts(p.Now)); err != nil {
@@ -255,14 +270,19 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 			if err := s.countKeyed(ctx, tx, q, got, keys[len(keys)-1], p); err != nil {
 				return err
 			}
+			if th != nil {
+				if err := s.takeKeyed(ctx, tx, q.name, th, len(got)); err != nil {
+					return err
+				}
+			}
 			jobs = append(jobs, got...)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, time.Time{}, err
 	}
-	return jobs, held, nil
+	return jobs, held, until, nil
 }
 
 // lockKeyed returns the keyed queues names that are not paused, by name,

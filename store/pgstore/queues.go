@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
@@ -10,15 +11,22 @@ import (
 
 var _ store.QueueControl = (*Store)(nil)
 
-const queueCols = `name, paused, paused_at, concurrency, running, updated_at, key_concurrency`
+// sqlQueueState selects a queue's state from its row q and its own
+// throttle's row t.
+const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.running, q.updated_at, q.key_concurrency,
+	q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, coalesce(t.tat, 0)
+	FROM {schema}.queues q LEFT JOIN {schema}.throttles t ON t.queue = q.name AND t.key = ''`
 
 func scanQueue(r pgx.Row) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt pgtype.Timestamptz
-	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt, &q.KeyConcurrency); err != nil {
+	var period, tat int64
+	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt, &q.KeyConcurrency,
+		&q.Rate.N, &period, &q.Rate.Burst, &q.Rate.Drop, &tat); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = fromTS(pausedAt), fromTS(updatedAt)
+	q.Rate.Period, q.TAT = time.Duration(period), store.FromUnixNanos(tat)
 	return q, nil
 }
 
@@ -42,12 +50,15 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 			return err
 		}
 		var err error
-		cur, err = scanQueue(tx.QueryRow(ctx, s.q(`SELECT `+queueCols+` FROM {schema}.queues WHERE name = $1 FOR UPDATE`), p.Name))
+		cur, err = scanQueue(tx.QueryRow(ctx, s.q(sqlQueueState+` WHERE q.name = $1 FOR UPDATE OF q`), p.Name))
 		if err != nil {
 			return err
 		}
 		out = store.ApplySetQueue(cur, p)
 		out.PausedAt, out.UpdatedAt = micro(out.PausedAt), micro(out.UpdatedAt)
+		if err := s.setThrottle(ctx, tx, out); err != nil {
+			return err
+		}
 		if out.Zero() && cur.Running == 0 {
 			_, err = tx.Exec(ctx, s.q(`DELETE FROM {schema}.queues WHERE name = $1`), p.Name)
 			return err
@@ -55,15 +66,17 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		// A row in the zero state that still counts slots stays until
 		// they are given back; ListQueues leaves it out.
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5,
-			key_concurrency = $6 WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt),
-			out.KeyConcurrency)
+			key_concurrency = $6, rate_n = $7, rate_period = $8, rate_burst = $9, rate_drop = $10
+			WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt),
+			out.KeyConcurrency, out.Rate.N, int64(out.Rate.Period), out.Rate.Burst, out.Rate.Drop)
 		return err
 	})
 	if err != nil {
 		return store.QueueState{}, s.translate(err)
 	}
 	if (cur.Paused && !out.Paused) || (cur.Concurrency > 0 && (out.Concurrency == 0 || out.Concurrency > cur.Concurrency)) ||
-		(cur.KeyConcurrency > 0 && (out.KeyConcurrency == 0 || out.KeyConcurrency > cur.KeyConcurrency)) {
+		(cur.KeyConcurrency > 0 && (out.KeyConcurrency == 0 || out.KeyConcurrency > cur.KeyConcurrency)) ||
+		(!cur.Rate.Zero() && out.Rate != cur.Rate) {
 		s.notify() // held jobs may start
 	}
 	if out.Concurrency == 0 {
@@ -81,8 +94,8 @@ func (s *Store) ListQueues(ctx context.Context) ([]store.QueueState, error) {
 	if s.empty {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+queueCols+` FROM {schema}.queues
-		WHERE paused OR concurrency > 0 OR key_concurrency > 0 ORDER BY name`))
+	rows, err := s.pool.Query(ctx, s.q(sqlQueueState+`
+		WHERE q.paused OR q.concurrency > 0 OR q.key_concurrency > 0 OR q.rate_n > 0 ORDER BY q.name`))
 	if err != nil {
 		return nil, s.translate(err)
 	}

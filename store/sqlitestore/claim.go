@@ -255,6 +255,10 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	if err != nil {
 		return res, err
 	}
+	gates, lanes, capped, err := throttleLanes(w, p, lanes, capped)
+	if err != nil {
+		return res, err
+	}
 	// 3. Claim.
 	var jobs []*job.Job
 	switch {
@@ -274,7 +278,7 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	})
 	// 4. The keyed queues (keys.go), with what is left, keys in turn.
 	if len(jobs) < p.Limit {
-		keyed, held, err := s.claimKeyed(w, p, p.Limit-len(jobs))
+		keyed, held, err := s.claimKeyed(w, p, p.Limit-len(jobs), gates)
 		res.Held = res.Held || held
 		if err != nil {
 			return res, err
@@ -286,10 +290,13 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 		c.job(job.StateAvailable, job.StateRunning, j.Queue, j.Kind)
 	}
 	c.flush()
-	if len(jobs) > 0 {
-		res.Jobs = jobs
-	}
-	return res, nil
+	// RETURNING has no order: restore the claim order.
+	slices.SortFunc(jobs, func(a, b *job.Job) int {
+		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
+			candidate{id: int64(b.ID), priority: int64(b.Priority), runAt: store.UnixNanos(b.RunAt)})
+	})
+	res.Jobs = jobs
+	return res, endThrottle(w, p, gates, &res)
 }
 
 // queryClaimed runs q, a claim for p (sqlClaimSet, RETURNING

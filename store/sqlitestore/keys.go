@@ -151,18 +151,26 @@ const sqlClaimKeyed = sqlClaimSet + `, key_slot = (flow_key <> '' AND ?6 > 0)
 	RETURNING ` + claimedCols
 
 // claimKeyed claims at most limit jobs of the keyed queues p looks at,
-// keys in turn (store.KeyControl). held reports whether a key at its
-// limit held jobs back.
-func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int) (jobs []*job.Job, held bool, err error) {
+// keys in turn (store.KeyControl), each throttled one (in gates, the
+// claim's throttled queues) at most as many as its rate allows (the gate
+// records them for endThrottle). held reports whether a key at its limit
+// held jobs back.
+func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (jobs []*job.Job, held bool, err error) {
 	qs, err := keyedQueues(w, p)
 	if err != nil || len(qs) == 0 {
 		return nil, false, err
 	}
 	now := store.UnixNanos(p.Now)
 	for _, q := range qs {
+		if limit-len(jobs) <= 0 {
+			break
+		}
+		if err := throttleKeyed(w, &q, gates, now); err != nil {
+			return nil, held, err
+		}
 		n := min(limit-len(jobs), q.free)
 		if n <= 0 {
-			break
+			continue
 		}
 		if _, err := w.exec(`DELETE FROM queue_keys WHERE queue = ? AND running <= 0 AND paused = 0 AND held_until <> 0 AND held_until <= ?`,
 			q.name, now); err != nil {

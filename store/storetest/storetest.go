@@ -45,7 +45,8 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(), bufferCases(),
-		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), closeCases(), oracleCases(), guardCases(),
+		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), throttleCases(),
+		closeCases(), oracleCases(), guardCases(),
 		boundCases(), leaderCases(), serverCases(), monitorCases(), outputCases(),
 	} {
 		for _, c := range group {
