@@ -290,12 +290,9 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 		c.job(job.StateAvailable, job.StateRunning, j.Queue, j.Kind)
 	}
 	c.flush()
-	// RETURNING has no order: restore the claim order.
-	slices.SortFunc(jobs, func(a, b *job.Job) int {
-		return compareCandidates(candidate{id: int64(a.ID), priority: int64(a.Priority), runAt: store.UnixNanos(a.RunAt)},
-			candidate{id: int64(b.ID), priority: int64(b.Priority), runAt: store.UnixNanos(b.RunAt)})
-	})
-	res.Jobs = jobs
+	if len(jobs) > 0 {
+		res.Jobs = jobs
+	}
 	return res, endThrottle(w, p, gates, &res)
 }
 
