@@ -109,7 +109,11 @@ func NewClient(cfg Config) (*Client, error) {
 	cl.qc, _ = cl.store.(store.QueueControl)
 	cl.kc, _ = cl.store.(store.KeyControl)
 	if c.OnStoreCall != nil {
-		cl.store = timedStore{s: cl.store, on: c.OnStoreCall}
+		t := timedStore{s: cl.store, on: c.OnStoreCall}
+		cl.store = t
+		if fc, ok := t.s.(store.FinishClaimer); ok {
+			cl.store = timedFinishClaimer{t, fc}
+		}
 	}
 	cl.engine = engine.New(engine.Config{
 		Store:         cl.store,

@@ -305,7 +305,10 @@ func (c *Client) Ping(ctx context.Context) error {
 
 func (c *Client) pinger() (store.Pinger, bool) {
 	s := c.store
-	if t, ok := s.(timedStore); ok {
+	switch t := s.(type) {
+	case timedStore:
+		s = t.s
+	case timedFinishClaimer:
 		s = t.s
 	}
 	p, ok := s.(store.Pinger)

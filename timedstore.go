@@ -36,6 +36,18 @@ func (t timedStore) Finish(ctx context.Context, p store.FinishParams) (r []job.S
 	return t.s.Finish(ctx, p)
 }
 
+// timedFinishClaimer is a timedStore of a store.FinishClaimer: the engine
+// finds the interface through it.
+type timedFinishClaimer struct {
+	timedStore
+	fc store.FinishClaimer
+}
+
+func (t timedFinishClaimer) FinishClaim(ctx context.Context, f store.FinishParams, c store.ClaimParams) (r []job.State, res store.ClaimResult, err error) {
+	defer func(start time.Time) { t.done("finish_claim", start, err) }(time.Now())
+	return t.fc.FinishClaim(ctx, f, c)
+}
+
 func (t timedStore) Heartbeat(ctx context.Context, p store.HeartbeatParams) (r store.HeartbeatResult, err error) {
 	defer func(start time.Time) { t.done("heartbeat", start, err) }(time.Now())
 	return t.s.Heartbeat(ctx, p)

@@ -55,6 +55,22 @@ type QueueControl interface {
 	ListQueues(ctx context.Context) ([]QueueState, error)
 }
 
+// FinishClaimer is implemented by stores that can write outcomes and
+// claim in one transaction. FinishClaim(ctx, f, c) does what Finish(ctx, f)
+// and then Claim(ctx, c) would do, atomically: the claim sees what the
+// outcomes changed, the slots of queue concurrency limits they gave back
+// included, and either both happen or neither (an error changes
+// nothing). Its results are those of the two calls.
+//
+// The engine uses it while a limit holds jobs back (ClaimResult.Held): a
+// claim made beside the Finish that frees its slots would find the queue
+// still full, and one made after it costs a second round trip, so a limit
+// equal to the number of workers would bind for the length of every
+// Finish (decisions.md, 70). Every store of this module implements it.
+type FinishClaimer interface {
+	FinishClaim(ctx context.Context, f FinishParams, c ClaimParams) ([]job.State, ClaimResult, error)
+}
+
 // QueueState is the flow-control state of one queue.
 type QueueState struct {
 	Name   string

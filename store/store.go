@@ -316,9 +316,10 @@ type ClaimResult struct {
 	// in the claimed queues, zero if there is none.
 	NextRunAt time.Time
 	// Held reports that a queue's concurrency limit (QueueControl) may
-	// have left ready jobs behind: the caller should claim again once
-	// one of its own attempts ends. A store whose Finish wakes every
-	// process by itself (PostgreSQL's notification) may leave it false.
+	// have left ready jobs behind: a queue the claim could take from
+	// has, after it, no free slot (or had no more than the claim could
+	// take). The caller should claim again once one of its own attempts
+	// ends, best with that attempt's outcome (FinishClaimer).
 	Held bool
 	// ThrottledUntil is, when a queue's throttle (Rate) held back ready
 	// jobs the claim could otherwise have taken, the earliest time one of

@@ -50,6 +50,7 @@ type mixedLoadResult struct {
 	P99        jsondur.Duration `json:"latency_p99"`
 	Max        jsondur.Duration `json:"latency_max"`
 	Samples    int              `json:"latency_jobs"`
+	Claims     float64          `json:"claims_per_job"`
 }
 
 // benchMixed runs bench --mixed: the capacity, then each load, each on a
@@ -94,7 +95,8 @@ func (a *app) benchMixed(ctx context.Context, cfg benchConfig, loads []mixedload
 		}
 		r.Loads = append(r.Loads, mixedLoadResult{Load: l.String(), Offered: res.Target, Inserted: res.Inserted,
 			Worked: res.Worked, Ratio: res.Ratio(), OfCapacity: res.Worked / capacity.Rate, Backlog: res.Backlog,
-			P50: jsondur.Duration(res.P50), P99: jsondur.Duration(res.P99), Max: jsondur.Duration(res.Max), Samples: res.Samples})
+			P50: jsondur.Duration(res.P50), P99: jsondur.Duration(res.P99), Max: jsondur.Duration(res.Max), Samples: res.Samples,
+			Claims: res.Claims})
 	}
 	if a.json {
 		return printJSON(a.Out, r)
@@ -103,7 +105,7 @@ func (a *app) benchMixed(ctx context.Context, cfg benchConfig, loads []mixedload
 		time.Duration(r.CapacityTime).Seconds())
 	fmt.Fprintf(a.Out, "\nsteady producers: %d goroutines enqueueing one job per call, %s measured after %s of warm-up\n",
 		r.Producers, time.Duration(r.Duration), time.Duration(r.Warmup))
-	t := newTable(a.Out, "  load", "offered/s", "inserted/s", "worked/s", "worked/inserted", "of capacity", "backlog", "p50", "p99")
+	t := newTable(a.Out, "  load", "offered/s", "inserted/s", "worked/s", "worked/inserted", "of capacity", "backlog", "p50", "p99", "claims/job")
 	for _, l := range r.Loads {
 		offered := "max"
 		if l.Offered > 0 {
@@ -111,7 +113,7 @@ func (a *app) benchMixed(ctx context.Context, cfg benchConfig, loads []mixedload
 		}
 		t.row("  "+l.Load, offered, fmt.Sprintf("%.0f", l.Inserted), fmt.Sprintf("%.0f", l.Worked), fmt.Sprintf("%.3f", l.Ratio),
 			fmt.Sprintf("%.0f%%", 100*l.OfCapacity), l.Backlog,
-			fmt.Sprintf("%.3fms", ms(time.Duration(l.P50))), fmt.Sprintf("%.3fms", ms(time.Duration(l.P99))))
+			fmt.Sprintf("%.3fms", ms(time.Duration(l.P50))), fmt.Sprintf("%.3fms", ms(time.Duration(l.P99))), fmt.Sprintf("%.3f", l.Claims))
 	}
 	t.flush()
 	fmt.Fprintln(a.Out, "  (latency: enqueue → handler start; backlog: enqueued, not completed, when the window ended)")

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -22,13 +23,31 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 		if batch, ok = p.h.outcomes(batch, maxFinishBatch); !ok {
 			return
 		}
+		// While a queue's concurrency limit holds jobs back, a claim
+		// beside this Finish would find the slots it frees still taken:
+		// the outcomes and the claim for their workers go in one store
+		// call (finishFill). Quick claims already follow the Finish
+		// (inline, below).
+		inline := p.inline.Load()
+		if fc, ok := e.cfg.Store.(store.FinishClaimer); ok && p.held.Load() && !inline {
+			if full, _, err := e.finishFill(ctx, p, fc, batch, &reuse); err != nil || !full {
+				p.wakeDispatcher()
+			}
+			// Let the workers just handed jobs run before the next
+			// outcomes are taken: quick jobs then share a call.
+			runtime.Gosched()
+			for i := range batch {
+				p.giveSpare(batch[i].j, e.cfg.Workers)
+				batch[i] = finished{}
+			}
+			continue
+		}
 		// The workers of these outcomes are free already. With a durable
 		// store, free their slots before the outcomes are written, so that
 		// the dispatcher's claim for them runs beside this Finish (on
 		// SQLite both share one transaction) instead of after it. While
 		// claims are quick the completer claims itself, after Finish, and
 		// its job copies are reused.
-		inline := p.inline.Load()
 		if !inline {
 			p.release(batch)
 			p.wakeDispatcher()
@@ -56,6 +75,36 @@ func (e *Engine) complete(ctx context.Context, p *pool) {
 	}
 }
 
+// finishFill writes the outcomes of batch and claims for the pool's free
+// workers, theirs included, in one store call, so that the claim takes the
+// slots of queue concurrency limits the outcomes give back (decisions.md,
+// 70). It reports what fill does. Under p.claimMu: the dispatcher claims
+// nothing meanwhile. Once the pool stops claiming it only writes the
+// outcomes.
+func (e *Engine) finishFill(ctx context.Context, p *pool, fc store.FinishClaimer, batch []finished, reuse *[]*job.Job) (full bool, next time.Time, err error) {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	p.release(batch)
+	limit := e.claimable(p)
+	if limit == 0 || len(e.cfg.Kinds) == 0 {
+		e.finish(ctx, batch, e.cfg.Now(), false)
+		return false, time.Time{}, nil
+	}
+	now := e.cfg.Now()
+	r := p.takeSpare(*reuse, limit)
+	var res store.ClaimResult
+	var claimErr error
+	_, err = e.finishWith(ctx, batch, now, false, func(fp store.FinishParams) ([]job.State, error) {
+		var reached []job.State
+		reached, res, claimErr = fc.FinishClaim(ctx, fp, e.claimParams(now, limit, p.room(e.cfg.QueueLimits), r))
+		return reached, claimErr
+	})
+	if err == nil {
+		e.started(res, now)
+	}
+	return e.filled(ctx, p, limit, r, reuse, res, claimErr)
+}
+
 // release frees the slots of the jobs of batch, whose workers have given
 // back their outcomes.
 func (p *pool) release(batch []finished) {
@@ -79,6 +128,13 @@ func (p *pool) wakeDispatcher() {
 // want (ProcessNext) it returns the jobs as the store left them (nil where
 // an outcome did not apply); the pool builds them only for observers.
 func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, want bool) ([]*job.Job, error) {
+	return e.finishWith(ctx, batch, now, want, func(p store.FinishParams) ([]job.State, error) {
+		return e.cfg.Store.Finish(ctx, p)
+	})
+}
+
+// finishWith is finish with write in place of the store's Finish.
+func (e *Engine) finishWith(ctx context.Context, batch []finished, now time.Time, want bool, write func(store.FinishParams) ([]job.State, error)) ([]*job.Job, error) {
 	e.mu.Lock()
 	outs := e.outs[:0]
 	e.outs = nil
@@ -92,7 +148,7 @@ func (e *Engine) finish(ctx context.Context, batch []finished, now time.Time, wa
 		e.outs = outs[:0]
 		e.mu.Unlock()
 	}()
-	reached, err := e.cfg.Store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
+	reached, err := write(store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
 		// The jobs stay running in the store; their leases, no longer
 		// renewed, expire and the rescuer gives them back.

@@ -27,7 +27,17 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 	if len(e.cfg.Kinds) == 0 {
 		return store.ClaimResult{}, nil // nothing this engine could run
 	}
-	res, err := e.cfg.Store.Claim(ctx, store.ClaimParams{
+	res, err := e.cfg.Store.Claim(ctx, e.claimParams(now, limit, room, reuse))
+	if err != nil {
+		return res, err
+	}
+	e.started(res, now)
+	return res, nil
+}
+
+// claimParams are the store's arguments of a claim (see claim).
+func (e *Engine) claimParams(now time.Time, limit int, room map[string]int, reuse []*job.Job) store.ClaimParams {
+	return store.ClaimParams{
 		Now:         now,
 		Limit:       limit,
 		Worker:      e.cfg.Worker,
@@ -36,10 +46,12 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 		Kinds:       e.cfg.Kinds,
 		QueueLimits: room,
 		Reuse:       reuse,
-	})
-	if err != nil {
-		return res, err
 	}
+}
+
+// started reports the claim res made at now: the jobs it dropped (a
+// throttle's rate-and-drop) and the starts of those it claimed.
+func (e *Engine) started(res store.ClaimResult, now time.Time) {
 	observing := e.observing()
 	for _, j := range res.Dropped {
 		e.logJob(job.EventCancelled, j, 0, j.LastError)
@@ -54,7 +66,6 @@ func (e *Engine) claim(ctx context.Context, now time.Time, limit int, room map[s
 			e.cfg.Observe(job.Event{Type: job.EventStarted, Job: j.Clone(), At: now})
 		}
 	}
-	return res, nil
 }
 
 // dispatch claims jobs while workers are free and hands them to the pool. It
@@ -131,25 +142,38 @@ func (e *Engine) dispatch(ctx context.Context, p *pool) {
 func (e *Engine) fill(ctx context.Context, p *pool, reuse *[]*job.Job) (full bool, next time.Time, err error) {
 	p.claimMu.Lock()
 	defer p.claimMu.Unlock()
-	select {
-	case <-p.stopClaims:
-		return false, time.Time{}, nil
-	default:
-	}
-	if p.closed {
+	limit := e.claimable(p)
+	if limit == 0 {
 		return false, time.Time{}, nil
 	}
-	free := e.cfg.Workers - int(p.active.Load())
-	if free <= 0 {
-		return false, time.Time{}, nil
-	}
-	limit := min(free, claimBatch)
 	now := e.cfg.Now()
 	r := p.takeSpare(*reuse, limit)
 	began := time.Now()
 	res, err := e.claim(ctx, now, limit, p.room(e.cfg.QueueLimits), r)
 	// A failed claim leaves the retries to the dispatcher's pace.
 	p.inline.Store(err == nil && time.Since(began) < inlineClaim)
+	return e.filled(ctx, p, limit, r, reuse, res, err)
+}
+
+// claimable returns how many jobs the pool may claim now (0: none, or
+// the pool stops claiming). Under p.claimMu.
+func (e *Engine) claimable(p *pool) int {
+	select {
+	case <-p.stopClaims:
+		return 0
+	default:
+	}
+	if p.closed {
+		return 0
+	}
+	return max(0, min(e.cfg.Workers-int(p.active.Load()), claimBatch))
+}
+
+// filled hands out the jobs of res, a claim of up to limit jobs that was
+// offered the copies r (err: it failed), and gives back the copies it did
+// not fill; reuse keeps r's array for the next claim. Under p.claimMu. It
+// returns what fill does.
+func (e *Engine) filled(ctx context.Context, p *pool, limit int, r []*job.Job, reuse *[]*job.Job, res store.ClaimResult, err error) (full bool, next time.Time, _ error) {
 	for i, j := range r {
 		if i >= len(res.Jobs) || res.Jobs[i] != j {
 			p.giveSpare(j, e.cfg.Workers) // not filled by the store

@@ -1,7 +1,9 @@
 // Package engine runs jobs: a dispatcher claims jobs from the store as
 // workers free up, a fixed pool of worker goroutines runs them with timeouts
 // and panic recovery, a completer writes their outcomes back in batches
-// (and, while claims are quick, claims for the workers it freed), and
+// (and, while claims are quick, claims for the workers it freed; while a
+// queue's concurrency limit holds jobs back, it claims for them in the
+// same store call, store.FinishClaimer), and
 // a heart-beat keeps their leases alive and learns of cancellations and lost
 // leases. ProcessNext runs one job through the same steps in the caller's
 // goroutine.
@@ -211,13 +213,21 @@ func (e *Engine) run(ctx context.Context) {
 	e.pool = p
 	e.mu.Unlock()
 	e.running.Store(p)
+	// Watch for cancels before any job can start: a cancel signalled
+	// before the heartbeat watched would wait for the next renewal.
+	var cancels <-chan struct{}
+	if w := e.cfg.Cancels; w != nil {
+		ch, stop := w.WatchCancels()
+		defer stop()
+		cancels = ch
+	}
 	var workers, loops sync.WaitGroup
 	for i := range e.cfg.Workers {
 		workers.Go(func() { e.work(p, &p.slots[i]) })
 	}
 	loops.Go(func() { e.dispatch(ctx, p) })
 	loops.Go(func() { e.complete(ctx, p) })
-	loops.Go(func() { e.heartbeat(ctx, p) })
+	loops.Go(func() { e.heartbeat(ctx, p, cancels) })
 	workers.Wait()
 	e.running.Store(nil)
 	close(p.idle)

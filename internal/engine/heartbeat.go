@@ -17,16 +17,11 @@ import (
 // A store that tells of cancels promptly (store.CancelWatcher) makes it
 // renew at once when a running job's cancel was requested, here or in
 // another process: the request reaches the handler in milliseconds, not
-// at the next renewal.
-func (e *Engine) heartbeat(ctx context.Context, p *pool) {
+// at the next renewal. cancels is its watch (nil without one), taken by run
+// before any job starts.
+func (e *Engine) heartbeat(ctx context.Context, p *pool, cancels <-chan struct{}) {
 	t := time.NewTicker(e.cfg.LeaseDuration / 3)
 	defer t.Stop()
-	var cancels <-chan struct{}
-	if w := e.cfg.Cancels; w != nil {
-		ch, stop := w.WatchCancels()
-		defer stop()
-		cancels = ch
-	}
 	for {
 		select {
 		case <-ctx.Done():

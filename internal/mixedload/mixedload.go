@@ -179,6 +179,9 @@ type Result struct {
 	// (Samples of them).
 	P50, P99, Max time.Duration
 	Samples       int
+	// Claims is how many claims the client made in the window (store
+	// calls that claim: Claim, FinishClaim), per job worked.
+	Claims float64
 }
 
 // Ratio is worked/inserted.
@@ -197,6 +200,7 @@ type phase struct {
 	done    atomic.Int64
 	sub     *hopper.Subscription
 	counted chan struct{}
+	claims  atomic.Int64 // store calls that claimed
 
 	mu        sync.Mutex
 	recording bool
@@ -221,7 +225,12 @@ func newPhase(ctx context.Context, cfg Config) (*phase, error) {
 		p.mu.Unlock()
 		return nil, nil
 	}, nil)
-	p.c, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, Concurrency: cfg.Workers, Logger: slog.New(slog.DiscardHandler)})
+	p.c, err = hopper.NewClient(hopper.Config{Store: st, Workers: ws, Concurrency: cfg.Workers, Logger: slog.New(slog.DiscardHandler),
+		OnStoreCall: func(op string, _ time.Duration, _ error) {
+			if op == "claim" || op == "finish_claim" {
+				p.claims.Add(1)
+			}
+		}})
 	if err != nil {
 		closeSt()
 		return nil, err
@@ -350,9 +359,9 @@ func Run(ctx context.Context, cfg Config, capacity float64, load Load) (Result, 
 	p.mu.Lock()
 	p.recording = true
 	p.mu.Unlock()
-	ins0, done0, t0 := inserted.Load(), p.completed(), time.Now()
+	ins0, done0, claims0, t0 := inserted.Load(), p.completed(), p.claims.Load(), time.Now()
 	wait(cfg.Duration)
-	ins1, done1 := inserted.Load(), p.completed()
+	ins1, done1, claims1 := inserted.Load(), p.completed(), p.claims.Load()
 	res.Window = time.Since(t0)
 	p.mu.Lock()
 	p.recording = false
@@ -369,6 +378,9 @@ func Run(ctx context.Context, cfg Config, capacity float64, load Load) (Result, 
 	secs := res.Window.Seconds()
 	res.Inserted, res.Worked = float64(ins1-ins0)/secs, float64(done1-done0)/secs
 	res.Backlog = ins1 - done1
+	if done1 > done0 {
+		res.Claims = float64(claims1-claims0) / float64(done1-done0)
+	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		pct := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }

@@ -332,6 +332,11 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		return store.ClaimResult{}, err
 	}
 	defer s.mu.Unlock()
+	return s.claim(p)
+}
+
+// claim is Claim under s.mu.
+func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 	now := store.UnixNanos(p.Now)
 	ls := s.claimLanes(p.Queues, p.Kinds)
 	limits := s.slots(p.QueueLimits) // QueueLimits and the free slots of limited queues
@@ -426,6 +431,15 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		}
 		res.Jobs = append(res.Jobs, j)
 	}
+	if taken != nil && !res.Held {
+		// A queue filled to its limit by this claim holds its next jobs.
+		for _, l := range ls {
+			if lim, ok := limits[l.queue]; ok && taken[l.queue] >= lim && l.ready.len() > 0 && s.queues[l.queue].Concurrency > 0 {
+				res.Held = true
+				break
+			}
+		}
+	}
 	if err := s.endThrottle(ls, taken, p, &res); err != nil {
 		return store.ClaimResult{}, err
 	}
@@ -457,6 +471,26 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	return s.finish(p)
+}
+
+// FinishClaim implements store.FinishClaimer: Finish then Claim under one
+// hold of the lock.
+func (s *Store) FinishClaim(ctx context.Context, f store.FinishParams, c store.ClaimParams) ([]job.State, store.ClaimResult, error) {
+	if err := s.lock(); err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	defer s.mu.Unlock()
+	reached, err := s.finish(f)
+	if err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	res, err := s.claim(c)
+	return reached, res, err
+}
+
+// finish is Finish under s.mu.
+func (s *Store) finish(p store.FinishParams) ([]job.State, error) {
 	for _, o := range p.Outcomes {
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err

@@ -140,16 +140,23 @@ const sqlListQueues = `SELECT name FROM (WITH ` + availableQueuesAll + ` SELECT 
 	UNION SELECT name FROM (` + waitingQueuesAll + `) w`
 
 // nextRunSQL returns the NextRunAt query: $1 the kinds (NULL: any), and $2
-// the queues if given.
+// the queues if given; and ClaimResult.Held: whether a queue the claim
+// could take from is at its concurrency limit now (read after the claim,
+// in its transaction: jobs of that queue may wait for a slot).
 func nextRunSQL(given bool) string {
 	qs := `SELECT unnest($2::text[]) AS name`
 	if !given {
 		qs = waitingQueuesAll
 	}
-	return `SELECT min(x.run_at) FROM (` + qs + `) qs CROSS JOIN LATERAL (
+	held := `true`
+	if given {
+		held = `name = ANY($2::text[])`
+	}
+	return `SELECT (SELECT min(x.run_at) FROM (` + qs + `) qs CROSS JOIN LATERAL (
 		SELECT run_at FROM {schema}.jobs
 		WHERE ` + sqlWaitingTimed + ` AND queue = qs.name AND ($1::text[] IS NULL OR kind = ANY($1::text[]))
-		ORDER BY run_at LIMIT 1) x`
+		ORDER BY run_at LIMIT 1) x),
+		EXISTS (SELECT 1 FROM {schema}.queues WHERE concurrency > 0 AND running >= concurrency AND ` + held + `)`
 }
 
 // claimSQL returns the claim statement: $1 now, $2 worker, $3 lease, $4
@@ -276,13 +283,54 @@ func b2i(b bool) int {
 	return 0
 }
 
-// Claim implements store.Store. It is one round trip and one transaction;
-// no job is claimed twice, even by several processes.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.ClaimResult, err error) {
+// Claim implements store.Store. It is one round trip and one transaction,
+// and a second transaction if it found keyed queues (keys.go); no job is
+// claimed twice, even by several processes.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	if err := s.writable(); err != nil {
 		return store.ClaimResult{}, err
 	}
-	began := time.Now()
+	b := &pgx.Batch{}
+	b.Queue(sqlClaimPlan)
+	c := s.queueClaim(b, p)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil { // the settings
+		c.failed()
+		return store.ClaimResult{}, s.translate(err)
+	}
+	res, err := c.read(br)
+	if err == nil {
+		err = s.translate(br.Close())
+	}
+	if err != nil {
+		c.failed()
+		return store.ClaimResult{}, err
+	}
+	return c.complete(ctx, res)
+}
+
+// claimCall is one claim's statements queued on a batch (queueClaim), to
+// be read (read) once the batch is sent, and completed (complete: the
+// keyed queues, then the floors) once it committed, or recorded as failed
+// (failed).
+type claimCall struct {
+	s        *Store
+	p        store.ClaimParams
+	began    time.Time
+	plan     floorPlan
+	listing  bool // the batch lists the queues (sqlListQueues)
+	claiming bool // the batch claims
+	keying   bool // the batch lists the keyed queues (sqlKeyedOf)
+	promoted map[string]floorKey
+	listed   []string
+	keyed    []string // the keyed queues it found, for complete
+}
+
+// queueClaim queues a claim's statements for p on b, after the settings
+// of its transaction (sqlClaimPlan or, in a FinishClaim, its own).
+func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
+	c := &claimCall{s: s, p: p, began: time.Now()}
 	queues := dedupe(p.Queues)
 	given := len(queues) > 0
 	var kinds []string
@@ -292,42 +340,31 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 	now, lease := ts(p.Now), ts(p.LeaseUntil)
 	// With floors and no queues given, a claim between refreshes names the
 	// queues the floors know; a full one lists them.
-	plan := floorPlan{full: true}
+	c.plan = floorPlan{full: true}
 	if s.floors != nil {
-		plan = s.floors.plan(given, strings.Join(kinds, "\x00"), began)
-		defer func() {
-			if err != nil {
-				s.floors.abandon(plan)
-				if plan.full {
-					s.floors.reset() // the fronts are still to be read
-				}
-			}
-		}()
+		c.plan = s.floors.plan(given, strings.Join(kinds, "\x00"), c.began)
 	}
-	named := given || plan.names != nil
-	listing := s.floors != nil && !named
-	if plan.probe {
+	named := given || c.plan.names != nil
+	c.listing = s.floors != nil && !named
+	if c.plan.probe {
 		s.probeReq <- queues // buffered (1), and plan asks for one probe at a time
 	}
 
-	b := &pgx.Batch{}
-	b.Queue(sqlClaimPlan)
 	if given {
 		b.Queue(s.q(sqlPromote[1]), now, queues)
 	} else {
 		b.Queue(s.q(sqlPromote[0]), now)
 	}
-	if listing {
+	if c.listing {
 		b.Queue(s.q(sqlListQueues))
 	}
-	claiming := false
 	if p.Limit > 0 {
 		var names []string
 		var lims []int32
 		if named {
 			list := queues
 			if !given {
-				list = plan.names
+				list = c.plan.names
 			}
 			for _, q := range list {
 				lim := p.Limit
@@ -344,10 +381,10 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 			}
 		}
 		if !named || len(names) > 0 {
-			claiming = true
+			c.claiming = true
 			args := []any{now, p.Worker, lease, int32(min(p.Limit, 1<<31-1)), names, lims}
 			if named {
-				fp, ft, fi := s.floors.starts(names, plan.full)
+				fp, ft, fi := s.floors.starts(names, c.plan.full)
 				args = append(args, fp, ft, fi)
 			}
 			if kinds != nil {
@@ -356,7 +393,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 			b.Queue(s.q(sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(kinds != nil)]), args...)
 		}
 	}
-	if claiming {
+	if c.claiming {
 		b.Queue(s.q(sqlThrottledUntil), ts(p.Now).Time.UnixNano(), queues)
 	}
 	if given {
@@ -365,30 +402,30 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 		b.Queue(s.q(sqlNextRun[0]), kinds)
 	}
 	if p.Limit > 0 {
+		c.keying = true
 		b.Queue(s.q(sqlKeyedOf), queues) // the keyed queues (keys.go)
 	}
+	return c
+}
 
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil { // the settings
+// read reads the claim's results from br, the batch's results positioned
+// after the statements queued before the claim's.
+func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error) {
+	s := c.s
+	if c.promoted, err = scanKeys(br); err != nil {
 		return res, s.translate(err)
 	}
-	promoted, err := scanKeys(br)
-	if err != nil {
-		return res, s.translate(err)
-	}
-	var listed []string
-	if listing {
-		listed = []string{}
+	if c.listing {
+		c.listed = []string{}
 		rows, err := br.Query()
 		if err != nil {
 			return res, s.translate(err)
 		}
-		if listed, err = pgx.AppendRows(listed, rows, pgx.RowTo[string]); err != nil {
+		if c.listed, err = pgx.AppendRows(c.listed, rows, pgx.RowTo[string]); err != nil {
 			return res, s.translate(err)
 		}
 	}
-	if claiming {
+	if c.claiming {
 		rows, err := br.Query()
 		if err != nil {
 			return res, s.translate(err)
@@ -406,21 +443,17 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 		}
 	}
 	var next pgtype.Timestamptz
-	if err := br.QueryRow().Scan(&next); err != nil {
+	if err := br.QueryRow().Scan(&next, &res.Held); err != nil {
 		return store.ClaimResult{}, s.translate(err)
 	}
-	var keyed []string
-	if p.Limit > 0 {
+	if c.keying {
 		rows, err := br.Query()
 		if err != nil {
-			return res, s.translate(err)
+			return store.ClaimResult{}, s.translate(err)
 		}
-		if keyed, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			return res, s.translate(err)
+		if c.keyed, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return store.ClaimResult{}, s.translate(err)
 		}
-	}
-	if err := br.Close(); err != nil {
-		return store.ClaimResult{}, s.translate(err)
 	}
 	res.NextRunAt = fromTS(next)
 	// RETURNING has no order: restore the claim order.
@@ -433,32 +466,61 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (res store.Claim
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	if len(keyed) > 0 && len(res.Jobs) < p.Limit {
-		slices.Sort(keyed)
-		more, held, until, err := s.claimKeyed(ctx, p, keyed, p.Limit-len(res.Jobs))
-		if err != nil {
-			// The jobs of the plain claim are claimed: hand them over.
-			if len(res.Jobs) == 0 {
-				return res, s.translate(err)
-			}
+	return res, nil
+}
+
+// complete ends a claim whose batch committed with res, the plain
+// claim's: it claims the keyed queues the batch found (claimKeyed), in a
+// transaction of their own, records the claim (done, or failed) and
+// returns res with the keyed jobs after the plain ones. It fails only if
+// the keyed step failed and the plain claim took nothing: jobs claimed
+// are handed over.
+func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.ClaimResult, error) {
+	var more []*job.Job
+	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
+		slices.Sort(c.keyed)
+		var held bool
+		var until time.Time
+		var err error
+		more, held, until, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
+		if err != nil && len(res.Jobs) == 0 {
+			c.failed()
+			return store.ClaimResult{}, c.s.translate(err)
 		}
 		res.Held = res.Held || held
 		if !until.IsZero() && (res.ThrottledUntil.IsZero() || until.Before(res.ThrottledUntil)) {
 			res.ThrottledUntil = until
 		}
-		defer func() { res.Jobs = append(res.Jobs, more...) }()
 	}
-	if s.floors != nil {
-		s.floors.claimed(plan, res.Jobs, listed, len(res.Jobs) >= p.Limit, time.Since(began))
-		if len(promoted) > 0 {
-			// The claim saw the promoted jobs above its floors only; the
-			// other Stores saw none of them.
-			if s.notifyKeys(promoted) {
-				s.signal()
-			}
+	c.done(res) // the floors follow the plain claim's jobs
+	res.Jobs = append(res.Jobs, more...)
+	return res, nil
+}
+
+// failed records a claim whose transaction failed.
+func (c *claimCall) failed() {
+	if f := c.s.floors; f != nil {
+		f.abandon(c.plan)
+		if c.plan.full {
+			f.reset() // the fronts are still to be read
 		}
 	}
-	return res, nil
+}
+
+// done records a claim whose transaction committed with res.
+func (c *claimCall) done(res store.ClaimResult) {
+	s := c.s
+	if s.floors == nil {
+		return
+	}
+	s.floors.claimed(c.plan, res.Jobs, c.listed, len(res.Jobs) >= c.p.Limit, time.Since(c.began))
+	if len(c.promoted) > 0 {
+		// The claim saw the promoted jobs above its floors only; the
+		// other Stores saw none of them.
+		if s.announce(c.promoted) {
+			s.signal()
+		}
+	}
 }
 
 // probeSQL returns the probe's query (floor.go): per queue of $1 (named)

@@ -225,7 +225,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 		if err != nil {
 			return nil, s.translate(err)
 		}
-		s.notifyKeys(keys)
+		s.announce(keys) // the caller wakes its own engine
 		return res, nil
 	}
 	if rows.keyed {
@@ -237,7 +237,7 @@ func (s *Store) Enqueue(ctx context.Context, p store.EnqueueParams) ([]store.Enq
 			return err
 		})
 		if err == nil {
-			s.notifyKeys(lowestKeys(rows.jobs, rows.states, insertedID(res)))
+			s.announce(lowestKeys(rows.jobs, rows.states, insertedID(res))) // the caller wakes its own engine
 		}
 	} else {
 		res, err = s.insert(ctx, poolSender{s}, rows, notifyAfterCommit)
@@ -398,10 +398,16 @@ func (s *Store) insertRound(ctx context.Context, tx batchSender, rows *newRows, 
 	// The notification lowers the listening Stores' floors to the jobs
 	// inserted (floor.go): their positions here, which the NOTIFY turns
 	// into IDs.
-	notifySQL, notifyArgs := sqlNotify, []any{s.channel, ""}
+	// After the Store's own commit, the payload carries its tag
+	// (listen.go); in the application's transaction it does not.
+	tag := ""
+	if notify == notifyAfterCommit {
+		tag = s.selfPrefix()
+	}
+	notifySQL, notifyArgs := sqlNotify, []any{s.channel, tag}
 	if notify != notifyNone { // (otherwise the caller notifies)
 		if payload := encodePayload(lowestKeys(jobs, states, func(i int) int64 { return int64(i) })); payload != "" {
-			notifySQL, notifyArgs = s.q(sqlNotifyIDs), []any{s.channel, payload + "\n", int64(len(jobs))}
+			notifySQL, notifyArgs = s.q(sqlNotifyIDs), []any{s.channel, tag + payload + "\n", int64(len(jobs))}
 		}
 	}
 	b := &pgx.Batch{}

@@ -31,6 +31,17 @@ func ListenUp(s *Store) <-chan struct{} { return s.listenUp }
 // sent.
 func Notifications(s *Store) int64 { return s.notifications.Load() }
 
+// Echoes returns how many of its own notifications the Store's listener
+// passed over.
+func Echoes(s *Store) int64 { return s.echoes.Load() }
+
+// Heard returns how many notifications of others the Store's listener
+// signalled Wake for.
+func Heard(s *Store) int64 { return s.heard.Load() }
+
+// OnHeard sets a function the listener calls after each notification.
+func OnHeard(s *Store, f func()) { s.onHeard.Store(&f) }
+
 // VacuumOnce runs one round of the self-vacuum.
 func VacuumOnce(s *Store) (bool, error) { return s.vacuumOnce(context.Background()) }
 

@@ -128,14 +128,121 @@ func (a *finishArrays) add(i int, o store.Outcome, rec, recC string) {
 // outcome whose target state the state machine forbids fails the whole
 // call with a *job.TransitionError, changing nothing. A job that becomes
 // available, retrying or scheduled (snoozed) wakes the listening Stores
-// (after the commit).
+// (after the commit), and so does a slot given back of a queue that was
+// at its limit.
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
-	var rounds []*finishArrays // round k holds the k-th outcome of each job
+	f, err := s.prepareFinish(p)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Outcomes) == 0 {
+		return f.reached, nil
+	}
+	b := &pgx.Batch{}
+	f.queue(b)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if err := f.read(br); err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, s.translate(err)
+	}
+	if err := s.holdKeys(ctx, p, f.reached); err != nil {
+		return nil, err
+	}
+	f.notify(f.freed)
+	return f.reached, nil
+}
+
+// sqlClaimAfterFinish is sqlClaimPlan for the claim of a FinishClaim: the
+// joins the finish turned off back on, and no asynchronous commit (the
+// transaction holds the finish's outcomes, which must be flushed).
+const sqlClaimAfterFinish = `SELECT set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'on', true),
+	set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)`
+
+// FinishClaim implements store.FinishClaimer: Finish's statements and then
+// Claim's in one batch, one implicit transaction and one round trip, so
+// that the claim takes the slots the outcomes gave back. The other
+// processes are woken for a freed slot only if the claim left its limited
+// queues with room (ClaimResult.Held false): otherwise it took them all.
+//
+// What Finish and Claim do after their transaction, FinishClaim does after
+// this one, in the same order: the holds of the outcomes' keys
+// (Outcome.HoldKeyUntil, holdKeys), and then the claim of the keyed queues
+// (claimKeyed), which thus sees the slots of the keys the outcomes gave
+// back and the holds they set, the key limits exact by the queue's row
+// lock. Once the batch has committed, FinishClaim hands over every job it
+// claimed: a hold that fails then is lost, as in a crash between the two
+// (an error only if the claim took nothing, as Finish's), and a keyed step
+// that fails leaves the keyed queues to the next claim (Wake is signalled;
+// Claim reports its error).
+func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store.ClaimParams) ([]job.State, store.ClaimResult, error) {
+	if err := s.writable(); err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	f, err := s.prepareFinish(fp)
+	if err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	b := &pgx.Batch{}
+	if len(fp.Outcomes) > 0 {
+		f.queue(b)
+	}
+	b.Queue(sqlClaimAfterFinish)
+	c := s.queueClaim(b, cp)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	fail := func(err error) ([]job.State, store.ClaimResult, error) {
+		c.failed()
+		return nil, store.ClaimResult{}, err
+	}
+	if len(fp.Outcomes) > 0 {
+		if err := f.read(br); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := br.Exec(); err != nil { // the claim's settings
+		return fail(s.translate(err))
+	}
+	res, err := c.read(br)
+	if err != nil {
+		return fail(err)
+	}
+	if err := br.Close(); err != nil {
+		return fail(s.translate(err))
+	}
+	if err := s.holdKeys(ctx, fp, f.reached); err != nil && len(res.Jobs) == 0 {
+		c.done(res)
+		f.notify(f.freed)
+		return nil, store.ClaimResult{}, err
+	}
+	if res, err = c.complete(ctx, res); err != nil {
+		s.signal() // claim again: the keyed queues are still to be claimed
+	}
+	f.notify(f.freed && !res.Held)
+	return f.reached, res, nil
+}
+
+// finishCall is one Finish's statements, queued on a batch (queue) and
+// read back (read).
+type finishCall struct {
+	s              *Store
+	p              store.FinishParams
+	now            pgtype.Timestamptz
+	rounds         []*finishArrays // round k holds the k-th outcome of each job
+	reached        []job.State
+	release, retry bool // an outcome releases (available) or retries or snoozes a job
+	freed          bool // an attempt gave back a slot of a queue that was at its limit
+}
+
+// prepareFinish checks and encodes the outcomes of p.
+func (s *Store) prepareFinish(p store.FinishParams) (*finishCall, error) {
+	f := &finishCall{s: s, p: p, now: ts(p.Now), reached: make([]job.State, len(p.Outcomes))}
 	seen := make(map[job.ID]int, len(p.Outcomes))
-	release, retry := false, false
 	for i, o := range p.Outcomes {
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 			return nil, err
@@ -154,46 +261,46 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		}
 		switch o.State {
 		case job.StateAvailable: // released: its key is not at hand
-			release = true
+			f.release = true
 		case job.StateRetrying, job.StateScheduled: // snoozed
-			retry = true
+			f.retry = true
 		}
 		k := seen[o.ID]
 		seen[o.ID] = k + 1
-		if k == len(rounds) {
-			rounds = append(rounds, &finishArrays{})
+		if k == len(f.rounds) {
+			f.rounds = append(f.rounds, &finishArrays{})
 		}
-		rounds[k].add(i, o, rec, recC)
+		f.rounds[k].add(i, o, rec, recC)
 	}
-	reached := make([]job.State, len(p.Outcomes))
-	if len(p.Outcomes) == 0 {
-		return reached, nil
-	}
-	freed := false // an attempt gave back a slot of a queue that was at its limit
-	for _, r := range rounds {
+	for _, r := range f.rounds {
 		r.sortByID()
 	}
-	b := &pgx.Batch{}
+	return f, nil
+}
+
+// queue queues the finish's statements on b: per round, the outputs of
+// its outcomes (sqlKeepOutputs, if any) and then sqlFinish.
+func (f *finishCall) queue(b *pgx.Batch) {
 	b.Queue(sqlNestedLoops)
-	now := ts(p.Now)
-	kept := 0 // the output statements queued
-	for _, r := range rounds {
-		if o := r.outputs(p.Outcomes); o != nil {
-			b.Queue(s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
-				o.log, o.logSize, now)
-			kept++
+	for _, r := range f.rounds {
+		if o := r.outputs(f.p.Outcomes); o != nil {
+			b.Queue(f.s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
+				o.log, o.logSize, f.now)
 		}
-		b.Queue(s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, now)
+		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now)
 	}
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
+}
+
+// read reads the finish's results from br into f.reached and f.freed.
+func (f *finishCall) read(br pgx.BatchResults) error {
+	s := f.s
 	if _, err := br.Exec(); err != nil {
-		return nil, s.translate(err)
+		return s.translate(err)
 	}
-	for _, r := range rounds {
-		if r.hasOutput {
+	for _, r := range f.rounds {
+		if r.hasOutput { // sqlKeepOutputs
 			if _, err := br.Exec(); err != nil {
-				return nil, s.translate(err)
+				return s.translate(err)
 			}
 		}
 		pos := make(map[int64]int, len(r.ids))
@@ -202,7 +309,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 		}
 		rows, err := br.Query()
 		if err != nil {
-			return nil, s.translate(err)
+			return s.translate(err)
 		}
 		for rows.Next() {
 			var (
@@ -212,34 +319,34 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			)
 			if err := rows.Scan(&id, &name, &full); err != nil {
 				rows.Close()
-				return nil, s.translate(err)
+				return s.translate(err)
 			}
 			st, err := parseState(name)
 			if err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
-			reached[pos[id]] = st
-			freed = freed || full
+			f.reached[pos[id]] = st
+			f.freed = f.freed || full
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, s.translate(err)
+			return s.translate(err)
 		}
 	}
-	if err := br.Close(); err != nil {
-		return nil, s.translate(err)
-	}
-	if err := s.holdKeys(ctx, p, reached); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// notify wakes the listening Stores after the finish committed, for the
+// jobs it made available or due later, and for slots (freed: the slots
+// given back may start jobs elsewhere).
+func (f *finishCall) notify(freed bool) {
 	switch {
-	case release:
-		s.notify()
-	case retry, freed: // a wake-up for the new run-at (claims promote them), or for the jobs a limit held
-		s.notifyKeys(map[string]floorKey{})
+	case f.release:
+		f.s.notify()
+	case f.retry, freed: // a wake-up for the new run-at (claims promote them), or for the jobs a limit held
+		f.s.notifyKeys(map[string]floorKey{})
 	}
-	return reached, nil
 }
 
 // rescueBatch caps the jobs one transaction of Rescue moves.

@@ -2,6 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +33,22 @@ import (
 // pool: LISTEN is session state) and signals Wake when a notification
 // arrives, so a job enqueued by any process starts within milliseconds.
 //
+// Its own notifications come back to it too. They would wake its workers a
+// second time for each write (the caller of an Enqueue wakes its own
+// engine; issue 19: half the claims under a steady stream found nothing),
+// so a Store tags the notifications it sends after its own commits with a
+// random tag of its own (selfPrefix), and its listener passes over those:
+// their floors are lowered or reset in the Store already, and a write
+// whose waking the caller does not do itself (a Finish that retries or
+// releases a job, a rescue, a reschedule, a resume, a schedule's fire)
+// signals this Store's Wake at once instead (notifyKeys, notify). An
+// enqueue's, and a claim's promotion's, wake no one here: the Client wakes
+// its engine after its Enqueue, and a claim signals Wake itself when it
+// lowered a floor. Notifications sent in the application's transaction
+// (EnqueueTx) are not tagged: only their echo tells this process that
+// the transaction committed. A Hopper without tags reads a tagged payload
+// as a reset of its floors.
+//
 // Wake also fires every Options.PollInterval (1s) whatever happens: the
 // fallback for the time the listener is down (it reconnects, backing off
 // up to 5s, and signals once connected, as notifications may have been
@@ -53,7 +72,8 @@ func (s *Store) signal() {
 
 // notify asks the notifier to send a notification soon, after a write
 // made jobs available whose keys it does not know: the notification, and
-// this Store's floors, reset every floor (floor.go). It never blocks.
+// this Store's floors, reset every floor (floor.go). It signals this
+// Store's Wake too. It never blocks.
 func (s *Store) notify() {
 	s.floors.reset()
 	s.pending.Lock()
@@ -61,12 +81,21 @@ func (s *Store) notify() {
 	s.pending.keys = nil
 	s.pending.Unlock()
 	s.request()
+	s.signal()
 }
 
 // notifyKeys is notify for a write that made jobs available with keys
-// (and queues) known: the notification lowers the floors to them. It
-// reports whether it lowered this Store's.
-func (s *Store) notifyKeys(keys map[string]floorKey) bool {
+// (and queues) known: the notification lowers the floors to them.
+func (s *Store) notifyKeys(keys map[string]floorKey) {
+	s.announce(keys)
+	s.signal()
+}
+
+// announce is notifyKeys without the signal of this Store's Wake, for
+// the writes whose waking the caller does itself (an Enqueue's: the
+// Client's; a claim's promotion). It reports whether it lowered this
+// Store's floors.
+func (s *Store) announce(keys map[string]floorKey) bool {
 	lowered := s.floors.lower(keys)
 	s.pending.Lock()
 	if !s.pending.reset {
@@ -117,6 +146,7 @@ func (s *Store) sendNotify(ctx context.Context) {
 	}
 	s.pending.reset, s.pending.keys = false, nil
 	s.pending.Unlock()
+	payload = s.selfPrefix() + payload
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s.pool.Exec(ctx, sqlNotify, s.channel, payload) //nolint:errcheck // polling covers a lost notification
@@ -202,16 +232,24 @@ func (s *Store) listenOnce() error {
 		if err != nil {
 			return nil
 		}
-		if n.Payload == cancelPayload {
+		payload, own := s.cutSelf(n.Payload)
+		switch {
+		case own: // its cancels signalled here already (cancelled)
+			s.echoes.Add(1)
+		case payload == cancelPayload: // another process's cancel
 			s.cancels.Signal()
-			continue
+		default:
+			if keys := decodePayload(payload); keys != nil {
+				s.floors.lower(keys)
+			} else {
+				s.floors.reset()
+			}
+			s.heard.Add(1)
+			s.signal()
 		}
-		if keys := decodePayload(n.Payload); keys != nil {
-			s.floors.lower(keys)
-		} else {
-			s.floors.reset()
+		if f := s.onHeard.Load(); f != nil {
+			(*f)()
 		}
-		s.signal()
 	}
 }
 
@@ -224,8 +262,11 @@ func (s *Store) Channel() string { return s.channel }
 func (s *Store) Listening() bool { return s.listening.Load() }
 
 // cancelPayload is the notification of a cancel of a running job: the
-// listeners signal WatchCancels, not Wake. (A Store of an older Hopper
-// reads it as a payload it does not know, which wakes its claims: no harm.)
+// listeners signal WatchCancels, not Wake. It is sent after the Store's tag
+// (selfPrefix), as its other notifications are: its own listener passes
+// over it (cancelled signalled already), the others read the payload after
+// the tag. (A Store of an older Hopper reads it as a payload it does not
+// know, which wakes its claims: no harm.)
 const cancelPayload = "!cancel"
 
 // WatchCancels implements store.CancelWatcher: a cancel of a running job
@@ -242,5 +283,29 @@ func (s *Store) cancelled(ctx context.Context) {
 	s.cancels.Signal()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s.pool.Exec(ctx, sqlNotify, s.channel, cancelPayload) //nolint:errcheck // the lease renewal covers a lost notification
+	s.pool.Exec(ctx, sqlNotify, s.channel, s.selfPrefix()+cancelPayload) //nolint:errcheck // the lease renewal covers a lost notification
+}
+
+// newSelfTag returns a random tag for a Store's own notifications.
+func newSelfTag() string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// selfPrefix is what starts the payload of each notification this Store
+// sends after its own commits: "~", its tag and a newline.
+func (s *Store) selfPrefix() string { return "~" + s.self + "\n" }
+
+// cutSelf returns payload without its tag line, if it has one, and
+// whether the tag is this Store's.
+func (s *Store) cutSelf(payload string) (string, bool) {
+	if !strings.HasPrefix(payload, "~") {
+		return payload, false
+	}
+	tag, rest, ok := strings.Cut(payload[1:], "\n")
+	if !ok {
+		return payload, false
+	}
+	return rest, tag == s.self
 }

@@ -170,3 +170,62 @@ func TestListenerReconnects(t *testing.T) {
 	enqueue(t, other, newJob(t, "k"))
 	waitWake(t, s, "Enqueue after the reconnection")
 }
+
+// TestOwnNotificationsDoNotWake: a Store's listener passes over the
+// notifications of its own commits — an Enqueue's caller wakes its own
+// workers, and each echo was a second wake-up and, under a steady stream,
+// a claim that found nothing (issue 19) — but not another Store's, nor
+// those sent in the application's transaction (EnqueueTx), which only the
+// echo reports. Notifications reach a listener in commit order, so once
+// the other Store's has woken a, a's own came and went before it.
+func TestOwnNotificationsDoNotWake(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := quiet(t, schema)
+	b := openIn(t, schema, pgstore.Options{})
+	handled := make(chan struct{}, 10)
+	pgstore.OnHeard(a, func() { handled <- struct{}{} })
+	enqueue(t, a, newJob(t, "k")) // a's own: passed over
+	enqueue(t, b, newJob(t, "k")) // another Store's: wakes a
+	for range 2 {
+		select {
+		case <-handled:
+		case <-time.After(deadline):
+			t.Fatal("a's listener did not get both notifications")
+		}
+	}
+	waitWake(t, a, "Enqueue through another store")
+	if echoes, heard := pgstore.Echoes(a), pgstore.Heard(a); echoes != 1 || heard != 1 {
+		t.Errorf("a passed over %d of its own notifications and woke for %d, want 1 and 1 (b's)", echoes, heard)
+	}
+	// In the application's transaction: the echo wakes a.
+	c := conn(t)
+	tx, err := c.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.EnqueueTx(t.Context(), tx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{newJob(t, "k")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, a, "commit of EnqueueTx through a")
+	// A write whose waking the caller does not do signals a at once: a
+	// Finish that retries a job (its new run-at).
+	res, err := a.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: 1, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("Claim: %v, %v", res, err)
+	}
+	drain(a)
+	j := res.Jobs[0]
+	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt,
+		State: job.StateRetrying, RunAt: t0.Add(time.Second), Error: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Wake():
+	default:
+		t.Errorf("a's Wake did not fire when its Finish retried a job")
+	}
+}

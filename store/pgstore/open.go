@@ -83,6 +83,7 @@ type Store struct {
 	opts     Options
 	schema   string // unquoted
 	channel  string // NOTIFY channel
+	self     string // the tag of this Store's own notifications (listen.go)
 	worker   string
 	readOnly bool
 	// empty: a read-only Store of a database without Hopper's schema.
@@ -118,6 +119,9 @@ type Store struct {
 
 	insertStmts   atomic.Int64           // INSERT statements sent (tests count them)
 	notifications atomic.Int64           // notifications sent by the notifier
+	echoes        atomic.Int64           // own notifications the listener passed over
+	heard         atomic.Int64           // notifications of others the listener woke Wake for
+	onHeard       atomic.Pointer[func()] // tests: called after the listener handled a notification
 	onNotify      atomic.Pointer[func()] // tests: called after each notification
 }
 
@@ -185,6 +189,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		opts:       opts,
 		schema:     opts.Schema,
 		channel:    channelName(opts.Schema),
+		self:       newSelfTag(),
 		worker:     opts.Worker,
 		readOnly:   opts.ReadOnly,
 		listenConf: cc.Copy(),

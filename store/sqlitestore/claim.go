@@ -327,7 +327,7 @@ func readyLanes(w *writer, p store.ClaimParams, filter []any) (lanes []lane, cap
 		if ql, ok := p.QueueLimits[l.queue]; ok {
 			l.limit = min(l.limit, ql)
 		}
-		if free.Valid && free.Int64 < int64(l.limit) {
+		if free.Valid && free.Int64 <= int64(l.limit) { // the claim may fill the queue
 			l.limit = int(max(free.Int64, 0))
 			held = true
 		}

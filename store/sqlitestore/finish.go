@@ -100,16 +100,57 @@ func finishSetSQL(cols string, ncols int, st string) (qs [maxFinishRows + 1]stri
 // Finish implements store.Store. An outcome whose target state the state
 // machine forbids fails the whole call with a *job.TransitionError.
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
+	reached, apply, err := prepareFinish(p)
+	if err != nil || apply == nil {
+		return reached, err
+	}
+	if err := s.write(ctx, apply); err != nil {
+		return nil, err
+	}
+	return reached, nil
+}
+
+// FinishClaim implements store.FinishClaimer: the finish and the claim in
+// one write transaction, the claim after the finish.
+func (s *Store) FinishClaim(ctx context.Context, f store.FinishParams, c store.ClaimParams) ([]job.State, store.ClaimResult, error) {
+	filter, err := filterArgs(c.Queues, c.Kinds)
+	if err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	reached, apply, err := prepareFinish(f)
+	if err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	var res store.ClaimResult
+	err = s.write(ctx, func(w *writer) (err error) {
+		if apply != nil {
+			if err := apply(w); err != nil {
+				return err
+			}
+		}
+		res, err = s.claim(w, c, filter)
+		return err
+	})
+	if err != nil {
+		return nil, store.ClaimResult{}, err
+	}
+	return reached, res, nil
+}
+
+// prepareFinish checks and encodes the outcomes of p and returns the
+// slice of reached states the write fills and the write itself (nil when
+// there is nothing to write).
+func prepareFinish(p store.FinishParams) ([]job.State, func(w *writer) error, error) {
 	records := make([]string, len(p.Outcomes))
 	index := make(map[job.ID]int, len(p.Outcomes))
 	distinct := true
 	for i, o := range p.Outcomes {
 		if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rec, err := store.EncodeAttempt(o.Record)
 		if err != nil {
-			return nil, job.Invalid("record", "job %d: %v", o.ID, err)
+			return nil, nil, job.Invalid("record", "job %d: %v", o.ID, err)
 		}
 		records[i] = rec
 		if _, dup := index[o.ID]; dup {
@@ -120,7 +161,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	now := store.UnixNanos(p.Now)
 	reached := make([]job.State, len(p.Outcomes))
 	if len(p.Outcomes) == 0 {
-		return reached, nil
+		return reached, nil, nil
 	}
 	// The set-based statements' rows: completed outcomes for
 	// finishDoneSQL, the others for finishSQL.
@@ -136,7 +177,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			}
 		}
 	}
-	err := s.write(ctx, func(w *writer) error {
+	return reached, func(w *writer) error {
 		clear(reached)
 		if err := w.finish(p.Outcomes, records, done, other, index, reached, now); err != nil {
 			return err
@@ -145,11 +186,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 			return err
 		}
 		return w.keepOutputs(p.Outcomes, reached, now)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reached, nil
+	}, nil
 }
 
 // finish applies the outcomes of a Finish call: by the set-based

@@ -182,6 +182,66 @@ func keyCases() []testCase {
 			e.setKey(store.SetKeyParams{Now: at(1001), Queue: "q", Key: "p", Paused: &resumed})
 			wantIDList(t, "Claim after the resume", idsOf(e.claim(store.ClaimParams{Now: at(1002), Limit: 10}).Jobs), []job.ID{p})
 		}},
+		{"FinishClaimKeepsOutputsAndKeys", func(t *testing.T, e *env) {
+			// FinishClaim does what Finish does — keeps the outcomes'
+			// outputs, gives back their key slots, sets their holds —
+			// and its claim, keyed queues included, sees all of it.
+			fc, ok := e.s.(store.FinishClaimer)
+			if !ok {
+				t.Skip("not a store.FinishClaimer")
+			}
+			e.keyControl()
+			e.keyLimit(t0, "q", 1)
+			as := e.keyed(t0, "q", "a", 2)
+			bs := e.keyed(at(1), "q", "b", 2)
+			first := e.claim(store.ClaimParams{Now: at(2), Limit: 10, Queues: []string{"q"}}).Jobs
+			wantIDList(t, "Claim at one per key", sortedIDs(first), []job.ID{as[0], bs[0]})
+			a, b := first[0], first[1]
+			if a.Key != "a" {
+				a, b = b, a
+			}
+			outs := []store.Outcome{
+				{ID: a.ID, Attempt: a.Attempt, State: job.StateCompleted, Record: record(a, at(3), job.StateCompleted.String(), ""),
+					Output: packed("a out\n", "a err\n", "", 0)},
+				{ID: b.ID, Attempt: b.Attempt, State: job.StateScheduled, RunAt: at(500), HoldKeyUntil: at(500),
+					Record: job.Attempt{Attempt: b.Attempt, StartedAt: b.StartedAt, Outcome: job.OutcomeSnoozed}},
+			}
+			reached, res, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(3), Outcomes: outs},
+				store.ClaimParams{Now: at(3), Limit: 10, Worker: worker1, LeaseUntil: at(3).Add(lease)})
+			if err != nil {
+				t.Fatalf("FinishClaim: %v", err)
+			}
+			if len(reached) != 2 || reached[0] != job.StateCompleted || reached[1] != job.StateScheduled {
+				t.Errorf("FinishClaim reached %v, want [completed scheduled]", reached)
+			}
+			// a's slot came back: its next job; b is held, its jobs wait.
+			wantIDList(t, "FinishClaim's claim", idsOf(res.Jobs), as[1:])
+			if len(res.Jobs) != 1 {
+				t.FailNow()
+			}
+			if got := e.outputs(a.ID, 0); len(got) != 1 || string(got[0].Stdout.Data) != "a out\n" ||
+				string(got[0].Stderr.Data) != "a err\n" || !got[0].Succeeded {
+				t.Errorf("Outputs of the finished job: %+v, want one, succeeded, with its streams", got)
+			}
+			ks := e.listKeys("q")
+			if len(ks) != 2 || ks[0].Key != "a" || ks[0].Running != 1 || ks[1].Key != "b" || !ks[1].HeldUntil.Equal(at(500)) {
+				t.Errorf("ListKeys after FinishClaim: %+v, want a running 1, b held until %v", ks, at(500))
+			}
+			// The next FinishClaim gives back a's slot: nothing is left to
+			// take before the hold ends, and then one job of b.
+			c := res.Jobs[0]
+			_, res, err = fc.FinishClaim(e.ctx, store.FinishParams{Now: at(4), Outcomes: []store.Outcome{{ID: c.ID,
+				Attempt: c.Attempt, State: job.StateCompleted, Record: record(c, at(4), job.StateCompleted.String(), "")}}},
+				store.ClaimParams{Now: at(4), Limit: 10, Worker: worker1, LeaseUntil: at(4).Add(lease)})
+			if err != nil || len(res.Jobs) != 0 {
+				t.Errorf("FinishClaim while b is held: %v, %v; want no jobs", idsOf(res.Jobs), err)
+			}
+			_, res, err = fc.FinishClaim(e.ctx, store.FinishParams{Now: at(500)},
+				store.ClaimParams{Now: at(500), Limit: 10, Worker: worker1, LeaseUntil: at(500).Add(lease)})
+			if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Key != "b" {
+				t.Errorf("FinishClaim at the hold's end: %v, %v; want one job of b", idsOf(res.Jobs), err)
+			}
+		}},
 		{"KeyHoldFromFinish", func(t *testing.T, e *env) {
 			// An outcome's HoldKeyUntil holds the key in the finish's
 			// transaction: the snoozed job and the key's others wait.

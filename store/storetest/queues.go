@@ -311,6 +311,70 @@ func concurrencyLimitCases() []testCase {
 				e.finishOne(now.Add(time.Millisecond), got[0], store.Outcome{State: job.StateRetrying, RunAt: at(100000), Error: "x"})
 			}
 		}},
+		{"FinishClaimTakesFreedSlots", func(t *testing.T, e *env) {
+			// A finish and a claim in one transaction: the claim sees
+			// the slots the outcomes gave back, never more.
+			fc, ok := e.s.(store.FinishClaimer)
+			if !ok {
+				t.Skip("not a store.FinishClaimer")
+			}
+			e.queueControl()
+			e.limit(t0, "q", 2)
+			ids := e.addN(t0, 5, "k", "q")
+			// A claim that fills the queue reports it Held, whether or
+			// not it asked for more than the free slots.
+			first := e.claim(store.ClaimParams{Now: at(1), Limit: 2})
+			if len(first.Jobs) != 2 || !first.Held {
+				t.Fatalf("Claim of the free slots: %d jobs, Held %v; want 2, true", len(first.Jobs), first.Held)
+			}
+			a := first.Jobs[0]
+			out := store.Outcome{ID: a.ID, Attempt: a.Attempt, State: job.StateCompleted,
+				Record: record(a, at(2), job.StateCompleted.String(), "")}
+			claimP := store.ClaimParams{Now: at(2), Limit: 10, Worker: worker1, LeaseUntil: at(2).Add(lease)}
+			reached, res, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(2), Outcomes: []store.Outcome{out}}, claimP)
+			if err != nil {
+				t.Fatalf("FinishClaim: %v", err)
+			}
+			if len(reached) != 1 || reached[0] != job.StateCompleted {
+				t.Errorf("FinishClaim reached %v, want [completed]", reached)
+			}
+			wantIDList(t, "FinishClaim's claim", idsOf(res.Jobs), ids[2:3])
+			if !res.Held {
+				t.Errorf("FinishClaim at the limit again: Held false, want true")
+			}
+			if q := e.queueState("q"); q.Running != 2 {
+				t.Errorf("after FinishClaim: running %d, want 2", q.Running)
+			}
+			// An outcome of a lost lease frees nothing: the claim takes
+			// nothing.
+			stale := out
+			reached, res, err = fc.FinishClaim(e.ctx, store.FinishParams{Now: at(3), Outcomes: []store.Outcome{stale}},
+				store.ClaimParams{Now: at(3), Limit: 10, Worker: worker1, LeaseUntil: at(3).Add(lease)})
+			if err != nil || len(reached) != 1 || reached[0] != 0 || len(res.Jobs) != 0 {
+				t.Errorf("FinishClaim of a lost lease: %v, %v, %v; want [0], no jobs, nil", reached, idsOf(res.Jobs), err)
+			}
+			// A refused outcome fails the call: nothing is claimed.
+			b := first.Jobs[1]
+			bad := store.Outcome{ID: b.ID, Attempt: b.Attempt, State: job.StateRunning}
+			if _, _, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(4), Outcomes: []store.Outcome{bad}},
+				store.ClaimParams{Now: at(4), Limit: 10, Worker: worker1, LeaseUntil: at(4).Add(lease)}); err == nil {
+				t.Errorf("FinishClaim of running -> running: no error")
+			}
+			if g := e.get(b.ID); g.State != job.StateRunning {
+				t.Errorf("job %d after a refused FinishClaim: %s, want running", b.ID, g.State)
+			}
+			if q := e.queueState("q"); q.Running != 2 {
+				t.Errorf("after a refused FinishClaim: running %d, want 2", q.Running)
+			}
+			// With no outcome it is a claim.
+			e.finishOne(at(5), b, store.Outcome{State: job.StateCompleted})
+			_, res, err = fc.FinishClaim(e.ctx, store.FinishParams{Now: at(6)},
+				store.ClaimParams{Now: at(6), Limit: 10, Worker: worker1, LeaseUntil: at(6).Add(lease)})
+			if err != nil {
+				t.Fatalf("FinishClaim without outcomes: %v", err)
+			}
+			wantIDList(t, "FinishClaim without outcomes", idsOf(res.Jobs), ids[3:4])
+		}},
 		{"QueueConcurrencyRefusesBadLimit", func(t *testing.T, e *env) {
 			qc := e.queueControl()
 			for _, n := range []int{-1, store.MaxConcurrency + 1} {
