@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -162,8 +164,8 @@ func (a *app) crontabImport(ctx context.Context, fs *pflag.FlagSet, file string,
 	if o.DryRun {
 		access = readOnly
 	}
-	return a.withSession(ctx, openOpts{access: access}, func(s *session) error {
-		changes, err := crontab.Import(ctx, s.Client, tab, o)
+	run := func(c *hopper.Client) error {
+		changes, err := crontab.Import(ctx, c, tab, o)
 		if perr := a.printCrontabChanges(changes, tab, o.DryRun); perr != nil && err == nil {
 			err = perr
 		}
@@ -175,7 +177,21 @@ func (a *app) crontabImport(ctx context.Context, fs *pflag.FlagSet, file string,
 				len(tab.Problems), plural(len(tab.Problems), "line", "lines"), label, plural(len(tab.Problems), "it", "them"))
 		}
 		return nil
-	})
+	}
+	err = a.withSession(ctx, openOpts{access: access}, func(s *session) error { return run(s.Client) })
+	var none *noDatabaseError
+	if !o.DryRun || !errors.As(err, &none) {
+		return err
+	}
+	// A dry run before the database exists: it holds no schedule, so the
+	// plan is the import's into an empty store, and nothing is created.
+	fmt.Fprintf(a.Err, "hopper: note: no database at %s yet: the plan is against an empty one\n", none.path)
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer c.StopNow()
+	return run(c)
 }
 
 // readCrontab parses file ("-": stdin) and returns it with its name for

@@ -181,6 +181,24 @@ func TestCrontabImportUnmappable(t *testing.T) {
 	}
 }
 
+// TestCrontabImportDryRunNoDatabase: a dry run before the database
+// exists shows the plan against an empty one, and creates no file.
+func TestCrontabImportDryRunNoDatabase(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "crontab", "import", "--dry-run", "--skip-unmappable", "testdata/crontab/unmappable.crontab").ok(t).
+		has(t, "would create  cron-echo-ok", "would create 1, update 0, remove 0")
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dry run left a database file: %v", err)
+	}
+	// Without --dry-run the import still needs nothing but the file: it
+	// creates the database.
+	hop(t, db, "crontab", "import", "--skip-unmappable", "testdata/crontab/unmappable.crontab").ok(t)
+	if scheds := schedulesOf(t, db); len(scheds) != 1 {
+		t.Fatalf("schedules %v", scheds)
+	}
+}
+
 // TestCrontabImportStdinJSONPrune reads a crontab from stdin, prints
 // --json, and prunes the schedules of lines removed from it; a paused
 // schedule stays paused across an update.

@@ -105,6 +105,14 @@ func isScheme(s string) bool {
 	return true
 }
 
+// noDatabaseError is the error of opening, without creating it, a SQLite
+// file that does not exist.
+type noDatabaseError struct{ path string }
+
+func (e *noDatabaseError) Error() string {
+	return fmt.Sprintf("no database at %s (it is created by hopper migrate, enqueue, schedule add, serve or demo; pass --db or set HOPPER_DB to use another)", e.path)
+}
+
 // checkDBPath gives a clear error for a SQLite file that cannot work,
 // before the store tries.
 func checkDBPath(path string, create bool) error {
@@ -120,7 +128,7 @@ func checkDBPath(path string, create bool) error {
 	switch fi, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
 		if !create {
-			return fmt.Errorf("no database at %s (it is created by hopper migrate, enqueue, schedule add, serve or demo; pass --db or set HOPPER_DB to use another)", path)
+			return &noDatabaseError{path}
 		}
 	case err != nil:
 		return fmt.Errorf("database %s: %w", path, err)
