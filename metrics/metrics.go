@@ -184,7 +184,7 @@ func New(o Options) *Metrics {
 		workers: prometheus.NewDesc("hopper_workers",
 			"Workers of this process (Config.Concurrency).", nil, nil),
 		leader: prometheus.NewDesc("hopper_leader",
-			"1 if this process leads the servers sharing the store (runs the rescuer, the retention cleaner and the schedules), else 0.", nil, nil),
+			"1 if this process leads the servers sharing the store (runs the retention cleaner, the schedules and the monitor), else 0.", nil, nil),
 		up: prometheus.NewDesc("hopper_stats_up",
 			"1 if the store's counts could be read for this scrape, else 0 (the job gauges are then left out).", nil, nil),
 		authFailures: newAuthFailures(),

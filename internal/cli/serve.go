@@ -179,7 +179,7 @@ before it takes any job. Several servers may share one database.`,
 	c.Flags().StringVar(&level, "log-level", defaultLogLevel, "debug (also every transition of every job), info (the server's life, schedule firings, failures), warn (failed attempts and dead jobs) or error (dead jobs)")
 	c.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running jobs may finish")
 	c.Flags().DurationVar(&lease, "lease", hopper.DefaultLeaseDuration, "how long a running job stays this server's without a renewal (renewed every third of it); a job whose server hung or died runs again once it expires (on SQLite, one whose server died runs again at once)")
-	c.Flags().DurationVar(&rescue, "rescue-interval", hopper.DefaultRescueInterval, "how often expired leases are looked for (by the elected server on PostgreSQL)")
+	c.Flags().DurationVar(&rescue, "rescue-interval", hopper.DefaultRescueInterval, "how often expired leases are looked for (by every server)")
 	c.Flags().IntVar(&outputLimit, "output-limit", hopper.DefaultOutputLimit, "bytes of each attempt's stdout, and of its stderr, kept with the attempt (hopper jobs output); 0: none")
 	c.Flags().StringVar(&external, "external-kinds", "", "kinds other programs run on this database, which the API may enqueue and schedule (comma-separated)")
 	hf.register(c.Flags())

@@ -15,7 +15,7 @@ func (a *app) serversCmd() *cobra.Command {
 --workers 0, which only serves HTTP) and every program running a started
 Hopper client — earliest start first: ID (the worker name its jobs
 carry), host, PID, when it started, its last heart-beat, whether it leads
-(runs the rescuer, the retention cleaner and the schedules; at most one
+(runs the retention cleaner, the schedules and the monitor; at most one
 does), its workers, the jobs running under it, and its Hopper version.
 
 A server renews its record every few seconds and removes it when it stops

@@ -4,8 +4,10 @@
 // queue; and the scheduler, which fires recurring schedules.
 //
 // On a store that several processes share (store.Leader), the processes
-// elect one leader at a time (elector.go), and only the leader's services
-// act. Every maintenance write is itself a compare-and-set on the rows it
+// elect one leader at a time (elector.go), and only the leader's cleaner,
+// scheduler and monitor act. The rescuer runs in every process: a job of a
+// killed leader is given back a lease and a rescue interval after the kill,
+// not after the leader's own lease too. Every maintenance write is itself a compare-and-set on the rows it
 // changes (an expired lease, a schedule's next tick), so even a deposed
 // leader that acts before it learns it was deposed changes nothing stale.
 package maintenance
@@ -144,8 +146,8 @@ func (s *Services) Start() {
 			s.beat(ctx) // one round first, so a lone process leads (and is listed) at once
 			wg.Go(func() { s.elector(ctx) })
 		}
-		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, s.Rescue) })
-		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, s.Clean) })
+		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, false, s.Rescue) })
+		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, true, s.Clean) })
 		wg.Go(func() { s.scheduler(ctx) })
 		wg.Go(func() { s.monitor(ctx) })
 		if s.cfg.NotifyJob != nil {
@@ -183,11 +185,11 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// loop runs f now, every interval after and when wake receives, while this
-// process leads.
-func (s *Services) loop(ctx context.Context, every time.Duration, wake <-chan struct{}, f func(context.Context, time.Time)) {
+// loop runs f now, every interval after and when wake receives; with
+// leaderOnly, only while this process leads.
+func (s *Services) loop(ctx context.Context, every time.Duration, wake <-chan struct{}, leaderOnly bool, f func(context.Context, time.Time)) {
 	run := func() {
-		if now := s.cfg.Now(); s.leading(now) {
+		if now := s.cfg.Now(); !leaderOnly || s.leading(now) {
 			f(ctx, now)
 		}
 	}

@@ -285,23 +285,27 @@ func (p *partitioned) Lead(ctx context.Context, lp store.LeadParams) (store.Lead
 }
 
 // TestOnlyTheLeaderActs: of two processes sharing a store, one runs the
-// maintenance services; when it is cut off, it stops before its lease ends
-// and the other takes over within the lease and a third of it.
+// leader's services (the cleaner here); when it is cut off, it stops
+// before its lease ends and the other takes over within the lease and a
+// third of it. Both rescue all along.
 func TestOnlyTheLeaderActs(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ttl := 9 * time.Second
-		pr := startPair(ttl, func(cfg *Config) { cfg.RescueInterval = time.Second })
+		pr := startPair(ttl, func(cfg *Config) { cfg.RescueInterval, cfg.CleanInterval = time.Second, time.Second })
 		defer pr.stop()
-		svcs, stores, rescues := &pr.svcs, &pr.stores, &pr.rescues
+		svcs, stores, rescues, cleans := &pr.svcs, &pr.stores, &pr.rescues, &pr.cleans
 		time.Sleep(10 * time.Second)
 		l, f := 0, 1 // leader, follower
 		if svcs[1].Leading() {
 			l, f = 1, 0
 		}
-		if rescues[l].Load() == 0 || rescues[f].Load() != 0 || !svcs[l].Leading() || svcs[f].Leading() {
-			t.Fatalf("rescues %d (leader) %d (follower), leading %v %v",
-				rescues[l].Load(), rescues[f].Load(), svcs[l].Leading(), svcs[f].Leading())
+		if cleans[l].Load() == 0 || cleans[f].Load() != 0 || !svcs[l].Leading() || svcs[f].Leading() {
+			t.Fatalf("cleans %d (leader) %d (follower), leading %v %v",
+				cleans[l].Load(), cleans[f].Load(), svcs[l].Leading(), svcs[f].Leading())
+		}
+		if rescues[l].Load() == 0 || rescues[f].Load() == 0 {
+			t.Fatalf("rescues %d (leader) %d (follower): every process rescues", rescues[l].Load(), rescues[f].Load())
 		}
 		cut := []string{"a", "b"}[l]
 		stores[l].cut.Store(&cut)
@@ -315,11 +319,35 @@ func TestOnlyTheLeaderActs(t *testing.T) {
 		if svcs[l].Leading() {
 			t.Error("the cut-off leader still thinks it leads after the take-over")
 		}
-		before := rescues[l].Load()
+		before := cleans[l].Load()
 		time.Sleep(5 * time.Second)
-		if rescues[l].Load() != before || rescues[f].Load() == 0 {
-			t.Errorf("after the take-over: the old leader rescued %d more times, the new one %d times",
-				rescues[l].Load()-before, rescues[f].Load())
+		if cleans[l].Load() != before || cleans[f].Load() == 0 {
+			t.Errorf("after the take-over: the old leader cleaned %d more times, the new one %d times",
+				cleans[l].Load()-before, cleans[f].Load())
+		}
+	})
+}
+
+// TestFollowerRescues: the jobs of a leader that died are rescued by a
+// process that does not lead, within its rescue interval, long before it
+// takes the lead over (a lease of the leader later): a slot the dead one
+// held is free again a job's lease and a rescue interval after the kill.
+func TestFollowerRescues(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		pr := startPair(time.Minute, func(cfg *Config) { cfg.RescueInterval, cfg.CleanInterval = time.Second, time.Hour })
+		defer pr.stop()
+		svcs, stores, rescues := &pr.svcs, &pr.stores, &pr.rescues
+		cut := "a" // the leader, as if killed: it stops renewing its lease
+		stores[0].cut.Store(&cut)
+		before := rescues[1].Load()
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		if svcs[1].Leading() {
+			t.Fatal("the follower leads a second after the cut: the test needs it not to")
+		}
+		if n := rescues[1].Load() - before; n != 1 {
+			t.Errorf("the follower rescued %d times in its rescue interval, want 1", n)
 		}
 	})
 }
@@ -330,6 +358,7 @@ type pair struct {
 	svcs    [2]*Services
 	stores  [2]*partitioned
 	rescues [2]atomic.Int64
+	cleans  [2]atomic.Int64 // Purge calls
 }
 
 // startPair starts a pair with leader lease ttl, set adjusting their
@@ -340,7 +369,7 @@ func startPair(ttl time.Duration, set func(*Config)) *pair {
 	for i := range pr.svcs {
 		st := &partitioned{Store: shared}
 		pr.stores[i] = st
-		cfg := testConfig(countRescues{st, &pr.rescues[i]})
+		cfg := testConfig(counting{st, &pr.rescues[i], &pr.cleans[i]})
 		cfg.Leader, cfg.Holder, cfg.LeaderTTL = st, []string{"a", "b"}[i], ttl
 		set(&cfg)
 		pr.svcs[i] = New(cfg)
@@ -356,27 +385,33 @@ func (pr *pair) stop() {
 	}
 }
 
-type countRescues struct {
+// counting counts a store's Rescue and Purge calls.
+type counting struct {
 	store.Store
-	n *atomic.Int64
+	rescues, purges *atomic.Int64
 }
 
-func (c countRescues) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, error) {
-	c.n.Add(1)
+func (c counting) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, error) {
+	c.rescues.Add(1)
 	return c.Store.Rescue(ctx, p)
 }
 
-// TestTakeOverRunsAtOnce: a process that takes the lead over rescues (and
-// cleans) at once, not an interval later: the jobs of a killed leader are
-// rescued as soon as its lease ends and another process leads.
+func (c counting) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
+	c.purges.Add(1)
+	return c.Store.Purge(ctx, p)
+}
+
+// TestTakeOverRunsAtOnce: a process that takes the lead over cleans (and
+// rescues) at once, not an interval later.
 func TestTakeOverRunsAtOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		pr := startPair(9*time.Second, func(cfg *Config) { cfg.RescueInterval, cfg.CleanInterval = time.Hour, time.Hour })
 		defer pr.stop()
-		svcs, stores, rescues := &pr.svcs, &pr.stores, &pr.rescues
-		if !svcs[0].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 0 {
-			t.Fatalf("at start: leading %v %v, rescues %d %d", svcs[0].Leading(), svcs[1].Leading(), rescues[0].Load(), rescues[1].Load())
+		svcs, stores, rescues, cleans := &pr.svcs, &pr.stores, &pr.rescues, &pr.cleans
+		if !svcs[0].Leading() || cleans[0].Load() == 0 || cleans[1].Load() != 0 || rescues[1].Load() != 1 {
+			t.Fatalf("at start: leading %v %v, cleans %d %d, the follower's rescues %d (want 1, at its start)",
+				svcs[0].Leading(), svcs[1].Leading(), cleans[0].Load(), cleans[1].Load(), rescues[1].Load())
 		}
 		cut := "a"
 		stores[0].cut.Store(&cut)
@@ -384,8 +419,9 @@ func TestTakeOverRunsAtOnce(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		synctest.Wait()
-		if n := rescues[1].Load(); n != 1 {
-			t.Fatalf("the new leader rescued %d times right after taking over, want 1 (its interval is an hour)", n)
+		if cleans[1].Load() == 0 || rescues[1].Load() != 2 {
+			t.Fatalf("the new leader cleaned %d times and rescued %d times right after taking over, want cleans and a second rescue (its intervals are an hour)",
+				cleans[1].Load(), rescues[1].Load())
 		}
 	})
 }
@@ -405,7 +441,7 @@ func TestDeathRescuesAtOnce(t *testing.T) {
 		})
 		defer pr.stop()
 		svcs, rescues := &pr.svcs, &pr.rescues
-		if !svcs[0].Leading() || svcs[1].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 0 {
+		if !svcs[0].Leading() || svcs[1].Leading() || rescues[0].Load() != 1 || rescues[1].Load() != 1 {
 			t.Fatalf("at start: leading %v %v, rescues %d %d", svcs[0].Leading(), svcs[1].Leading(), rescues[0].Load(), rescues[1].Load())
 		}
 		for k, who := range []string{"the leader", "a follower"} {
