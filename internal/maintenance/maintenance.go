@@ -148,8 +148,8 @@ func (s *Services) Start() {
 		}
 		wg.Go(func() { s.loop(ctx, s.cfg.RescueInterval, s.rescueNow, false, s.Rescue) })
 		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, true, s.Clean) })
-		wg.Go(func() { s.scheduler(ctx) })
-		wg.Go(func() { s.monitor(ctx) })
+		wg.Go(func() { s.timed(ctx, s.wake, s.cfg.SchedulePoll, s.FireDue) })
+		wg.Go(func() { s.timed(ctx, s.monitorNow, s.cfg.MonitorPoll, s.CheckMonitors) })
 		if s.cfg.NotifyJob != nil {
 			wg.Go(func() { s.notifier(ctx) })
 		}
@@ -209,6 +209,34 @@ func (s *Services) loop(ctx context.Context, every time.Duration, wake <-chan st
 		case <-wake:
 			run()
 		}
+	}
+}
+
+// timed runs f while this process leads — the scheduler (FireDue) and the
+// monitor (CheckMonitors) — then sleeps until the time f returned (the
+// next tick, the earliest deadline; zero: none known), a wake-up or poll,
+// whichever comes first.
+func (s *Services) timed(ctx context.Context, wake <-chan struct{}, poll time.Duration, f func(context.Context, time.Time) time.Time) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-timer.C:
+		}
+		now := s.cfg.Now()
+		var next time.Time
+		if s.leading(now) {
+			next = f(ctx, now)
+		}
+		wait := poll
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(now), 0))
+		}
+		timer.Stop()
+		timer.Reset(wait)
 	}
 }
 

@@ -11,33 +11,6 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// monitor evaluates the schedules' monitors while this process leads,
-// then sleeps until the earliest deadline one of them waits for, a
-// wake-up or MonitorPoll, whichever comes first.
-func (s *Services) monitor(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.monitorNow:
-		case <-timer.C:
-		}
-		now := s.cfg.Now()
-		var next time.Time
-		if s.leading(now) {
-			next = s.CheckMonitors(ctx, now)
-		}
-		wait := s.cfg.MonitorPoll
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(now), 0))
-		}
-		timer.Stop()
-		timer.Reset(wait)
-	}
-}
-
 // WakeMonitor makes the monitor evaluate the schedules now.
 func (s *Services) WakeMonitor() { signal(s.monitorNow) }
 

@@ -10,32 +10,6 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// scheduler fires due schedules, then sleeps until the next tick, a wake-up
-// or SchedulePoll, whichever comes first.
-func (s *Services) scheduler(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		case <-timer.C:
-		}
-		now := s.cfg.Now()
-		var next time.Time
-		if s.leading(now) {
-			next = s.FireDue(ctx, now)
-		}
-		wait := s.cfg.SchedulePoll
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(now), 0))
-		}
-		timer.Stop()
-		timer.Reset(wait)
-	}
-}
-
 // FireDue fires every schedule due at now, once each, and returns the
 // earliest upcoming tick (zero if none is known). Catch-up policy: a
 // schedule whose ticks were missed (the process was down) fires once, for
