@@ -3,14 +3,11 @@ package hopper_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/internal/pgtest"
 )
 
 // TestQueueConcurrencyDurable: three clients on one SQLite file, and
@@ -22,12 +19,7 @@ func TestQueueConcurrencyDurable(t *testing.T) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			var url string
-			if st == "sqlite" {
-				url = "sqlite:" + filepath.Join(t.TempDir(), "limit.db")
-			} else {
-				url = pgtest.StoreURL(t, 4)
-			}
+			url := sharedStoreURL(t, st)
 			const limit, jobs = 3, 60
 			var mu sync.Mutex
 			running, peak := 0, 0
@@ -44,15 +36,7 @@ func TestQueueConcurrencyDurable(t *testing.T) {
 				return nil, nil
 			}, nil)
 			ctx := context.Background()
-			var clients []*hopper.Client
-			for range 3 {
-				c, err := hopper.Open(ctx, url, hopper.Config{Workers: ws, Concurrency: 8, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.StopNow() })
-				clients = append(clients, c)
-			}
+			clients := openClients(t, url, 3, ws)
 			if err := clients[0].SetQueueConcurrency(ctx, "limited", limit); err != nil {
 				t.Fatal(err)
 			}

@@ -6,12 +6,14 @@ package hopper_test
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/pgtest"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/memstore"
 )
@@ -125,4 +127,32 @@ func crashMidJob(t *testing.T, st *memstore.Store, d time.Duration) {
 	if err != nil || len(res.Jobs) != 1 {
 		t.Fatalf("Claim: got %d jobs, %v; want 1", len(res.Jobs), err)
 	}
+}
+
+// sharedStoreURL returns the URL of a new durable store for a test of
+// several clients sharing it: a new SQLite file (kind "sqlite") or a fresh
+// PostgreSQL schema (kind "postgres"; the test skips without a server, or
+// fails under CI).
+func sharedStoreURL(t *testing.T, kind string) string {
+	t.Helper()
+	if kind == "sqlite" {
+		return "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+	}
+	return pgtest.StoreURL(t, 4)
+}
+
+// openClients opens n clients of 8 workers on url, each with its own store
+// (as n processes would), stopped when the test ends; not started.
+func openClients(t *testing.T, url string, n int, ws *hopper.Workers) []*hopper.Client {
+	t.Helper()
+	var clients []*hopper.Client
+	for range n {
+		c, err := hopper.Open(context.Background(), url, hopper.Config{Workers: ws, Concurrency: 8, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.StopNow() })
+		clients = append(clients, c)
+	}
+	return clients
 }

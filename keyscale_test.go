@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/internal/pgtest"
 )
 
 // TestKeyConcurrencyDurable is issue 21's per-key acceptance at reduced
@@ -26,12 +23,7 @@ func TestKeyConcurrencyDurable(t *testing.T) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			var url string
-			if st == "sqlite" {
-				url = "sqlite:" + filepath.Join(t.TempDir(), "keys.db")
-			} else {
-				url = pgtest.StoreURL(t, 4)
-			}
+			url := sharedStoreURL(t, st)
 			const limit, jobs, keys = 2, 400, 50
 			var mu sync.Mutex
 			running, peak := map[string]int{}, map[string]int{}
@@ -60,15 +52,7 @@ func TestKeyConcurrencyDurable(t *testing.T) {
 				return nil, nil
 			}, nil)
 			ctx := context.Background()
-			var clients []*hopper.Client
-			for range 3 {
-				c, err := hopper.Open(ctx, url, hopper.Config{Workers: ws, Concurrency: 8, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.StopNow() })
-				clients = append(clients, c)
-			}
+			clients := openClients(t, url, 3, ws)
 			if err := clients[0].SetQueueKeyConcurrency(ctx, "tenants", limit); err != nil {
 				t.Fatal(err)
 			}

@@ -3,15 +3,12 @@ package hopper_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/hopperq/hopper"
-	"github.com/hopperq/hopper/internal/pgtest"
 )
 
 // TestQueueRateDurable is the throttle's acceptance at reduced scale: three
@@ -32,27 +29,14 @@ func TestQueueRateDurable(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			var url string
-			if st == "sqlite" {
-				url = "sqlite:" + filepath.Join(t.TempDir(), "rate.db")
-			} else {
-				url = pgtest.StoreURL(t, 4)
-			}
+			url := sharedStoreURL(t, st)
 			const burst = 10
 			rate := hopper.Rate{N: 100, Period: time.Second, Burst: burst}
 			interval := rate.Period / time.Duration(rate.N)
 			ws := hopper.NewWorkers()
 			hopper.RegisterRaw(ws, "call", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
 			ctx := context.Background()
-			var clients []*hopper.Client
-			for range 3 {
-				c, err := hopper.Open(ctx, url, hopper.Config{Workers: ws, Concurrency: 8, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.StopNow() })
-				clients = append(clients, c)
-			}
+			clients := openClients(t, url, 3, ws)
 			if err := clients[0].SetQueueRate(ctx, "api", rate); err != nil {
 				t.Fatal(err)
 			}
