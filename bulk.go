@@ -36,6 +36,12 @@ type BulkOptions struct {
 	// All acts on every job the action applies to: an empty filter never
 	// means all. It excludes States, Queue and Kind.
 	All bool
+	// ExceptKinds leaves the jobs of these kinds alone, whatever the
+	// filter or All (at most 16 kinds). Total still counts them. The API
+	// and the dashboard pass the kinds whose jobs run commands (exec,
+	// notifications) when a token without the exec scope retries every
+	// dead job.
+	ExceptKinds []string
 	// UpTo bounds the selection to jobs with an ID up to it (default: the
 	// newest job the action applies to when the call starts). Jobs enqueued
 	// later are left alone, so the action ends however fast jobs arrive.
@@ -122,10 +128,17 @@ func (o BulkOptions) validate() error {
 		return &FieldError{Field: "all", Reason: "All excludes states, queue and kind"}
 	case o.UpTo < 0:
 		return &FieldError{Field: "up_to", Reason: fmt.Sprintf("must not be negative, got %d", o.UpTo)}
+	case len(o.ExceptKinds) > store.MaxExceptKinds:
+		return &FieldError{Field: "except_kinds", Reason: fmt.Sprintf("%d kinds, more than the limit of %d", len(o.ExceptKinds), store.MaxExceptKinds)}
 	}
 	for _, st := range o.States {
 		if !slices.Contains(job.States, st) {
 			return &FieldError{Field: "states", Reason: fmt.Sprintf("unknown state %d", uint8(st))}
+		}
+	}
+	for _, k := range o.ExceptKinds {
+		if err := job.CheckName("except_kinds", k); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -143,7 +156,7 @@ func (c *Client) bulk(ctx context.Context, name string, o BulkOptions, applies [
 	if err := o.validate(); err != nil {
 		return BulkResult{}, err
 	}
-	p := store.MatchParams{States: o.States, Queue: o.Queue, Kind: o.Kind, UpTo: o.UpTo}
+	p := store.MatchParams{States: o.States, Queue: o.Queue, Kind: o.Kind, ExceptKinds: o.ExceptKinds, UpTo: o.UpTo}
 	states := p.Candidates(applies)
 	if len(states) == 0 {
 		return BulkResult{}, nil

@@ -115,10 +115,16 @@ type IncidentFilter struct {
 // Incidents lists the incidents the schedules' monitors found, newest
 // first: one per problem (missed start, over duration, failing) from the
 // moment it was found (its "down" notification) to the moment it ended
-// (its "up").
+// (its "up"). A Schedule no schedule can have (job.CheckName) is a
+// *FieldError on "schedule".
 func (c *Client) Incidents(ctx context.Context, f IncidentFilter) ([]*Incident, error) {
 	if f.Limit < 0 {
 		return nil, &FieldError{Field: "limit", Reason: "must not be negative"}
+	}
+	if f.Schedule != "" {
+		if err := job.CheckName("schedule", f.Schedule); err != nil {
+			return nil, err // no schedule has this name (and PostgreSQL would refuse a NUL)
+		}
 	}
 	p := store.ListIncidentsParams{OpenOnly: f.Open, BeforeID: f.Before, Limit: f.Limit}
 	if f.Schedule != "" {

@@ -52,6 +52,9 @@ func (h *handler) retryJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := h.jobPath(id)
+	if !h.mayRetry(w, r, []hopper.ID{id}) {
+		return
+	}
 	n, err := h.c.RetryDead(r.Context(), id)
 	switch {
 	case err != nil:
@@ -164,7 +167,7 @@ func (h *handler) runSchedule(w http.ResponseWriter, r *http.Request) {
 		h.actionFailed(w, r, err, back)
 		return
 	}
-	if sc.Kind == kinds.KindExec {
+	if kinds.RunsCommand(sc.Kind) {
 		if _, err := h.auth.Allow(r, httpauth.Exec); err != nil {
 			h.refused(w, r, err)
 			return
@@ -224,4 +227,27 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// mayRetry reports whether r may retry the jobs ids, and answers it with
+// 403 if not: a job that runs a command (kinds.RunsCommand) runs it again
+// when retried, which needs the exec scope, as enqueueing it does. A
+// job's kind never changes: the check holds when the retry runs.
+func (h *handler) mayRetry(w http.ResponseWriter, r *http.Request, ids []hopper.ID) bool {
+	if scopeOf(r.Context()).Includes(httpauth.Exec) {
+		return true
+	}
+	id, kind, err := kinds.CommandJob(r.Context(), h.c, ids)
+	switch {
+	case err != nil:
+		h.storeFailed(w, r, err)
+		return false
+	case id == 0:
+		return true
+	}
+	if _, err := h.auth.Allow(r, httpauth.Exec); err != nil {
+		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("Job %d is of kind %s: retrying it runs a command on the server again, which needs an exec or admin token. Nothing was retried.", id, kind))
+		return false
+	}
+	return true
 }

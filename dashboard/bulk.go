@@ -12,6 +12,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // Bulk actions act on the jobs selected in a list (ids) or on every job
@@ -135,7 +136,17 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "Confirm the action on its confirmation page.")
 		return
 	}
+	var except []string
+	if act.name == "retry" {
+		if all && !scopeOf(r.Context()).Includes(httpauth.Exec) {
+			except = kinds.CommandKinds() // every dead job matching but those: their retry runs commands
+			httpauth.Note(r, "except_kinds", except)
+		} else if !all && !h.mayRetry(w, r, ids) {
+			return
+		}
+	}
 	t := newBulkTask(act, all, f, upto, ids, back)
+	t.except = except
 	if other := h.bulks.start(t, h.runBulk); other != nil {
 		h.setFlash(w, r, true, fmt.Sprintf("Another bulk action is running (%s): start this one when it has finished.", other.snapshot().Summary))
 		http.Redirect(w, r, h.url("/bulk"), http.StatusSeeOther)
@@ -168,6 +179,9 @@ func (h *handler) awaitBulk(w http.ResponseWriter, r *http.Request, t *bulkTask)
 // confirmBulk renders the confirmation page of a bulk action.
 func (h *handler) confirmBulk(w http.ResponseWriter, r *http.Request, act bulkAction, all bool, f filter, ids []hopper.ID, back string) {
 	v := confirmView{Verb: act.verb, Danger: act.name == "delete", All: all, Applies: act.applies, Back: back}
+	if act.name == "retry" && all && !scopeOf(r.Context()).Includes(httpauth.Exec) {
+		v.Applies += " Exec jobs and notifications stay dead: retrying them runs commands, which needs an exec or admin token."
+	}
 	hidden := []hiddenField{{"action", act.name}, {"back", back}, {"confirm", "1"}}
 	if all {
 		o := f.options()
@@ -221,6 +235,7 @@ func (h *handler) runBulk(ctx context.Context, t *bulkTask) {
 			o.States = []hopper.State{t.filter.State}
 		}
 		o.All = o.States == nil && o.Queue == "" && o.Kind == ""
+		o.ExceptKinds = t.except
 		var res hopper.BulkResult
 		switch t.act.name {
 		case "cancel":

@@ -78,6 +78,7 @@ type bulkTask struct {
 	filter  filter
 	upto    hopper.ID
 	ids     []hopper.ID
+	except  []string // kinds left alone (hopper.BulkOptions.ExceptKinds)
 	back    string
 	started time.Time
 	done    chan struct{} // closed when it ends

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // jobView is the page of one job.
@@ -153,7 +154,9 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if scope >= httpauth.Write {
 		v.CanCancel = (j.State.Waiting() || j.State == hopper.StateRunning) && !j.CancelRequested
-		v.CanRetry = j.State == deadState
+		// A dead job that runs a command runs it again when retried: that
+		// needs the exec scope (mayRetry).
+		v.CanRetry = j.State == deadState && (scope.Includes(httpauth.Exec) || !kinds.RunsCommand(j.Kind))
 		v.CanReschedule = j.State.Waiting()
 	}
 	v.CanDelete = scope >= httpauth.Admin && j.State.Finished()

@@ -31,13 +31,13 @@
 //
 // Access is checked by an *httpauth.Auth: read scope for every GET, write
 // for enqueue, cancel, reschedule, DLQ retry, schedule and queue pause
-// and resume and asking a remote worker to go quiet or stop, worker (or
-// admin) for the worker protocol under /workers (docs/workers.md),
-// exec for enqueueing jobs of the exec kind (one in a batch is enough),
-// for enqueue, cancel, reschedule, DLQ retry and schedule pause, resume and
-// run now, exec for enqueueing jobs of the exec kind (one in a batch is
-// enough, or running an exec schedule now),
-// admin for purge, delete and adding or removing schedules. An address
+// and resume, run now and backfill, and asking a remote worker to go
+// quiet or stop, worker (or admin) for the worker protocol under /workers
+// (docs/workers.md), exec for whatever makes a job that runs a command
+// run (kinds.RunsCommand: exec jobs and notifications) — enqueueing one
+// (one in a batch is enough), retrying one dead, running or backfilling
+// its schedule —, admin for purge, delete, adding or removing schedules,
+// notification channels and enqueueing notifications. An address
 // that keeps sending bad tokens gets 429. Every request that changes
 // something is logged at info with its token's name, its address, its
 // route, its status and its targets (httpauth.Audit). Cross-origin browser
@@ -63,6 +63,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/reqbody"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // Prefix is the path every route of the API starts with.
@@ -339,14 +340,49 @@ func (rt route) authError(err error) *Error {
 	return e
 }
 
-// needExec checks, inside a route whose body holds jobs of the exec kind
-// (kinds.KindExec), that r may enqueue them: it needs the exec scope.
-func (a *api) needExec(r *http.Request) error {
+// needToEnqueue checks that r may enqueue jobs of the kinds in ks: admin
+// for notifications (hopper.NotifyKind), which only the server enqueues
+// (they are signed, and go to the channels only admin sets, commands
+// included), and the exec scope for a kind whose jobs run commands
+// (kinds.RunsCommand).
+func (a *api) needToEnqueue(r *http.Request, ks ...string) error {
+	for _, k := range ks {
+		if k == hopper.NotifyKind {
+			if _, err := a.auth.Allow(r, httpauth.Admin); err != nil {
+				e := authError(err)
+				var se *httpauth.ScopeError
+				if errors.As(err, &se) && !se.ReadOnly {
+					e.Message = "jobs of kind " + hopper.NotifyKind + " are the server's notifications: enqueueing one needs an admin token (this one has " + se.Have.String() + " scope); POST /channels/{name}/test sends a test"
+				}
+				return e
+			}
+		}
+	}
+	for _, k := range ks {
+		if kinds.RunsCommand(k) {
+			return a.needExec(r, "enqueueing exec jobs")
+		}
+	}
+	return nil
+}
+
+// mayRunCommands reports whether r's token may make jobs that run
+// commands run (the exec scope), without counting a refusal.
+func mayRunCommands(r *http.Request) bool {
+	p, ok := httpauth.FromContext(r.Context())
+	return ok && p.Scope.Includes(httpauth.Exec)
+}
+
+// needExec checks that r may do what, which makes a job that runs a
+// command (kinds.RunsCommand) run: it needs the exec scope. A write token
+// is not a shell: it may not enqueue such a job, nor retry one dead, nor
+// run or backfill its schedule (docs/security.md).
+func (a *api) needExec(r *http.Request, what string) error {
 	if _, err := a.auth.Allow(r, httpauth.Exec); err != nil {
 		e := authError(err)
 		var se *httpauth.ScopeError
 		if errors.As(err, &se) && !se.ReadOnly {
-			e.Message = "enqueueing exec jobs runs commands on the server: it needs an exec or admin token (this one has " + se.Have.String() + " scope)"
+			e.Message = what + " runs commands on the server: it needs an exec or admin token (this one has " + se.Have.String() + " scope)"
 		}
 		return e
 	}

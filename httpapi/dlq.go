@@ -7,6 +7,7 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/wire"
+	"github.com/hopperq/hopper/kinds"
 )
 
 // dlqList handles GET /dlq: the dead jobs, oldest first, paged as GET
@@ -31,7 +32,10 @@ type dlqRetryRequest struct {
 
 // dlqRetry handles POST /dlq/retry: {"ids": [...]} or {"all": true} move
 // dead jobs back to waiting with their attempts reset. An empty selection
-// is refused, never read as "all".
+// is refused, never read as "all". Retrying a job that runs a command
+// (kinds.RunsCommand) runs it again: with a token without the exec scope,
+// ids naming one are refused (403, nothing retried), and all leaves them
+// dead.
 func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 	var body dlqRetryRequest
 	if err := decodeBody(r, &body); err != nil {
@@ -44,7 +48,14 @@ func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 		return invalid("all", "give ids or all, not both")
 	case body.All:
 		httpauth.Note(r, "all", true)
-		n, err = a.c.RetryAllDead(r.Context())
+		o := hopper.BulkOptions{States: []hopper.State{hopper.StateDead}}
+		if !mayRunCommands(r) {
+			o.ExceptKinds = kinds.CommandKinds()
+			httpauth.Note(r, "except_kinds", o.ExceptKinds)
+		}
+		var res hopper.BulkResult
+		res, err = a.c.RetryMatching(r.Context(), o)
+		n = res.Done
 	case len(body.IDs) == 0:
 		return invalid("ids", `give the IDs of the dead jobs to retry, or "all": true`)
 	default:
@@ -52,6 +63,9 @@ func (a *api) dlqRetry(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		httpauth.Note(r, httpauth.IDs(body.IDs))
+		if err := a.mayRetry(r, body.IDs); err != nil {
+			return err
+		}
 		n, err = a.c.RetryDead(r.Context(), body.IDs...)
 	}
 	if err != nil {
@@ -116,4 +130,19 @@ func (a *api) dlqPurge(w http.ResponseWriter, r *http.Request) error {
 	httpauth.Note(r, "purged", n)
 	reply(w, http.StatusOK, map[string]int{"purged": n})
 	return nil
+}
+
+// mayRetry checks that r may retry the jobs ids: with a token without the
+// exec scope, none may run a command (kinds.RunsCommand). A job's kind
+// never changes, so the check holds when the retry runs; jobs not found
+// are left to RetryDead, which skips them.
+func (a *api) mayRetry(r *http.Request, ids []hopper.ID) error {
+	if mayRunCommands(r) {
+		return nil
+	}
+	id, kind, err := kinds.CommandJob(r.Context(), a.c, ids)
+	if err != nil || id == 0 {
+		return err
+	}
+	return a.needExec(r, fmt.Sprintf("retrying job %d (kind %s)", id, kind))
 }

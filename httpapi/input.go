@@ -101,12 +101,49 @@ func checkQuery(r *http.Request, allowed []string) error {
 	return nil
 }
 
-func parseQuery(r *http.Request) (map[string][]string, error) {
+// query is a request's query parameters (parseQuery), read through its
+// methods: each refuses a parameter given twice or not in UTF-8, naming
+// it.
+type query map[string][]string
+
+func parseQuery(r *http.Request) (query, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, invalid("query", "malformed query string: "+err.Error())
 	}
-	return q, nil
+	return query(q), nil
+}
+
+// one returns the single value of name ("" if absent): queryOne.
+func (q query) one(name string) (string, error) { return queryOne(q, name) }
+
+// flag reads name as true or false; absent is false.
+func (q query) flag(name string) (bool, error) {
+	switch v, err := q.one(name); {
+	case err != nil:
+		return false, err
+	case v == "" || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	default:
+		return false, invalid(name, fmt.Sprintf("want true or false, got %q", v))
+	}
+}
+
+// number reads name as a whole number from lo to hi, spaces around it
+// allowed: given reports whether it was there (absent or empty: 0,
+// false). Another value is invalid, with the message bad(value).
+func (q query) number(name string, lo, hi int64, bad func(v string) string) (n int64, given bool, err error) {
+	v, err := q.one(name)
+	if err != nil || v == "" {
+		return 0, false, err
+	}
+	n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, false, invalid(name, bad(v))
+	}
+	return n, true, nil
 }
 
 // queryOne returns the single value of query parameter name ("" if

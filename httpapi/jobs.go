@@ -15,7 +15,6 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
 	"github.com/hopperq/hopper/internal/wire"
-	"github.com/hopperq/hopper/kinds"
 )
 
 // enqueued is the response for one enqueued job.
@@ -41,10 +40,8 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &jr); err != nil {
 		return err
 	}
-	if jr.Kind == kinds.KindExec {
-		if err := a.needExec(r); err != nil {
-			return err
-		}
+	if err := a.needToEnqueue(r, jr.Kind); err != nil {
+		return err
 	}
 	req, err := jr.Request(time.Now())
 	if err != nil {
@@ -112,10 +109,9 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	for _, jr := range body.Jobs {
 		kindSet[jr.Kind] = true
 	}
-	if kindSet[kinds.KindExec] { // one exec job makes the batch need the exec scope
-		if err := a.needExec(r); err != nil {
-			return err
-		}
+	// One exec job makes the batch need the exec scope.
+	if err := a.needToEnqueue(r, slices.Collect(maps.Keys(kindSet))...); err != nil {
+		return err
 	}
 	reqs, err := wire.Requests(body.Jobs, time.Now())
 	if err == nil {

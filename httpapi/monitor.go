@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
@@ -21,39 +20,27 @@ func (a *api) incidents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var f hopper.IncidentFilter
-	if f.Schedule, err = queryOne(q, "schedule"); err != nil {
+	if f.Schedule, err = q.one("schedule"); err != nil {
 		return err
 	}
-	open, err := queryOne(q, "open")
-	if err != nil {
+	if f.Open, err = q.flag("open"); err != nil {
 		return err
-	}
-	switch open {
-	case "", "false":
-	case "true":
-		f.Open = true
-	default:
-		return invalid("open", fmt.Sprintf("want true or false, got %q", open))
 	}
 	for _, p := range []struct {
 		name string
 		to   *int64
 		max  int64
 	}{{"limit", nil, 1000}, {"cursor", &f.Before, 1 << 62}} {
-		s, err := queryOne(q, p.name)
-		if err != nil || s == "" {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil || v < 1 || v > p.max {
-			return invalid(p.name, fmt.Sprintf("want a whole number from 1 to %d, got %q", p.max, s))
-		}
-		if p.to != nil {
+		v, given, err := q.number(p.name, 1, p.max, func(s string) string {
+			return fmt.Sprintf("want a whole number from 1 to %d, got %q", p.max, s)
+		})
+		switch {
+		case err != nil:
+			return err
+		case !given:
+		case p.to != nil:
 			*p.to = v
-		} else {
+		default:
 			f.Limit = int(v)
 		}
 	}
@@ -122,7 +109,7 @@ func (a *api) putChannel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ch.Name != "" && ch.Name != name {
-		return invalid("name", fmt.Sprintf("%q differs from the path's %q", ch.Name, name))
+		return invalid("name", fmt.Sprintf("differs from the path's %q: leave it out, or give the same", name))
 	}
 	ch.Name = name
 	stored, err := a.c.Channel(r.Context(), name)
@@ -130,7 +117,7 @@ func (a *api) putChannel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ch.Type == job.ChannelCommand || stored != nil && stored.Type == job.ChannelCommand {
-		if err := a.needExec(r); err != nil {
+		if err := a.needExec(r, "a command channel"); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -51,15 +52,14 @@ func (a *api) output(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	att := 0
-	if s, err := queryOne(q, "attempt"); err != nil {
+	att64, _, err := q.number("attempt", 1, math.MaxInt, func(s string) string {
+		return fmt.Sprintf("%q: want an attempt number from 1", s)
+	})
+	if err != nil {
 		return err
-	} else if s != "" {
-		if att, err = strconv.Atoi(strings.TrimSpace(s)); err != nil || att < 1 {
-			return invalid("attempt", fmt.Sprintf("%q: want an attempt number from 1", s))
-		}
 	}
-	stream, err := queryOne(q, "stream")
+	att := int(att64)
+	stream, err := q.one("stream")
 	if err != nil {
 		return err
 	}

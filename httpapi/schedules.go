@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,17 +116,15 @@ func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ns, err := queryOne(q, "n")
+	n := NextRuns
+	v, given, err := q.number("n", 1, hopper.MaxNextRuns, func(s string) string {
+		return fmt.Sprintf("want a whole number of fire times from 1 to %d, got %q", hopper.MaxNextRuns, s)
+	})
 	if err != nil {
 		return err
 	}
-	n := NextRuns
-	if _, given := q["n"]; given {
-		v, err := strconv.Atoi(strings.TrimSpace(ns))
-		if err != nil || v < 1 || v > hopper.MaxNextRuns {
-			return invalid("n", fmt.Sprintf("want a whole number of fire times from 1 to %d, got %q", hopper.MaxNextRuns, ns))
-		}
-		n = v
+	if given {
+		n = int(v)
 	}
 	sc, err := a.c.GetSchedule(r.Context(), name)
 	if err != nil {
@@ -146,8 +143,8 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &sr); err != nil {
 		return err
 	}
-	if sr.Kind == kinds.KindExec { // the route needs admin, which includes exec: the rule, stated
-		if err := a.needExec(r); err != nil {
+	if kinds.RunsCommand(sr.Kind) { // the route needs admin, which includes exec: the rule, stated
+		if err := a.needExec(r, "a schedule of kind "+sr.Kind); err != nil {
 			return err
 		}
 	}
@@ -251,17 +248,9 @@ func (a *api) runSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fs, err := queryOne(q, "force")
-	if err != nil {
-		return err
-	}
 	var o hopper.RunScheduleOptions
-	switch fs {
-	case "", "false":
-	case "true":
-		o.Force = true
-	default:
-		return invalid("force", fmt.Sprintf("want true or false, got %q", fs))
+	if o.Force, err = q.flag("force"); err != nil {
+		return err
 	}
 	if err := noBody(r); err != nil {
 		return err
@@ -270,8 +259,8 @@ func (a *api) runSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return scheduleNotFound(err, name)
 	}
-	if sc.Kind == kinds.KindExec {
-		if err := a.needExec(r); err != nil {
+	if kinds.RunsCommand(sc.Kind) {
+		if err := a.needExec(r, "running a schedule of kind "+sc.Kind); err != nil {
 			return err
 		}
 	}
@@ -312,8 +301,8 @@ func (a *api) backfillSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return scheduleNotFound(err, name)
 	}
-	if sc.Kind == kinds.KindExec {
-		if err := a.needExec(r); err != nil {
+	if kinds.RunsCommand(sc.Kind) {
+		if err := a.needExec(r, "backfilling a schedule of kind "+sc.Kind); err != nil {
 			return err
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hopperq/hopper/internal/jsondur"
 )
@@ -42,6 +44,27 @@ type Monitor struct {
 const (
 	MinStartGrace         = time.Second
 	MaxAlertAfterFailures = 1000
+	// MaxMonitorChannels bounds Monitor.Channels.
+	MaxMonitorChannels = 100
+)
+
+// Bounds of a Channel, checked by Channel.Check: a channel is kept in the
+// store and read by every notification job, so that each field has a
+// size an honest configuration never reaches.
+const (
+	// MaxChannelURLSize bounds URL and SMTPAddr, in bytes.
+	MaxChannelURLSize = 8 << 10
+	// MaxChannelSecretSize bounds Secret, Username and Password, in bytes.
+	MaxChannelSecretSize = 4 << 10
+	// MaxMailAddrSize bounds From and each of To, in bytes (RFC 5321
+	// allows 256 for a path).
+	MaxMailAddrSize = 320
+	// MaxRecipients bounds To.
+	MaxRecipients = 100
+	// MaxCommandArgs bounds Command (the program and its arguments), and
+	// MaxCommandSize their total size in bytes.
+	MaxCommandArgs = 1000
+	MaxCommandSize = 64 << 10
 )
 
 // Check returns a *FieldError (on field.start_grace, …) unless m is valid.
@@ -56,8 +79,11 @@ func (m *Monitor) Check(field string) error {
 	case m.PauseOnFailures && m.AlertAfterFailures == 0:
 		return Invalid(field+".pause_on_failures", "needs alert_after_failures")
 	}
-	for _, c := range m.Channels {
-		if err := CheckName(field+".channels", c); err != nil {
+	if len(m.Channels) > MaxMonitorChannels {
+		return Invalid(field+".channels", "%d channels, more than the limit of %d", len(m.Channels), MaxMonitorChannels)
+	}
+	for i, c := range m.Channels {
+		if err := CheckName(fmt.Sprintf("%s.channels[%d]", field, i), c); err != nil {
 			return err
 		}
 	}
@@ -267,29 +293,46 @@ func (c *Channel) Takes(event string) bool {
 	return len(c.Events) == 0 || slices.Contains(c.Events, event)
 }
 
-// Check returns a *FieldError unless c is a valid channel.
+// Check returns a *FieldError unless c is a valid channel: its fields
+// within their bounds (MaxChannelURLSize…), in valid UTF-8 without NUL
+// (which no store keeps alike), its URL a URL. A message quotes at most
+// the start of a value, and never a secret.
 func (c *Channel) Check() error {
 	if err := CheckName("name", c.Name); err != nil {
 		return err
 	}
+	if err := c.checkText(); err != nil {
+		return err
+	}
 	switch c.Type {
 	case ChannelWebhook, ChannelSlack:
-		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
-			return Invalid("url", "want an http or https URL, got %q", c.URL)
+		u, err := url.Parse(c.URL)
+		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") || err != nil || u.Host == "" {
+			return Invalid("url", "want an http or https URL with a host, got %s", clip(redactURL(c.Type, c.URL)))
 		}
 	case ChannelEmail:
 		if c.SMTPAddr == "" || !strings.Contains(c.SMTPAddr, ":") {
-			return Invalid("smtp_addr", "want host:port, got %q", c.SMTPAddr)
+			return Invalid("smtp_addr", "want host:port, got %s", clip(c.SMTPAddr))
 		}
 		if c.From == "" {
 			return Invalid("from", "missing: the sender's address")
 		}
-		if len(c.To) == 0 {
+		switch {
+		case len(c.To) == 0:
 			return Invalid("to", "missing: at least one recipient")
+		case len(c.To) > MaxRecipients:
+			return Invalid("to", "%d recipients, more than the limit of %d", len(c.To), MaxRecipients)
 		}
-		for _, a := range append([]string{c.From}, c.To...) {
-			if strings.ContainsAny(a, "\r\n<>") || !strings.Contains(a, "@") {
-				return Invalid("to", "%q is not a mail address", a)
+		for i, a := range append([]string{c.From}, c.To...) {
+			field := "from"
+			if i > 0 {
+				field = fmt.Sprintf("to[%d]", i-1)
+			}
+			switch {
+			case len(a) > MaxMailAddrSize:
+				return Invalid(field, "%d bytes, longer than the limit of %d", len(a), MaxMailAddrSize)
+			case strings.ContainsAny(a, "\r\n<>") || !strings.Contains(a, "@"):
+				return Invalid(field, "%s is not a mail address", clip(a))
 			}
 		}
 	case ChannelCommand:
@@ -297,17 +340,86 @@ func (c *Channel) Check() error {
 			return Invalid("command", "missing: the program to run")
 		}
 	default:
-		return Invalid("type", "%q: want webhook, slack, email or command", c.Type)
+		return Invalid("type", "%s: want webhook, slack, email or command", clip(string(c.Type)))
 	}
 	if c.Type != ChannelWebhook && c.Secret != "" {
 		return Invalid("secret", "applies to webhook channels only")
 	}
-	for _, e := range c.Events {
-		if !slices.Contains(NotifyEvents, e) {
-			return Invalid("events", "%q: want %s", e, strings.Join(NotifyEvents, ", "))
+	for i, e := range c.Events {
+		switch {
+		case !slices.Contains(NotifyEvents, e):
+			return Invalid(fmt.Sprintf("events[%d]", i), "%s: want %s", clip(e), strings.Join(NotifyEvents, ", "))
+		case slices.Contains(c.Events[:i], e):
+			return Invalid(fmt.Sprintf("events[%d]", i), "%s is listed twice", e)
 		}
 	}
 	return nil
+}
+
+// checkText checks the sizes and the text of c's fields (Check).
+func (c *Channel) checkText() error {
+	size := func(field, s string, limit int) error {
+		if len(s) > limit {
+			return Invalid(field, "%d bytes, longer than the limit of %d", len(s), limit)
+		}
+		return text(field, s)
+	}
+	for _, f := range []struct {
+		field, s string
+		limit    int
+	}{
+		{"url", c.URL, MaxChannelURLSize}, {"smtp_addr", c.SMTPAddr, MaxChannelURLSize},
+		{"secret", c.Secret, MaxChannelSecretSize}, {"username", c.Username, MaxChannelSecretSize},
+		{"password", c.Password, MaxChannelSecretSize}, {"from", c.From, MaxMailAddrSize},
+	} {
+		if err := size(f.field, f.s, f.limit); err != nil {
+			return err
+		}
+	}
+	if len(c.Command) > MaxCommandArgs {
+		return Invalid("command", "%d arguments, more than the limit of %d", len(c.Command), MaxCommandArgs)
+	}
+	total := 0
+	for i, a := range c.Command {
+		if total += len(a); total > MaxCommandSize {
+			return Invalid("command", "more than the limit of %d bytes in all", MaxCommandSize)
+		}
+		if err := text(fmt.Sprintf("command[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	if len(c.Events) > len(NotifyEvents) {
+		return Invalid("events", "%d events, more than the %d there are", len(c.Events), len(NotifyEvents))
+	}
+	for i, a := range c.To {
+		if err := size(fmt.Sprintf("to[%d]", i), a, MaxMailAddrSize); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// text refuses s unless it is valid UTF-8 without NUL.
+func text(field, s string) error {
+	switch {
+	case !utf8.ValidString(s):
+		return Invalid(field, "not valid UTF-8")
+	case strings.IndexByte(s, 0) >= 0:
+		return Invalid(field, "holds a NUL byte")
+	}
+	return nil
+}
+
+// clip quotes s for a message, at most its first 64 bytes.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }
 
 // The events a notification reports (Channel.Events): the monitor's

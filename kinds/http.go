@@ -169,6 +169,13 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	if err := r.Check(a); err != nil {
 		return nil, hopper.Permanent(err)
 	}
+	return r.do(ctx, a, r.client, redactURL(a.URL), redactURL)
+}
+
+// do is Run, after Check, through c, its messages naming the request's
+// URL as shown and any other URL (a redirect's) through redact: they are
+// stored in the job, shown to every read token and logged.
+func (r *HTTPRunner) do(ctx context.Context, a HTTPArgs, c *http.Client, shown string, redact func(string) string) (*HTTPResult, error) {
 	method := strings.ToUpper(a.Method)
 	if method == "" {
 		method = http.MethodGet
@@ -177,7 +184,6 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 	if timeout == 0 {
 		timeout = DefaultHTTPTimeout
 	}
-	shown := redactURL(a.URL) // the URL of messages, which are stored and logged
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errHTTPTimeout)
 	defer cancel()
 	var body io.Reader
@@ -196,12 +202,12 @@ func (r *HTTPRunner) Run(ctx context.Context, a HTTPArgs) (*HTTPResult, error) {
 		req.Header.Set(k, v)
 	}
 	start := time.Now()
-	resp, err := r.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHTTPTimeout) {
 			return nil, fmt.Errorf("http %s %s: timed out after %s", method, shown, timeout)
 		}
-		return nil, r.requestError(req, shown, err)
+		return nil, r.requestError(req, shown, err, redact)
 	}
 	defer resp.Body.Close()
 	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, TailSize+1))

@@ -213,6 +213,7 @@ type HTTPRunner struct {
 	maxRedirects int                                   // 0: none followed
 	proxy        func(*http.Request) (*url.URL, error) // nil: none
 	client       *http.Client
+	notify       *http.Client // notifications': the same transport, their own redirects (notifyRedirect)
 }
 
 // NewHTTPRunner returns a runner of http jobs under p, or p's Validate
@@ -237,6 +238,7 @@ func NewHTTPRunner(p HTTPPolicy) (*HTTPRunner, error) {
 		t.Proxy, r.proxy = http.ProxyFromEnvironment, http.ProxyFromEnvironment
 	}
 	r.client = &http.Client{Transport: t, CheckRedirect: r.checkRedirect}
+	r.notify = &http.Client{Transport: t, CheckRedirect: r.notifyRedirect}
 	return r, nil
 }
 
@@ -362,10 +364,15 @@ func (al httpAllowed) control(_, address string, _ syscall.RawConn) error {
 // to http or https URLs whose host is not an IP literal the policy refuses
 // (their connections are checked by the dialer as any other).
 func (r *HTTPRunner) checkRedirect(req *http.Request, via []*http.Request) error {
+	return r.followRedirect(req, via, redactURL(req.URL.String()))
+}
+
+// followRedirect is checkRedirect, its errors naming the redirect's URL
+// as to.
+func (r *HTTPRunner) followRedirect(req *http.Request, via []*http.Request, to string) error {
 	if r.maxRedirects == 0 {
 		return http.ErrUseLastResponse
 	}
-	to := redactURL(req.URL.String())
 	if len(via) > r.maxRedirects {
 		return &redirectError{to, fmt.Errorf("stopped after %d redirects, the policy's limit", r.maxRedirects)}
 	}
@@ -380,11 +387,11 @@ func (r *HTTPRunner) checkRedirect(req *http.Request, via []*http.Request) error
 
 // requestError is the error of a request that got no response: permanent
 // when the policy refused it, naming what was refused.
-func (r *HTTPRunner) requestError(req *http.Request, target string, err error) error {
+func (r *HTTPRunner) requestError(req *http.Request, target string, err error, redact func(string) string) error {
 	prefix := fmt.Sprintf("http %s %s", req.Method, target)
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		ue.URL = redactURL(ue.URL) // net/http removes the password only
+		ue.URL = redact(ue.URL) // net/http removes the password only
 	}
 	var rd *redirectError
 	if errors.As(err, &rd) {

@@ -109,11 +109,11 @@ func (n *notifier) deliver(ctx context.Context, a hopper.NotifyArgs) (any, error
 			h[TimestampHeader] = strconv.FormatInt(ts, 10)
 			h[SignatureHeader] = Sign(ch.Secret, ts, body)
 		}
-		return result(n.http.Run(ctx, HTTPArgs{Method: "POST", URL: ch.URL, Headers: h, Body: string(body), Timeout: Duration(NotifyTimeout)}))
+		return n.http.deliverHTTP(ctx, ch, HTTPArgs{Method: "POST", URL: ch.URL, Headers: h, Body: string(body), Timeout: Duration(NotifyTimeout)})
 	case job.ChannelSlack:
 		msg, _ := json.Marshal(map[string]string{"text": a.Notification.Summary()})
-		return result(n.http.Run(ctx, HTTPArgs{Method: "POST", URL: ch.URL, Headers: map[string]string{"Content-Type": "application/json"},
-			Body: string(msg), Timeout: Duration(NotifyTimeout)}))
+		return n.http.deliverHTTP(ctx, ch, HTTPArgs{Method: "POST", URL: ch.URL, Headers: map[string]string{"Content-Type": "application/json"},
+			Body: string(msg), Timeout: Duration(NotifyTimeout)})
 	case job.ChannelEmail:
 		return nil, n.mail(ctx, ch, &a.Notification, body)
 	case job.ChannelCommand:
@@ -180,4 +180,36 @@ func (n *notifier) mail(ctx context.Context, ch *hopper.Channel, no *hopper.Noti
 		return fmt.Errorf("notify: smtp %s: %w", ch.SMTPAddr, err)
 	}
 	return c.Quit()
+}
+
+// RunsCommand reports whether a job of kind may run a command on the
+// server: an exec job, and a notification job (hopper.NotifyKind), which
+// runs its channel's program when the channel is a command. Over HTTP,
+// making such a job run — enqueueing it, retrying it dead, running or
+// backfilling its schedule — needs the exec scope (docs/security.md).
+func RunsCommand(kind string) bool { return kind == KindExec || kind == hopper.NotifyKind }
+
+// CommandKinds returns the kinds RunsCommand reports, for
+// hopper.BulkOptions.ExceptKinds.
+func CommandKinds() []string { return []string{KindExec, hopper.NotifyKind} }
+
+// CommandJob returns the first of the jobs ids that may run a command
+// (RunsCommand), with its kind, or 0 if none does; jobs not found are
+// skipped. A job's kind never changes, so the answer holds when a retry
+// of ids runs: the API and the dashboard refuse a retry that would run a
+// command to a token without the exec scope.
+func CommandJob(ctx context.Context, c *hopper.Client, ids []hopper.ID) (hopper.ID, string, error) {
+	for _, id := range ids {
+		j, err := c.Get(ctx, id)
+		if errors.Is(err, hopper.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, "", err
+		}
+		if RunsCommand(j.Kind) {
+			return id, j.Kind, nil
+		}
+	}
+	return 0, "", nil
 }

@@ -25,6 +25,8 @@ const (
 	// after AfterID, so that a call over a sparse selection (a few jobs
 	// of a queue among millions) reads a bounded part of the table.
 	MatchSpan = 16
+	// MaxExceptKinds bounds MatchParams.ExceptKinds.
+	MaxExceptKinds = 16
 )
 
 // The states each bulk action applies to.
@@ -41,12 +43,17 @@ var (
 
 // MatchParams select the jobs of a bulk action and the batch one call
 // acts on: the jobs with an ID in (AfterID, UpTo] of States (any state if
-// empty), Queue and Kind (any if empty) that the action applies to.
+// empty), Queue and Kind (any if empty), of none of ExceptKinds, that
+// the action applies to.
 type MatchParams struct {
 	Now    time.Time
 	States []job.State
 	Queue  string
 	Kind   string
+	// ExceptKinds leaves the jobs of these kinds out of the selection (at
+	// most MaxExceptKinds): a token that may not run commands retries
+	// every dead job but those whose handler runs one.
+	ExceptKinds []string
 	// AfterID is where this batch starts: the previous call's
 	// MatchResult.Next (0 for the first).
 	AfterID job.ID
@@ -71,6 +78,8 @@ func (p MatchParams) Validate() error {
 		return job.Invalid("after_id", "must not be negative, got %d", p.AfterID)
 	case p.Limit < 0 || p.Limit > MaxMatchLimit:
 		return job.Invalid("limit", "must be between 0 (default %d) and %d, got %d", DefaultMatchLimit, MaxMatchLimit, p.Limit)
+	case len(p.ExceptKinds) > MaxExceptKinds:
+		return job.Invalid("except_kinds", "%d kinds, more than the limit of %d", len(p.ExceptKinds), MaxExceptKinds)
 	}
 	for _, st := range p.States {
 		if !slices.Contains(job.States, st) {

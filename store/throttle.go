@@ -121,7 +121,13 @@ func FormatPeriod(d time.Duration) string {
 // ParseRate reads "N/DURATION" ("100/1s", "5/1m", "10/s" for "10/1s") or
 // "none" (the zero Rate) as a Rate without a burst; a bad form is a
 // *job.FieldError on field.
+//
+// A text longer than MaxRateText bytes is refused (its error would quote
+// it).
 func ParseRate(field, s string) (Rate, error) {
+	if len(s) > MaxRateText {
+		return Rate{}, job.Invalid(field, "%d bytes, longer than the limit of %d (a rate is N/DURATION, like 100/1s)", len(s), MaxRateText)
+	}
 	s = strings.TrimSpace(s)
 	if s == "none" || s == "" {
 		return Rate{}, nil
@@ -206,3 +212,6 @@ func (t Throttle) Until(now time.Time) time.Time {
 func (r Rate) Bound(w time.Duration) int {
 	return int(r.burst() + int64(w)/r.Interval())
 }
+
+// MaxRateText bounds the text ParseRate reads.
+const MaxRateText = 64

@@ -135,7 +135,7 @@ never print them back.`,
 				if a.json {
 					return printJSON(a.Out, got.Redacted())
 				}
-				fmt.Fprintf(a.Out, "channel %s saved: %s\n", ch.Name, describeChannel(got))
+				fmt.Fprintf(a.Out, "channel %s saved: %s\n", ch.Name, describeChannel(got.Redacted()))
 				return nil
 			})
 		},

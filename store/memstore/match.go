@@ -23,7 +23,8 @@ func (s *Store) batch(p store.MatchParams, applies []job.State) []*entry {
 		if e.id > last {
 			break
 		}
-		if slices.Contains(states, e.state) && (p.Queue == "" || e.l.queue == p.Queue) && (p.Kind == "" || e.l.kind == p.Kind) {
+		if slices.Contains(states, e.state) && (p.Queue == "" || e.l.queue == p.Queue) && (p.Kind == "" || e.l.kind == p.Kind) &&
+			!slices.Contains(p.ExceptKinds, e.l.kind) {
 			out = append(out, e)
 			if len(out) == size {
 				break

@@ -42,6 +42,9 @@ func matchCTE(p store.MatchParams, states []job.State) (string, sqlArgs) {
 	if p.Kind != "" {
 		cond += ` AND kind = ` + a.add(p.Kind)
 	}
+	if len(p.ExceptKinds) > 0 {
+		cond += ` AND kind <> ALL(` + a.add(p.ExceptKinds) + `::text[])`
+	}
 	return `c AS MATERIALIZED (SELECT id FROM {schema}.jobs WHERE id > $1 AND id <= $2 AND ` + cond +
 		` ORDER BY id LIMIT $3)`, a
 }

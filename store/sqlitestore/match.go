@@ -39,6 +39,12 @@ func matchWhere(p store.MatchParams, states []job.State) (string, []any) {
 		b.WriteString(" AND +kind = ?")
 		args = append(args, p.Kind)
 	}
+	if len(p.ExceptKinds) > 0 {
+		b.WriteString(" AND +kind NOT IN (?" + strings.Repeat(", ?", len(p.ExceptKinds)-1) + ")")
+		for _, k := range p.ExceptKinds {
+			args = append(args, k)
+		}
+	}
 	b.WriteString(" AND id > ? AND id <= ?")
 	return b.String(), args
 }

@@ -109,6 +109,8 @@ func matchCases() []testCase {
 					store.MatchParams{Kind: "kb", States: []job.State{job.StateRunning, job.StateScheduled, job.StateCompleted}}, cancel},
 				{"retry", retryMatching, store.RetryStates, store.MatchParams{}, retry},
 				{"retry queue", retryMatching, store.RetryStates, store.MatchParams{Queue: "b", States: []job.State{job.StateDead}}, retry},
+				{"retry except kinds", retryMatching, store.RetryStates, store.MatchParams{ExceptKinds: []string{"ka", "kz"}}, retry},
+				{"cancel except kind", cancelMatching, store.CancelStates, store.MatchParams{Queue: "a", ExceptKinds: []string{"kb"}}, cancel},
 				{"delete", deleteMatching, store.DeleteStates, store.MatchParams{}, nil},
 				{"delete kind", deleteMatching, store.DeleteStates, store.MatchParams{Kind: "ka", States: []job.State{job.StateCancelled, job.StateDead}}, nil},
 			} {
@@ -130,7 +132,8 @@ func matchCases() []testCase {
 					var wantRunning []job.ID
 					for _, j := range jobs {
 						in := slices.Contains(c.applies, j.State) && (len(p.States) == 0 || slices.Contains(p.States, j.State)) &&
-							(p.Queue == "" || j.Queue == p.Queue) && (p.Kind == "" || j.Kind == p.Kind)
+							(p.Queue == "" || j.Queue == p.Queue) && (p.Kind == "" || j.Kind == p.Kind) &&
+							!slices.Contains(p.ExceptKinds, j.Kind)
 						switch {
 						case !in:
 							want[j.ID] = j
