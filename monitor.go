@@ -104,6 +104,9 @@ func (c *Client) TestChannel(ctx context.Context, name string) (*Job, error) {
 type IncidentFilter struct {
 	// Schedule keeps the incidents of one schedule.
 	Schedule string
+	// Check keeps the incidents of one external check (if Schedule is
+	// not set).
+	Check string
 	// Open keeps the incidents not resolved yet.
 	Open bool
 	// Before keeps incidents whose ID is below it (the next page).
@@ -112,8 +115,9 @@ type IncidentFilter struct {
 	Limit int
 }
 
-// Incidents lists the incidents the schedules' monitors found, newest
-// first: one per problem (missed start, over duration, failing) from the
+// Incidents lists the incidents the schedules' monitors and the external
+// checks found, newest first: one per problem (missed start, over
+// duration, failing, check down) from the
 // moment it was found (its "down" notification) to the moment it ended
 // (its "up"). A Schedule no schedule can have (job.CheckName) is a
 // *FieldError on "schedule".
@@ -127,8 +131,11 @@ func (c *Client) Incidents(ctx context.Context, f IncidentFilter) ([]*Incident, 
 		}
 	}
 	p := store.ListIncidentsParams{OpenOnly: f.Open, BeforeID: f.Before, Limit: f.Limit}
-	if f.Schedule != "" {
+	switch {
+	case f.Schedule != "":
 		p.Subject = job.ScheduleSubject(f.Schedule)
+	case f.Check != "":
+		p.Subject = job.CheckSubject(f.Check)
 	}
 	out, err := c.store.ListIncidents(ctx, p)
 	if out == nil && err == nil {

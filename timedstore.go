@@ -194,3 +194,38 @@ func (t timedStore) PruneOutputs(ctx context.Context, p store.PruneOutputsParams
 	defer func(start time.Time) { t.done("prune_outputs", start, err) }(time.Now())
 	return t.s.PruneOutputs(ctx, p)
 }
+
+func (t timedStore) AddCheck(ctx context.Context, c *job.Check) (err error) {
+	defer func(start time.Time) { t.done("add_check", start, err) }(time.Now())
+	return t.s.AddCheck(ctx, c)
+}
+
+func (t timedStore) GetCheck(ctx context.Context, name string) (r *job.Check, err error) {
+	defer func(start time.Time) { t.done("get_check", start, err) }(time.Now())
+	return t.s.GetCheck(ctx, name)
+}
+
+func (t timedStore) ListChecks(ctx context.Context) (r []*job.Check, err error) {
+	defer func(start time.Time) { t.done("list_checks", start, err) }(time.Now())
+	return t.s.ListChecks(ctx)
+}
+
+func (t timedStore) RemoveCheck(ctx context.Context, name string) (err error) {
+	defer func(start time.Time) { t.done("remove_check", start, err) }(time.Now())
+	return t.s.RemoveCheck(ctx, name)
+}
+
+func (t timedStore) PauseCheck(ctx context.Context, name string, paused bool) (r *job.Check, err error) {
+	defer func(start time.Time) { t.done("pause_check", start, err) }(time.Now())
+	return t.s.PauseCheck(ctx, name, paused)
+}
+
+func (t timedStore) PingCheck(ctx context.Context, p store.PingCheckParams) (c *job.Check, r *job.Ping, err error) {
+	defer func(start time.Time) { t.done("ping_check", start, err) }(time.Now())
+	return t.s.PingCheck(ctx, p)
+}
+
+func (t timedStore) ListPings(ctx context.Context, p store.ListPingsParams) (r []*job.Ping, err error) {
+	defer func(start time.Time) { t.done("list_pings", start, err) }(time.Now())
+	return t.s.ListPings(ctx, p)
+}

@@ -245,11 +245,18 @@ func (a *api) table() []route {
 		{"POST", Prefix + "/schedules/{name}/backfill", wr, nil, a.backfillSchedule},
 		{"DELETE", Prefix + "/schedules/{name}", ad, nil, a.removeSchedule},
 
-		{"GET", Prefix + "/incidents", r, []string{"schedule", "open", "limit", "cursor"}, a.incidents},
+		{"GET", Prefix + "/incidents", r, []string{"schedule", "check", "open", "limit", "cursor"}, a.incidents},
 		{"GET", Prefix + "/channels", ad, nil, a.channels},
 		{"POST", Prefix + "/channels/{name}", ad, nil, a.putChannel},
 		{"DELETE", Prefix + "/channels/{name}", ad, nil, a.removeChannel},
 		{"POST", Prefix + "/channels/{name}/test", ad, nil, a.testChannel},
+
+		{"GET", Prefix + "/checks", r, nil, a.checks},
+		{"POST", Prefix + "/checks", ad, nil, a.addCheck},
+		{"GET", Prefix + "/checks/{name}", r, []string{"pings"}, a.getCheck},
+		{"POST", Prefix + "/checks/{name}/pause", wr, nil, a.pauseCheck(true)},
+		{"POST", Prefix + "/checks/{name}/resume", wr, nil, a.pauseCheck(false)},
+		{"DELETE", Prefix + "/checks/{name}", ad, nil, a.removeCheck},
 
 		{"GET", Prefix + "/queues", r, nil, a.queues},
 		{"POST", Prefix + "/queues/{name}/pause", wr, []string{"key"}, a.pauseQueue},

@@ -11,8 +11,8 @@ import (
 	"github.com/hopperq/hopper/job"
 )
 
-// incidents handles GET /incidents[?schedule=&open=&limit=&cursor=]: the
-// monitors' incidents, newest first; next_cursor, when set, is the
+// incidents handles GET /incidents[?schedule=&check=&open=&limit=&cursor=]:
+// the monitors' and the external checks' incidents, newest first; next_cursor, when set, is the
 // cursor of the next page.
 func (a *api) incidents(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r)
@@ -21,6 +21,9 @@ func (a *api) incidents(w http.ResponseWriter, r *http.Request) error {
 	}
 	var f hopper.IncidentFilter
 	if f.Schedule, err = q.one("schedule"); err != nil {
+		return err
+	}
+	if f.Check, err = q.one("check"); err != nil {
 		return err
 	}
 	if f.Open, err = q.flag("open"); err != nil {

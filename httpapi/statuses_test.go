@@ -243,6 +243,17 @@ func TestOpenAPIStatuses(t *testing.T) {
 			e.do("POST", "/api/v1/channels/nightly", `{"type":"webhook","url":"https://example.com/h"}`)
 			return e.do("POST", "/api/v1/channels/nightly/test", "").status
 		}},
+		{"GET /api/v1/checks", "200", send(envOpts{}, "GET", "/api/v1/checks", "")},
+		{"POST /api/v1/checks", "201", send(envOpts{}, "POST", "/api/v1/checks", `{"name":"c","period":"1h"}`)},
+		{"POST /api/v1/checks", "409", func(t *testing.T) int {
+			e := env(t, envOpts{})
+			e.do("POST", "/api/v1/checks", `{"name":"c","period":"1h"}`)
+			return e.do("POST", "/api/v1/checks", `{"name":"c","period":"1h"}`).status
+		}},
+		{"GET /api/v1/checks/{name}", "200", checkRecipe(env, "GET", "")},
+		{"DELETE /api/v1/checks/{name}", "200", checkRecipe(env, "DELETE", "")},
+		{"POST /api/v1/checks/{name}/pause", "200", checkRecipe(env, "POST", "/pause")},
+		{"POST /api/v1/checks/{name}/resume", "200", checkRecipe(env, "POST", "/resume")},
 	}
 	// The worker protocol's answers need a registered worker and a lease.
 	worker := func(f func(e wenv, id string, l hopper.Lease) response) func(t *testing.T) int {
@@ -315,6 +326,7 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/queues/{name}/limits":        `{"concurrency":2}`,
 		"POST /api/v1/schedules/{name}/backfill":   `{"from":"1999-12-31T00:00:00Z","to":"1999-12-31T23:00:00Z"}`,
 		"POST /api/v1/channels/{name}":             `{"type":"webhook","url":"https://example.com/h"}`,
+		"POST /api/v1/checks":                      `{"name":"c","period":"1h"}`,
 	}
 	// The ruled statuses the API answers itself, on every route they
 	// apply to. 408 and 421 come from the server's bounds and Host check

@@ -54,6 +54,10 @@ type HostOptions struct {
 	// OnFailure, if set, is called with ReasonHost for every refused
 	// request (for metrics). It must be fast and must not block.
 	OnFailure func(reason string)
+	// SecretPaths are path prefixes whose rest is a secret (the external
+	// checks' "/ping/", whose next segment is a ping ID): a refused
+	// request's path is logged as the prefix and "…".
+	SecretPaths []string
 }
 
 // HostCheck refuses requests whose Host header names a host the server
@@ -260,9 +264,19 @@ func (c *HostCheck) Handler(h http.Handler) http.Handler {
 			c.o.OnFailure(ReasonHost)
 		}
 		c.logs.log(c.o.Logger, time.Now(), slog.LevelWarn, "http: request for another host refused (DNS rebinding?)", ReasonHost,
-			"host", clipHost(r.Host), "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			"host", clipHost(r.Host), "remote", r.RemoteAddr, "method", r.Method, "path", c.logPath(r.URL.Path))
 		c.o.Deny(w, r, err)
 	})
+}
+
+// logPath is path as logged: without the secret of a SecretPaths path.
+func (c *HostCheck) logPath(path string) string {
+	for _, p := range c.o.SecretPaths {
+		if strings.HasPrefix(path, p) && len(path) > len(p) {
+			return p + "…"
+		}
+	}
+	return path
 }
 
 // HostError is why a HostCheck refuses a request.

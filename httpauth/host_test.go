@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -229,4 +230,25 @@ func FuzzHostCheck(f *testing.F) {
 			t.Fatalf("Host %q allowed: name %q", host, name)
 		}
 	})
+}
+
+// TestHostSecretPaths (docs/security.md, "External checks"): a refused
+// request under a SecretPaths prefix is logged without the rest of its
+// path, the ping ID.
+func TestHostSecretPaths(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	c, err := NewHostCheck(HostOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), SecretPaths: []string{"/ping/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, path := range []string{"/ping/SECRETSECRETSECRET123/fail", "/api/v1/jobs"} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Host = "evil.example"
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if out := logs.String(); strings.Contains(out, "SECRET") || !strings.Contains(out, "path=/ping/…") || !strings.Contains(out, "path=/api/v1/jobs") {
+		t.Errorf("logs:\n%s", out)
+	}
 }

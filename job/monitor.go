@@ -143,15 +143,17 @@ const (
 	ProblemOverDuration Problem = "over_duration"
 	// ProblemFailing: the schedule's latest K runs ended dead.
 	ProblemFailing Problem = "failing"
+	// ProblemCheckDown: an external check is down (Check.Status).
+	ProblemCheckDown Problem = "check_down"
 )
 
 // Valid reports whether p is one of the Problem constants.
 func (p Problem) Valid() bool {
-	return p == ProblemMissedStart || p == ProblemOverDuration || p == ProblemFailing
+	return p == ProblemMissedStart || p == ProblemOverDuration || p == ProblemFailing || p == ProblemCheckDown
 }
 
 // Subjects of incidents: what is down. A schedule's is "schedule:" and its
-// name; external checks will add their own prefix.
+// name; an external check's is "check:" and its name (SubjectCheck).
 const SubjectSchedule = "schedule:"
 
 // ScheduleSubject returns the subject of the schedule name's incidents.
@@ -423,17 +425,19 @@ func clip(s string) string {
 }
 
 // The events a notification reports (Channel.Events): the monitor's
-// problems, a dead job, and a catch-up over its cap.
+// problems (a check down included), a dead job, and a catch-up over its
+// cap.
 const (
 	NotifyJobDead      = "job_dead"
 	NotifyCatchUpCap   = "catch_up_over_cap"
 	NotifyMissedStart  = string(ProblemMissedStart)
 	NotifyOverDuration = string(ProblemOverDuration)
 	NotifyFailing      = string(ProblemFailing)
+	NotifyCheckDown    = string(ProblemCheckDown)
 )
 
 // NotifyEvents lists the notification events.
-var NotifyEvents = []string{NotifyMissedStart, NotifyOverDuration, NotifyFailing, NotifyJobDead, NotifyCatchUpCap}
+var NotifyEvents = []string{NotifyMissedStart, NotifyOverDuration, NotifyFailing, NotifyJobDead, NotifyCatchUpCap, NotifyCheckDown}
 
 // Notification is what a channel is sent, the args of a notification job
 // besides the channel's name.
@@ -446,6 +450,7 @@ type Notification struct {
 	Status   string    `json:"status"`
 	Subject  string    `json:"subject,omitempty"`
 	Schedule string    `json:"schedule,omitempty"`
+	Check    string    `json:"check,omitempty"`
 	Job      ID        `json:"job,omitempty"`
 	Incident int64     `json:"incident,omitempty"`
 	Detail   string    `json:"detail,omitempty"`

@@ -84,7 +84,7 @@ func CheckIncident(in *job.Incident) error {
 	case in == nil || in.Subject == "":
 		return job.Invalid("subject", "must not be empty")
 	case !in.Problem.Valid():
-		return job.Invalid("problem", "%q: want missed_start, over_duration or failing", in.Problem)
+		return job.Invalid("problem", "%q: want missed_start, over_duration, failing or check_down", in.Problem)
 	case in.OpenedAt.IsZero():
 		return job.Invalid("opened_at", "must be set")
 	case !in.ResolvedAt.IsZero():

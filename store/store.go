@@ -138,6 +138,8 @@ type Store interface {
 	// Monitor: the schedules' incidents, the notification channels and
 	// the latest runs of a schedule (monitor.go).
 	Monitoring
+	// Checks: the external checks and their ping logs (checks.go).
+	Checks
 	// Outputs returns the outputs of job p.ID's attempts that wrote any
 	// (an Outcome's Output), ordered by attempt, or only that of
 	// p.Attempt if positive: none (no error) if there is none, or no such

@@ -58,6 +58,7 @@ channels of "hopper channel".`,
 		},
 	}
 	c.Flags().StringVar(&f.Schedule, "schedule", "", "only this schedule's incidents")
+	c.Flags().StringVar(&f.Check, "check", "", "only this external check's incidents")
 	c.Flags().BoolVar(&f.Open, "open", false, "only incidents not resolved yet")
 	c.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
 	return c

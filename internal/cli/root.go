@@ -176,6 +176,7 @@ New here? Run "hopper demo".`,
 		a.serversCmd(),
 		a.alertsCmd(),
 		a.channelCmd(),
+		a.checkCmd(),
 		a.benchCmd(),
 		a.demoCmd(),
 	)

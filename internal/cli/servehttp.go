@@ -181,7 +181,8 @@ func loopback(a net.Addr) bool {
 }
 
 // httpHandler routes the HTTP server of serve: the API under /api/v1/,
-// the metrics, the health checks, and the dashboard at /, all behind the
+// the external checks' ping routes under /ping/ (no token: the ping ID is
+// the secret), the metrics, the health checks, and the dashboard at /, all behind the
 // Host check (but for /healthz and /readyz, which orchestrators probe by
 // names of their own and which tell nothing). Failures of auth and of the
 // Host check go to log and to the metrics. It also returns the dashboard,
@@ -195,7 +196,7 @@ func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allo
 	auth.Logger, auth.OnFailure = log, m.AuthFailure
 	hosts, err := httpauth.NewHostCheck(httpauth.HostOptions{
 		Allowed: allowedHosts, Exempt: []string{"/healthz", "/readyz"},
-		Deny: httpapi.HostDenied, Logger: log, OnFailure: m.AuthFailure,
+		Deny: httpapi.HostDenied, Logger: log, OnFailure: m.AuthFailure, SecretPaths: []string{httpapi.PingPrefix + "/"},
 	})
 	if err != nil {
 		return nil, nil, usagef("bad --allowed-hosts: %v", err)
@@ -204,6 +205,7 @@ func httpHandler(c *hopper.Client, m *metrics.Metrics, auth *httpauth.Auth, allo
 	api := httpapi.New(c, httpapi.Options{Auth: auth, Logger: log})
 	mux.Handle(httpapi.Prefix+"/", api)
 	mux.Handle(httpapi.Prefix, api) // the API's JSON 404, not the mux's redirect to /api/v1/
+	mux.Handle(httpapi.PingPrefix+"/", httpapi.NewPing(c, httpapi.PingOptions{Logger: log}))
 	mux.Handle("/metrics", httpapi.GetOnly(httpapi.Protect(auth, httpauth.Read, m.Handler())))
 	mux.Handle("/healthz", httpapi.GetOnly(httpapi.Health()))
 	mux.Handle("/readyz", httpapi.GetOnly(httpapi.Ready(c, httpapi.HealthOptions{Logger: log})))

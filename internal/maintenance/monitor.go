@@ -27,18 +27,23 @@ type finding struct {
 	detail   string
 }
 
-// CheckMonitors evaluates every monitored schedule at now: it opens an
-// incident for each problem found that has none open, and resolves the
-// open incidents whose problem ended (or whose schedule is gone or no
-// longer watches it), each with its notification jobs in the same store
-// step. It returns the earliest time a problem may start (zero if none).
+// CheckMonitors evaluates every monitored schedule and every external
+// check at now: it opens an incident for each problem found that has none
+// open, and resolves the open incidents whose problem ended (or whose
+// schedule or check is gone or no longer watches it), each with its
+// notification jobs in the same store step. It returns the earliest time
+// a problem may start (zero if none).
 func (s *Services) CheckMonitors(ctx context.Context, now time.Time) time.Time {
 	scheds, err := s.cfg.Store.ListSchedules(ctx)
 	if err == nil {
-		var open []*job.Incident
-		open, err = s.cfg.Store.ListIncidents(ctx, store.ListIncidentsParams{OpenOnly: true, Limit: openLimit})
+		var checks []*job.Check
+		checks, err = s.cfg.Store.ListChecks(ctx)
 		if err == nil {
-			return s.checkAll(ctx, scheds, open, now)
+			var open []*job.Incident
+			open, err = s.cfg.Store.ListIncidents(ctx, store.ListIncidentsParams{OpenOnly: true, Limit: openLimit})
+			if err == nil {
+				return s.checkAll(ctx, scheds, checks, open, now)
+			}
 		}
 	}
 	if ctx.Err() == nil {
@@ -52,7 +57,7 @@ type incidentKey struct {
 	problem job.Problem
 }
 
-func (s *Services) checkAll(ctx context.Context, scheds []*job.Schedule, open []*job.Incident, now time.Time) time.Time {
+func (s *Services) checkAll(ctx context.Context, scheds []*job.Schedule, checks []*job.Check, open []*job.Incident, now time.Time) time.Time {
 	openBy := make(map[incidentKey]*job.Incident, len(open))
 	for _, in := range open {
 		openBy[incidentKey{in.Subject, in.Problem}] = in
@@ -91,11 +96,17 @@ func (s *Services) checkAll(ctx context.Context, scheds []*job.Schedule, open []
 			}
 		}
 	}
-	// What is left open has no problem watched any more: its schedule was
-	// removed, or its monitor changed.
+	if next := s.checkChecks(ctx, checks, openBy, now); !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
+		earliest = next
+	}
+	// What is left open has no problem watched any more: its schedule or
+	// check was removed, or its monitor changed.
 	for _, in := range openBy {
 		if name, ok := job.ScheduleOfSubject(in.Subject); ok {
 			s.resolve(ctx, &job.Schedule{Name: name, Monitor: s.monitorOf(ctx, scheds, name)}, in, now)
+		}
+		if name, ok := job.CheckOfSubject(in.Subject); ok {
+			s.resolveCheck(ctx, &job.Check{Name: name}, in, now)
 		}
 	}
 	return earliest

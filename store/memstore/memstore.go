@@ -37,6 +37,7 @@ type Store struct {
 	schedules map[string]*job.Schedule
 	incidents []*job.Incident             // by ID - 1 (monitor.go)
 	channels  map[string]*job.Channel     // notification channels by name
+	checks    map[string]*memCheck        // external checks by name (checks.go)
 	leases    map[string]*lease           // by led name
 	servers   map[string]store.Server     // by ID (servers.go)
 	queues    map[string]store.QueueState // queues not in the zero state (queues.go)
@@ -93,6 +94,7 @@ func New() *Store {
 		fired:     make(map[fireKey]job.ID),
 		schedules: make(map[string]*job.Schedule),
 		channels:  make(map[string]*job.Channel),
+		checks:    make(map[string]*memCheck),
 	}
 }
 
