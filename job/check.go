@@ -129,6 +129,9 @@ func (c *Check) Check() error {
 			return err
 		}
 	}
+	if len(c.Channels) > MaxMonitorChannels {
+		return Invalid("channels", "%d channels, more than the limit of %d", len(c.Channels), MaxMonitorChannels)
+	}
 	for _, ch := range c.Channels {
 		if err := CheckName("channels", ch); err != nil {
 			return err

@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -45,6 +46,13 @@ func TestCheckValidation(t *testing.T) {
 		{"time_zone", func(c *Check) { c.Period, c.Cron, c.TimeZone = 0, "@daily", "Mars/Olympus" }},
 		{"ping_id", func(c *Check) { c.PingID = "x" }},
 		{"name", func(c *Check) { c.Name = "" }},
+		{"channels", func(c *Check) { c.Channels = []string{""} }},
+		{"channels", func(c *Check) {
+			c.Channels = make([]string, MaxMonitorChannels+1)
+			for i := range c.Channels {
+				c.Channels[i] = fmt.Sprintf("ch%d", i)
+			}
+		}},
 	} {
 		c := ok
 		tc.edit(&c)
