@@ -66,14 +66,24 @@ func TestCancelReachesAnotherClientAtOnce(t *testing.T) {
 }
 
 // TestCancelReachesAnotherStoreWithin1s: a client on one store (one
-// process's) cancels a job that a client on another store of the same
-// SQLite file, or of the same PostgreSQL schema, runs: the cancel reaches
-// the handler within 1s (the lease renewal, which told it before, comes
-// every 10s). Real clock, bounded by a generous timeout.
+// process's) cancels — or terminates — a job that a client on another
+// store of the same SQLite file, or of the same PostgreSQL schema, runs:
+// the cancel reaches the handler within 1s (the lease renewal, which told
+// it before, comes every 10s), and a terminate reaches it as a terminate
+// (cause ErrTerminated: the exec kind's SIGKILL), not as a cancel. Real
+// clock, bounded by a generous timeout.
 func TestCancelReachesAnotherStoreWithin1s(t *testing.T) {
 	t.Parallel()
-	for _, st := range []string{"sqlite", "postgres"} {
-		t.Run(st, func(t *testing.T) {
+	for _, tc := range []struct {
+		st   string
+		kill bool
+	}{{"sqlite", false}, {"postgres", false}, {"sqlite", true}, {"postgres", true}} {
+		st := tc.st
+		name := st + "/cancel"
+		if tc.kill {
+			name = st + "/terminate"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var url string
 			if st == "sqlite" {
@@ -105,18 +115,22 @@ func TestCancelReachesAnotherStoreWithin1s(t *testing.T) {
 				t.Fatal("the job did not start")
 			}
 			at := time.Now()
-			if ok, err := other.Cancel(ctx, r.ID); !ok || err != nil {
-				t.Fatalf("Cancel: %v, %v", ok, err)
+			stop, want := other.Cancel, hopper.ErrCancelled
+			if tc.kill {
+				stop, want = other.Terminate, hopper.ErrTerminated
+			}
+			if ok, err := stop(ctx, r.ID); !ok || err != nil {
+				t.Fatalf("%s: %v, %v", name, ok, err)
 			}
 			select {
 			case cause := <-stopped:
 				d := time.Since(at)
-				t.Logf("from Cancel in one store to the handler in the other: %s", d)
+				t.Logf("from %s in one store to the handler in the other: %s", name, d)
 				if d > time.Second {
-					t.Errorf("the cancel took %s to reach the handler, want within 1s", d)
+					t.Errorf("the %s took %s to reach the handler, want within 1s", name, d)
 				}
-				if !errors.Is(cause, hopper.ErrCancelled) {
-					t.Errorf("the handler's cause: %v, want ErrCancelled", cause)
+				if !errors.Is(cause, want) {
+					t.Errorf("the handler's cause: %v, want %v", cause, want)
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatal("the cancel did not reach the handler within 30s")

@@ -214,10 +214,10 @@ func (c *Client) Cancel(ctx context.Context, id ID) (bool, error) {
 // use: a running job's handler context is cancelled with the cause
 // ErrTerminated (context.Cause), which asks the handler to stop at once
 // rather than clean up; the exec kind sends its process group SIGKILL
-// instead of Cancel's SIGTERM. A job running in another process is
-// cancelled there at its next lease renewal, as by Cancel (that process
-// cannot tell the two apart). A waiting job is cancelled at once, as by
-// Cancel. The job ends cancelled.
+// instead of Cancel's SIGTERM. A job running in another process sharing
+// the store is killed there as promptly as Cancel reaches it (the store
+// keeps the request: job.Job.TerminateRequested). A waiting job is
+// cancelled at once, as by Cancel. The job ends cancelled.
 func (c *Client) Terminate(ctx context.Context, id ID) (bool, error) {
 	return c.cancel(ctx, id, true)
 }
@@ -230,7 +230,7 @@ func (c *Client) cancel(ctx context.Context, id ID, kill bool) (bool, error) {
 	if c.observing() { // EventCancelRequested before the attempt's end is reported
 		defer c.stops.leave(c.stops.enter())
 	}
-	j, err := c.store.Cancel(ctx, store.CancelParams{Now: c.now(), ID: id})
+	j, err := c.store.Cancel(ctx, store.CancelParams{Now: c.now(), ID: id, Terminate: kill})
 	switch {
 	case errors.Is(err, job.ErrNotFound), errors.Is(err, job.ErrNotWaiting):
 		return false, nil

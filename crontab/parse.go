@@ -17,9 +17,17 @@
 // first unescaped "%" as its standard input, each further "%" a newline
 // (crontab(5); "\%" is a literal "%").
 //
-// A line that cannot be mapped — @reboot, a MAILTO with an address (Hopper
-// sends no mail for it), a malformed line, a zone that does not exist — is
-// a [Problem] naming the line and the reason: Parse drops nothing silently.
+// With Options.Mail, a MAILTO line's addresses (and the MAILFROM line's
+// sender) are kept on the entries after it ([Entry.MailTo]), and [Import]
+// routes their schedules' notifications (a dead run, the monitor's
+// incidents) to an email channel (see [Mail]); MAILTO="" turns mail off
+// again, as in cron.
+//
+// A line that cannot be mapped — @reboot, a MAILTO with an address when
+// no mail is set up (Options.Mail), a malformed line, a zone that does not
+// exist — is a [Problem] naming the line and the reason; a line read but
+// without effect (CONTENT_TYPE…) is a note ([Table.Notes]): Parse drops
+// nothing silently.
 package crontab
 
 import (
@@ -64,6 +72,11 @@ type Options struct {
 	// User, with System, is the user whose lines are mapped (required
 	// with System, refused without it).
 	User string
+	// Mail says the import sets up mail (see [Mail]): the addresses of a
+	// MAILTO line, and the sender of a MAILFROM line, go to the entries
+	// after it (Entry.MailTo, Entry.MailFrom). Without it, a MAILTO or
+	// MAILFROM with a value is a Problem.
+	Mail bool
 }
 
 // Table is what Parse read from a crontab.
@@ -73,6 +86,10 @@ type Table struct {
 	// Problems are the lines that do not map, in file order: each is
 	// reported, none is dropped silently.
 	Problems []Problem
+	// Notes are the lines read without effect, in file order:
+	// CONTENT_TYPE and CONTENT_TRANSFER_ENCODING, which shape cron's mail
+	// only (Hopper's mail has its own form).
+	Notes []Problem
 	// Zoneless is the number of entries read in Options.TimeZone because
 	// no CRON_TZ or TZ line preceded them.
 	Zoneless int
@@ -115,6 +132,13 @@ type Entry struct {
 	// MAILFROM, CONTENT_TYPE, CONTENT_TRANSFER_ENCODING) are not in it;
 	// SHELL, PATH and TZ are.
 	Env []string
+	// MailTo are the addresses of the MAILTO line before it (with
+	// Options.Mail), in the order written; nil without one, or after
+	// MAILTO="" (no mail).
+	MailTo []string
+	// MailFrom is the sender of the MAILFROM line before it (with
+	// Options.Mail); "" without one.
+	MailFrom string
 }
 
 // Args returns the args of the entry's exec job: Shell -c Command, with
@@ -141,7 +165,7 @@ func (p Problem) String() string {
 // macros are the crontab macros Parse maps, each to itself in lower case.
 var macros = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
-// mailVars are cron's mail settings, which Hopper does not map.
+// mailVars are cron's mail settings: never in a command's environment.
 var mailVars = []string{"MAILTO", "MAILFROM", "CONTENT_TYPE", "CONTENT_TRANSFER_ENCODING"}
 
 // Validate reports what is wrong with o, if anything.
@@ -221,6 +245,9 @@ type parser struct {
 	cronTZ bool
 	zoned  bool
 	env    []string
+	// mailTo and mailFrom are the MAILTO and MAILFROM in force.
+	mailTo   []string
+	mailFrom string
 }
 
 // problem records a line that does not map.
@@ -295,9 +322,7 @@ func (p *parser) setEnv(n int, text, name, value string) {
 		}
 		p.shell = value
 	case slices.Contains(mailVars, name):
-		if value != "" {
-			p.problem(n, text, "%s=%s: email notifications are not set up by import (each run's output is kept with its job instead; see docs/moving-from-cron.md, \"Output and mail\")", name, value)
-		}
+		p.setMail(n, text, name, value)
 		return
 	}
 	kv := name + "=" + value
@@ -308,9 +333,64 @@ func (p *parser) setEnv(n int, text, name, value string) {
 	}
 }
 
+// setMail applies the mail setting NAME=value at line n.
+func (p *parser) setMail(n int, text, name, value string) {
+	switch {
+	case name != "MAILTO" && name != "MAILFROM":
+		if value != "" {
+			p.t.Notes = append(p.t.Notes, Problem{Line: n, Text: text,
+				Reason: name + " shapes cron's mail only: Hopper's mail has its own form, so the line has no effect"})
+		}
+	case value == "":
+		// MAILTO="": no mail, as in cron; MAILFROM="": the default sender.
+		if name == "MAILTO" {
+			p.mailTo = nil
+		} else {
+			p.mailFrom = ""
+		}
+	case !p.o.Mail:
+		p.problem(n, text, "%s=%s: no mail server is set up for this import: give one (hopper crontab import --smtp HOST:PORT --mail-from ADDRESS, or --mail-channel NAME) to mail each failed run and each alert of the schedules after it, or remove the line (each run's output is kept with its job; see docs/moving-from-cron.md, \"Output and mail\")", name, value)
+	case name == "MAILFROM":
+		if err := checkAddress(value); err != "" {
+			p.problem(n, text, "MAILFROM: %s", err)
+			return
+		}
+		p.mailFrom = value
+	default:
+		var to []string
+		for a := range strings.SplitSeq(value, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			if err := checkAddress(a); err != "" {
+				p.problem(n, text, "MAILTO: %s: the schedules after it get no mail until the next MAILTO", err)
+				p.mailTo = nil
+				return
+			}
+			to = append(to, a)
+		}
+		p.mailTo = to
+	}
+}
+
+// checkAddress says what is wrong with the mail address a, if anything:
+// Hopper sends mail through an SMTP server, so a local user name (cron's
+// MAILTO=root) needs its domain.
+func checkAddress(a string) string {
+	switch {
+	case strings.ContainsAny(a, "\r\n<>\" \t"):
+		return fmt.Sprintf("%q is not a mail address", a)
+	case !strings.Contains(a, "@"):
+		return fmt.Sprintf("%q is a local user, and Hopper sends mail through an SMTP server: write the whole address (%s@example.com)", a, a)
+	}
+	return ""
+}
+
 // entry reads a command line, s being text without its leading blanks.
 func (p *parser) entry(n int, text, s string) {
-	e := &Entry{Line: n, Text: text, TimeZone: p.zone, Shell: p.shell, Env: slices.Clone(p.env)}
+	e := &Entry{Line: n, Text: text, TimeZone: p.zone, Shell: p.shell, Env: slices.Clone(p.env),
+		MailTo: slices.Clone(p.mailTo), MailFrom: p.mailFrom}
 	nf := 5
 	if strings.HasPrefix(s, "@") {
 		nf = 1

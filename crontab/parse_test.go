@@ -115,8 +115,10 @@ func TestParseProblems(t *testing.T) {
 			[]string{"line 1: want 5 time fields and a command", "line 2: want 5 time fields", "line 3: want a macro such as @daily and a command"}},
 		{"bad field", "61 * * * * x\n* * * FOO * y\n5-1 * * * * z\n", Options{},
 			[]string{`line 1: minute field "61": value 61 out of range 0-59`, `line 2: month field "FOO"`, `line 3: minute field "5-1"`}},
-		{"MAILTO", "MAILTO=ops@example.com\nMAILFROM=cron@x\n@daily a\n", Options{},
-			[]string{"line 1: MAILTO=ops@example.com: email notifications are not set up by import", "line 2: MAILFROM=cron@x: email"}},
+		{"MAILTO without mail", "MAILTO=ops@example.com\nMAILFROM=cron@x\n@daily a\n", Options{},
+			[]string{"line 1: MAILTO=ops@example.com: no mail server is set up for this import", "line 2: MAILFROM=cron@x: no mail server"}},
+		{"MAILTO: a local user, a bad address", "MAILTO=root\nMAILTO=a@x, <b@y>\nMAILFROM=cron\n", Options{Mail: true},
+			[]string{`line 1: MAILTO: "root" is a local user`, `line 2: MAILTO: "<b@y>" is not a mail address`, `line 3: MAILFROM: "cron" is a local user`}},
 		{"bad zone, and the lines after it", "CRON_TZ=Mars/Olympus\n@daily a\nCRON_TZ=Local\n@daily b\nCRON_TZ=UTC\n@daily c\n", Options{},
 			[]string{`line 1: CRON_TZ: unknown zone "Mars/Olympus"`, `line 2: the time zone of line 1: unknown zone`,
 				`line 3: CRON_TZ: "Local" is each server's own zone`, `line 4: the time zone of line 3`}},
@@ -140,6 +142,56 @@ func TestParseProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseMail checks that, with Options.Mail, each entry carries the
+// MAILTO and MAILFROM before it; MAILTO="" turns mail off, a bad MAILTO
+// too (it is a problem); CONTENT_TYPE is a note; none is in the commands'
+// environment.
+func TestParseMail(t *testing.T) {
+	t.Parallel()
+	src := `@daily a
+MAILTO=ops@example.com
+@daily b
+MAILTO = "ops@example.com, dev@example.com"
+MAILFROM=cron@example.com
+CONTENT_TYPE=text/plain
+@daily c
+MAILTO=""
+@daily d
+MAILTO=ops@example.com
+MAILFROM=
+@daily e
+MAILTO=root
+@daily f
+`
+	tab := parse(t, src, Options{Mail: true})
+	type mail struct {
+		to   []string
+		from string
+	}
+	want := map[string]mail{
+		"cron-a": {}, "cron-b": {[]string{"ops@example.com"}, ""},
+		"cron-c": {[]string{"ops@example.com", "dev@example.com"}, "cron@example.com"},
+		"cron-d": {nil, "cron@example.com"}, "cron-e": {[]string{"ops@example.com"}, ""}, "cron-f": {},
+	}
+	if len(tab.Entries) != len(want) {
+		t.Fatalf("%d entries, want %d", len(tab.Entries), len(want))
+	}
+	for _, e := range tab.Entries {
+		if got := (mail{e.MailTo, e.MailFrom}); !reflect.DeepEqual(got, want[e.Name]) {
+			t.Errorf("%s: mail %+v, want %+v", e.Name, got, want[e.Name])
+		}
+		if len(e.Env) != 0 {
+			t.Errorf("%s: environment %q, want none (mail settings are not the command's)", e.Name, e.Env)
+		}
+	}
+	if len(tab.Problems) != 1 || tab.Problems[0].Line != 13 || !strings.Contains(tab.Problems[0].Reason, `"root" is a local user`) {
+		t.Errorf("problems %q, want line 13's MAILTO=root", tab.Problems)
+	}
+	if len(tab.Notes) != 1 || tab.Notes[0].Line != 6 || !strings.Contains(tab.Notes[0].Reason, "CONTENT_TYPE shapes cron's mail only") {
+		t.Errorf("notes %q, want line 6's CONTENT_TYPE", tab.Notes)
 	}
 }
 

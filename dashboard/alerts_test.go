@@ -79,3 +79,53 @@ func TestAlertsPageChecks(t *testing.T) {
 		t.Errorf("a read token sees the ping ID, or no note\n%s", clip(read))
 	}
 }
+
+// TestSchedulesMonitorAndOutput: the schedules page shows each schedule's
+// monitor (its checks and channels, escaped), its output retention (the
+// defaults said so) and its open incidents, and "no checks" for a
+// schedule without a monitor.
+func TestSchedulesMonitorAndOutput(t *testing.T) {
+	t.Parallel()
+	c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: dashtest.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, c, Options{})
+	ctx := context.Background()
+	kind := dashtest.Kinds().Kinds()[0]
+	if _, err := c.AddSchedule(ctx, "watched", hopper.ScheduleOptions{Every: time.Minute, Kind: kind,
+		Monitor: &hopper.Monitor{StartGrace: 5 * time.Second, MaxDuration: time.Hour, AlertAfterFailures: 3, PauseOnFailures: true,
+			Channels: []string{"<ops>", "mailto-ops-example-com"}},
+		OutputRetention: hopper.OutputRetention{Succeeded: 1, Failed: -1, MaxAge: 48 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddSchedule(ctx, "plain", hopper.ScheduleOptions{Every: time.Hour, Kind: kind}); err != nil {
+		t.Fatal(err)
+	}
+	c.CheckMonitors(ctx, time.Now().Add(2*time.Minute))
+	body := e.get("/schedules", "").want(t, 200).body
+	// The schedules are in name order: plain, then watched.
+	_, rest, ok1 := strings.Cut(body, `data-schedule="plain"`)
+	plain, watched, ok2 := strings.Cut(rest, `data-schedule="watched"`)
+	if !ok1 || !ok2 {
+		t.Fatalf("no plain then watched schedule in\n%s", clip(body))
+	}
+	for _, want := range []string{
+		"<dd data-monitor>start within 5s, finish within 1h, alert after 3 consecutive failures and pause; notify &lt;ops&gt;, mailto-ops-example-com</dd>",
+		"<dd data-output-kept>the newest 1 successful and 0 failed runs, at most 48h old</dd>",
+		`data-incidents><a href="/alerts">missed_start</a>`, "did not fire within 5s",
+	} {
+		if !strings.Contains(watched, want) {
+			t.Errorf("no %q in the watched schedule\n%s", want, clip(watched))
+		}
+	}
+	for _, want := range []string{`<span class="muted">no checks</span>`,
+		`the newest 3 successful and 10 failed runs <span class="muted">(defaults)</span>`} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("no %q in the plain schedule\n%s", want, clip(plain))
+		}
+	}
+	if strings.Contains(plain, "data-incidents") {
+		t.Error("the plain schedule shows incidents")
+	}
+}

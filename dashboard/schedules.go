@@ -23,7 +23,15 @@ type scheduleView struct {
 	PauseURL  string
 	ResumeURL string
 	RunURL    string
+	// Incidents are its open incidents, newest first.
+	Incidents []*hopper.Incident
+	// KeptDefault says its output retention is the defaults.
+	KeptDefault bool
 }
+
+// openIncidentsLimit bounds the open incidents the schedules page reads,
+// in one call for every schedule.
+const openIncidentsLimit = 500
 
 func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 	scs, err := h.c.Schedules(r.Context())
@@ -31,10 +39,22 @@ func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 		h.storeFailed(w, r, err)
 		return
 	}
+	open, err := h.c.Incidents(r.Context(), hopper.IncidentFilter{Open: true, Limit: openIncidentsLimit})
+	if err != nil {
+		h.storeFailed(w, r, err)
+		return
+	}
+	bySchedule := map[string][]*hopper.Incident{}
+	for _, in := range open {
+		if name, ok := job.ScheduleOfSubject(in.Subject); ok {
+			bySchedule[name] = append(bySchedule[name], in)
+		}
+	}
 	t := time.Now()
 	views := make([]scheduleView, 0, len(scs))
 	for _, sc := range scs {
-		v := scheduleView{Schedule: sc, Anchor: scheduleAnchor(sc.Name)}
+		v := scheduleView{Schedule: sc, Anchor: scheduleAnchor(sc.Name), Incidents: bySchedule[sc.Name],
+			KeptDefault: sc.OutputRetention == (hopper.OutputRetention{})}
 		v.Next, v.NextNote, v.Zone = nextFires(sc, t, fireCount)
 		if sc.LastJobID != 0 {
 			v.LastJob = h.jobPath(sc.LastJobID)

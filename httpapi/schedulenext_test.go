@@ -129,3 +129,46 @@ func TestScheduleOverlapBufferAPI(t *testing.T) {
 		t.Errorf("third run now with the buffer full: status %d, want 409", r.status)
 	}
 }
+
+// TestScheduleMonitorAndOutputKept: GET /schedules and /schedules/{name}
+// show a schedule's monitor as set and output_kept, its output retention
+// with the defaults applied.
+func TestScheduleMonitorAndOutputKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.do("POST", "/api/v1/schedules", `{"name":"w","every":"1m","kind":"ok","monitor":{"start_grace":"5s","max_duration":"1h","alert_after_failures":3,"pause_on_failures":true,"channels":["ops"]},"output_retention":{"succeeded":1,"failed":-1,"max_age":"48h"}}`).ok(http.StatusCreated, nil)
+	e.do("POST", "/api/v1/schedules", `{"name":"z","every":"1m","kind":"ok"}`).ok(http.StatusCreated, nil)
+	type kept struct {
+		Succeeded int    `json:"succeeded"`
+		Failed    int    `json:"failed"`
+		MaxAge    string `json:"max_age"`
+	}
+	type sched struct {
+		Name    string `json:"name"`
+		Monitor *struct {
+			StartGrace         string   `json:"start_grace"`
+			MaxDuration        string   `json:"max_duration"`
+			AlertAfterFailures int      `json:"alert_after_failures"`
+			PauseOnFailures    bool     `json:"pause_on_failures"`
+			Channels           []string `json:"channels"`
+		} `json:"monitor"`
+		OutputKept *kept `json:"output_kept"`
+	}
+	var w sched
+	e.do("GET", "/api/v1/schedules/w", "").ok(http.StatusOK, &w)
+	if m := w.Monitor; m == nil || m.StartGrace != "5s" || m.MaxDuration != "1h0m0s" || m.AlertAfterFailures != 3 || !m.PauseOnFailures ||
+		len(m.Channels) != 1 || m.Channels[0] != "ops" {
+		t.Errorf("monitor %+v", w.Monitor)
+	}
+	if w.OutputKept == nil || *w.OutputKept != (kept{1, 0, "48h0m0s"}) {
+		t.Errorf("output_kept %+v, want 1 succeeded, 0 failed, 48h", w.OutputKept)
+	}
+	var list struct {
+		Schedules []sched `json:"schedules"`
+	}
+	e.do("GET", "/api/v1/schedules", "").ok(http.StatusOK, &list)
+	if len(list.Schedules) != 2 || list.Schedules[1].Name != "z" || list.Schedules[1].Monitor != nil ||
+		list.Schedules[1].OutputKept == nil || *list.Schedules[1].OutputKept != (kept{3, 10, "0s"}) {
+		t.Errorf("list: %+v", list.Schedules)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/httpauth"
+	"github.com/hopperq/hopper/internal/jsondur"
 	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
@@ -20,27 +21,39 @@ import (
 // zone (a cron schedule's time_zone, else UTC) as RFC 3339 with that
 // zone's offset, with next_runs, its next NextRuns fire times in the same
 // zone — empty while it is paused, and only the next one for a
-// fixed-delay schedule (the ones after depend on when its jobs finish).
+// fixed-delay schedule (the ones after depend on when its jobs finish) —
+// and output_kept, its output_retention with the defaults applied.
 type scheduleView struct {
 	*hopper.Schedule
 	NextRuns []time.Time
 }
 
+// outputKept is a schedule's output retention with its defaults applied:
+// counts from 0 (none kept), max_age "0s" for no limit.
+type outputKept struct {
+	Succeeded int              `json:"succeeded"`
+	Failed    int              `json:"failed"`
+	MaxAge    jsondur.Duration `json:"max_age"`
+}
+
 // MarshalJSON implements json.Marshaler: the schedule's own JSON with
-// "next_runs" added.
+// "next_runs" and "output_kept" added.
 func (v scheduleView) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(v.Schedule)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := json.Marshal(v.NextRuns)
+	r := v.OutputRetention.Resolved()
+	extra, err := json.Marshal(struct {
+		NextRuns   []time.Time `json:"next_runs"`
+		OutputKept outputKept  `json:"output_kept"`
+	}{v.NextRuns, outputKept{r.Succeeded, r.Failed, jsondur.Duration(r.MaxAge)}})
 	if err != nil {
 		return nil, err
 	}
 	b = b[:len(b)-1] // the closing brace of the object
-	b = append(b, `,"next_runs":`...)
-	b = append(b, runs...)
-	return append(b, '}'), nil
+	b = append(b, ',')
+	return append(b, extra[1:]...), nil
 }
 
 // view returns sc as the API shows it, its times in its zone, with its

@@ -87,6 +87,11 @@ type Job struct {
 	// CancelRequested is set when Cancel hits a running job: the worker
 	// cancels the handler's context and the job ends cancelled if it fails.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// TerminateRequested, with CancelRequested, says the cancel is a
+	// terminate (Terminate, an OverlapTerminate tick): the worker, in
+	// whichever process, kills the handler (cause ErrTerminated; the exec
+	// kind's SIGKILL) instead of cancelling it.
+	TerminateRequested bool `json:"terminate_requested,omitempty"`
 
 	// Meta is the job's metadata: string pairs that carry context with it
 	// (a trace's parent, a tenant), set when it is enqueued and never

@@ -490,3 +490,52 @@ func Route(chans []*Channel, named []string, event string) []string {
 	}
 	return out
 }
+
+// String describes m for people, in one line: what it watches ("start
+// within 5m, finish within 1h, alert after 3 consecutive failures and
+// pause"; "no checks" when nothing), then the channels it names
+// ("; notify ops, mailto-ops-example-com"), which take its incidents and
+// its dead jobs. A nil m is "no checks".
+func (m *Monitor) String() string {
+	if m == nil {
+		return "no checks"
+	}
+	var parts []string
+	if m.StartGrace > 0 {
+		parts = append(parts, "start within "+shortDuration(m.StartGrace))
+	}
+	if m.MaxDuration > 0 {
+		parts = append(parts, "finish within "+shortDuration(m.MaxDuration))
+	}
+	if m.AlertAfterFailures > 0 {
+		s := fmt.Sprintf("alert after %d consecutive failures", m.AlertAfterFailures)
+		if m.AlertAfterFailures == 1 {
+			s = "alert after 1 failure"
+		}
+		if m.PauseOnFailures {
+			s += " and pause"
+		}
+		parts = append(parts, s)
+	}
+	s := strings.Join(parts, ", ")
+	if s == "" {
+		s = "no checks"
+	}
+	if len(m.Channels) > 0 {
+		s += "; notify " + strings.Join(m.Channels, ", ")
+	}
+	return s
+}
+
+// shortDuration writes d without its zero units: "5m", "1h30m", "90s" →
+// "1m30s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -109,6 +109,18 @@ func (r OutputRetention) Resolved() OutputRetention {
 	return OutputRetention{Succeeded: count(r.Succeeded, OutputKeepSucceeded), Failed: count(r.Failed, OutputKeepFailed), MaxAge: max(r.MaxAge, 0)}
 }
 
+// String describes the outputs r keeps, its defaults applied: "the newest
+// 3 successful and 10 failed runs", with ", at most 168h old" for a
+// MaxAge.
+func (r OutputRetention) String() string {
+	v := r.Resolved()
+	s := fmt.Sprintf("the newest %d successful and %d failed runs", v.Succeeded, v.Failed)
+	if v.MaxAge > 0 {
+		s += ", at most " + shortDuration(v.MaxAge) + " old"
+	}
+	return s
+}
+
 // Check returns a *FieldError unless r's MaxAge is not negative.
 func (r OutputRetention) Check(field string) error {
 	if r.MaxAge < 0 {

@@ -382,6 +382,9 @@ type Lease struct {
 type HeartbeatResult struct {
 	// Cancel lists the renewed jobs whose cancellation was requested.
 	Cancel []job.ID
+	// Terminate lists those of Cancel whose cancel is a terminate
+	// (TerminateRequested): their handlers are killed.
+	Terminate []job.ID
 	// Lost lists the attempts the worker no longer owns: the job is no
 	// longer running that attempt under this worker. Their handlers must
 	// stop; their outcomes will not apply.
@@ -472,6 +475,9 @@ func Steps(since, now time.Time, step time.Duration) int {
 type CancelParams struct {
 	Now time.Time
 	ID  job.ID
+	// Terminate applies ApplyTerminate instead of ApplyCancel: a running
+	// job's worker kills it (HeartbeatResult.Terminate).
+	Terminate bool
 }
 
 // RescheduleParams are the arguments of Store.Reschedule.

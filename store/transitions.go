@@ -25,7 +25,8 @@ import (
 const ErrorWorkerLost = "worker lost: its process died or stopped renewing the lease (the attempt's duration runs to its last heart-beat)"
 
 // ApplyClaim makes the available job j a running attempt of worker, leased
-// until leaseUntil: Attempt+1, StartedAt=now, CancelRequested cleared.
+// until leaseUntil: Attempt+1, StartedAt=now, CancelRequested and
+// TerminateRequested cleared.
 func ApplyClaim(j *job.Job, now time.Time, worker string, leaseUntil time.Time) error {
 	if err := job.CheckTransition(j.ID, j.State, job.StateRunning); err != nil {
 		return err
@@ -33,7 +34,7 @@ func ApplyClaim(j *job.Job, now time.Time, worker string, leaseUntil time.Time) 
 	j.State = job.StateRunning
 	j.Attempt++
 	j.StartedAt, j.Worker, j.LeaseUntil = now.UTC(), worker, leaseUntil.UTC()
-	j.CancelRequested = false
+	j.CancelRequested, j.TerminateRequested = false, false
 	return nil
 }
 
@@ -167,9 +168,21 @@ func ApplyRescue(j *job.Job, now, lastBeat time.Time, maxCrashes int) error {
 // for its worker to stop it. A finished job is left unchanged and the error
 // wraps job.ErrNotWaiting.
 func ApplyCancel(j *job.Job, now time.Time) error {
+	return applyCancel(j, now, false)
+}
+
+// ApplyTerminate is ApplyCancel's killing form: a running job gets
+// TerminateRequested too, for its worker to kill it.
+func ApplyTerminate(j *job.Job, now time.Time) error {
+	return applyCancel(j, now, true)
+}
+
+// applyCancel is ApplyCancel, or with kill ApplyTerminate.
+func applyCancel(j *job.Job, now time.Time, kill bool) error {
 	switch {
 	case j.State == job.StateRunning:
 		j.CancelRequested = true
+		j.TerminateRequested = j.TerminateRequested || kill
 		return nil
 	case j.State.Waiting():
 		if err := job.CheckTransition(j.ID, j.State, job.StateCancelled); err != nil {
@@ -289,7 +302,7 @@ func ApplyRetryDead(j *job.Job, now time.Time) error {
 	j.State = job.StateAvailable
 	j.Attempt, j.Crashes = 0, 0
 	j.RunAt, j.FinishedAt = now.UTC(), time.Time{}
-	j.CancelRequested = false
+	j.CancelRequested, j.TerminateRequested = false, false
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/kinds"
 )
 
@@ -160,7 +161,7 @@ func TestCrontabImportUnmappable(t *testing.T) {
 	hop(t, db, "migrate").ok(t)
 	before := readFile(t, db)
 	hop(t, db, "crontab", "import", file).fails(t, ExitUsage,
-		"unmappable.crontab:1: MAILTO=ops@example.com: email notifications are not set up by import",
+		"unmappable.crontab:1: MAILTO=ops@example.com: no mail server is set up for this import",
 		"unmappable.crontab:2: @reboot runs a command once when the machine boots",
 		`unmappable.crontab:3: minute field "61": value 61 out of range 0-59`,
 		`unmappable.crontab:4: CRON_TZ: unknown zone "Mars/Olympus"`,
@@ -251,4 +252,89 @@ func TestEnqueueExecStdin(t *testing.T) {
 	if err := json.Unmarshal(j.Result, &res); err != nil || res.StdoutTail != "A%B\n" {
 		t.Fatalf("job %+v: result %+v, %v", j, res, err)
 	}
+}
+
+// TestCrontabImportMailto imports a crontab with MAILTO lines: without a
+// mail server they are reported and nothing is imported; a dry run with
+// --smtp shows the email channels it would make and changes nothing; the
+// import makes them (the password from --smtp-password-env) and routes
+// the schedules after each MAILTO to its channel; --mail-channel routes
+// to a channel of the operator's instead; bad mail flags are refused.
+func TestCrontabImportMailto(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const file = "testdata/crontab/mailto.crontab"
+	hop(t, db, "migrate").ok(t)
+	before := readFile(t, db)
+	hop(t, db, "crontab", "import", file).fails(t, ExitUsage,
+		"mailto.crontab:5: MAILTO=ops@example.com: no mail server is set up for this import: give one (hopper crontab import --smtp HOST:PORT",
+		"mailto.crontab:9: MAILFROM=cron@example.com: no mail server",
+		"3 lines of testdata/crontab/mailto.crontab cannot be imported; nothing changed")
+
+	smtp := []string{"crontab", "import", "--smtp", "smtp.example.com:587", "--mail-from", "hopper@example.com",
+		"--smtp-username", "cron", "--smtp-password-env", "PATH"}
+	r := hop(t, db, append(append([]string{}, smtp...), "--dry-run", file)...).ok(t).has(t,
+		"would create  mailto-ops-example-com ", "channel: email to ops@example.com via smtp.example.com:587; the schedules naming it",
+		"would create  mailto-ops-example-com-dev-example-com", "email to ops@example.com, dev@example.com",
+		"would create  cron-sync ", "/opt/app/bin/sync [mail: channel mailto-ops-example-com]",
+		"/opt/app/bin/cleanup [mail: channel mailto-ops-example-com-dev-example-com]",
+		"dry run, nothing changed: would create 5, update 0, remove 0; 0 unchanged; 0 lines not imported; mail channels: create 2, update 0; 0 unchanged")
+	if strings.Contains(r.out, "quiet [mail") || strings.Contains(r.out, "archive [mail") {
+		t.Errorf("a schedule without MAILTO gets mail:\n%s", r.out)
+	}
+	if !strings.Contains(r.err, "note: testdata/crontab/mailto.crontab:10: CONTENT_TYPE shapes cron's mail only") {
+		t.Errorf("no note about CONTENT_TYPE: %q", r.err)
+	}
+	if !bytes.Equal(before, readFile(t, db)) {
+		t.Fatal("the dry run changed the database file")
+	}
+
+	var plan struct {
+		Changes []struct {
+			Action, Name string
+			Line         int
+			Channel      *hopper.Channel
+			MailChannel  string `json:"mail_channel"`
+		}
+	}
+	hop(t, db, append(append([]string{"--json"}, smtp...), "--dry-run", file)...).ok(t).decode(&plan)
+	if len(plan.Changes) != 7 || plan.Changes[0].Channel == nil || plan.Changes[0].Line != 6 || plan.Changes[0].Channel.Password != job.RedactedSecret ||
+		plan.Changes[3].Name != "cron-sync" || plan.Changes[3].MailChannel != "mailto-ops-example-com" || plan.Changes[2].MailChannel != "" {
+		t.Fatalf("--json plan: %+v", plan)
+	}
+
+	hop(t, db, append(append([]string{}, smtp...), file)...).ok(t).has(t, "create 5, update 0, remove 0; 0 unchanged; 0 lines not imported; mail channels: create 2, update 0; 0 unchanged")
+	var chans []*hopper.Channel
+	hop(t, db, "--json", "channel", "list").ok(t).decode(&chans)
+	if len(chans) != 2 || chans[0].Name != "mailto-ops-example-com" || chans[0].SMTPAddr != "smtp.example.com:587" ||
+		chans[0].From != "hopper@example.com" || chans[0].Username != "cron" || chans[0].Password == "" ||
+		chans[1].From != "cron@example.com" || !reflect.DeepEqual(chans[1].To, []string{"ops@example.com", "dev@example.com"}) {
+		t.Fatalf("channels %+v", chans)
+	}
+	notify := map[string][]string{"cron-quiet": nil, "cron-sync": {"mailto-ops-example-com"}, "cron-report": {"mailto-ops-example-com"},
+		"cron-cleanup": {"mailto-ops-example-com-dev-example-com"}, "cron-archive": nil}
+	for name, sc := range schedulesOf(t, db) {
+		var got []string
+		if sc.Monitor != nil {
+			got = sc.Monitor.Channels
+		}
+		if !reflect.DeepEqual(got, notify[name]) {
+			t.Errorf("%s notifies %q, want %q", name, got, notify[name])
+		}
+	}
+	hop(t, db, append(append([]string{}, smtp...), file)...).ok(t).has(t, "create 0, update 0, remove 0; 5 unchanged; 0 lines not imported; mail channels: create 0, update 0; 2 unchanged")
+
+	// --mail-channel: the MAILTO schedules notify the operator's channel.
+	hop(t, db, "crontab", "import", "--mail-channel", "pager", file).fails(t, ExitError, "mail channel pager: ")
+	hop(t, db, "channel", "add", "pager", "--type", "command", "--", "/usr/local/bin/page").ok(t)
+	hop(t, db, "crontab", "import", "--mail-channel", "pager", file).ok(t).has(t, "/opt/app/bin/sync [mail: channel pager]", "create 0, update 3, remove 0; 2 unchanged")
+	if sc := schedulesOf(t, db)["cron-cleanup"]; sc.Monitor == nil || !reflect.DeepEqual(sc.Monitor.Channels, []string{"pager"}) {
+		t.Errorf("cron-cleanup: monitor %+v, want pager", sc.Monitor)
+	}
+
+	hop(t, db, "crontab", "import", "--smtp", "smtp.example.com:25", "--mail-channel", "pager", file).fails(t, ExitUsage, "--smtp and --mail-channel: give one")
+	hop(t, db, "crontab", "import", "--mail-from", "a@example.com", file).fails(t, ExitUsage, "need --smtp HOST:PORT")
+	hop(t, db, "crontab", "import", "--smtp", "smtp.example.com", "--mail-from", "a@example.com", file).fails(t, ExitUsage, "bad --smtp: want host:port")
+	hop(t, db, "crontab", "import", "--smtp", "smtp.example.com:25", file).fails(t, ExitUsage, "line 6 has a MAILTO and no MAILFROM before it: give the sender with --mail-from ADDRESS")
+	hop(t, db, "crontab", "import", "--smtp", "smtp.example.com:25", "--smtp-password-env", "HOPPER_TEST_NOT_SET_ANYWHERE", file).fails(t, ExitUsage, "--smtp-password-env HOPPER_TEST_NOT_SET_ANYWHERE: the variable is not set")
 }

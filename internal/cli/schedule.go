@@ -17,8 +17,8 @@ import (
 )
 
 func (a *app) scheduleCmd() *cobra.Command {
-	c := group("schedule", "Recurring schedules: add, list, next, run, pause, resume, rm",
-		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleNextCmd(), a.scheduleRunCmd(), a.scheduleBackfillCmd(),
+	c := group("schedule", "Recurring schedules: add, list, get, next, run, pause, resume, rm",
+		a.scheduleAddCmd(), a.scheduleListCmd(), a.scheduleGetCmd(), a.scheduleNextCmd(), a.scheduleRunCmd(), a.scheduleBackfillCmd(),
 		a.scheduleSetCmd("pause", "Stop a schedule from firing until resumed"),
 		a.scheduleSetCmd("resume", "Let a paused schedule fire again (missed ticks are not replayed)"),
 		a.scheduleSetCmd("rm", "Delete a schedule (the jobs it fired are kept)"))
@@ -276,12 +276,17 @@ func (a *app) scheduleListCmd() *cobra.Command {
 time (in the schedule's time zone: a cron schedule's --tz, else UTC; local
 time for --every), the ticks skipped since it last fired (with overlap
 skip, a tick is skipped while the previous job runs) and when the last was
-skipped, and the last job with its outcome (its state, and a short error
-when it failed or died).
+skipped, the last job with its outcome (its state, and a short error
+when it failed or died), and its monitor: what it checks (--start-grace,
+--max-duration, --alert-after-failures, --pause-on-failures) and the
+channels it notifies (--notify). "hopper schedule get NAME" shows one
+schedule whole, with the outputs it keeps and its open incidents.
 
---json prints the schedules with their times in their zone, and adds
-last_job_state, last_job_error and job_timeout (what the next job it fires
-gets when the schedule sets no --timeout: the period, at least 1m).`,
+--json prints the schedules with their times in their zone (monitor and
+output_retention as set), and adds last_job_state, last_job_error,
+job_timeout (what the next job it fires gets when the schedule sets no
+--timeout: the period, at least 1m) and output_kept (output_retention with
+its defaults applied).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -305,7 +310,7 @@ gets when the schedule sets no --timeout: the period, at least 1m).`,
 					fmt.Fprintln(a.Err, "no schedules")
 					return nil
 				}
-				t := newTable(a.Out, "NAME", "WHEN", "OVERLAP", "STATUS", "NEXT RUN", "LAST FIRED", "SKIPPED", "LAST JOB", "JOB")
+				t := newTable(a.Out, "NAME", "WHEN", "OVERLAP", "STATUS", "NEXT RUN", "LAST FIRED", "SKIPPED", "LAST JOB", "MONITOR", "JOB")
 				for _, v := range views {
 					sc := v.sc
 					status, next := "active", zclock(sc.NextRunAt, v.loc)
@@ -324,13 +329,109 @@ gets when the schedule sets no --timeout: the period, at least 1m).`,
 					if n := len(sc.Buffered); n > 0 {
 						status += fmt.Sprintf(", %d buffered", n)
 					}
+					monitor := "-"
+					if sc.Monitor != nil {
+						monitor = truncate(sc.Monitor.String(), 100)
+					}
 					t.row(sc.Name, describeSpec(sc), sc.Overlap, status, next, zclock(sc.LastFireAt, v.loc), skipped,
-						v.lastJobText(), sc.Kind+": "+summary(sc.Kind, sc.Args, 40))
+						v.lastJobText(), monitor, sc.Kind+": "+summary(sc.Kind, sc.Args, 40))
 				}
 				return t.flush()
 			})
 		},
 	}
+}
+
+func (a *app) scheduleGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show one schedule whole: rule, policies, monitor, output kept, open incidents",
+		Long: `Show the schedule NAME: its rule and zone, job, policies (overlap, catch-up,
+jitter), status and times, last job, the timeout of its jobs, its monitor
+(what it checks, and the channels it notifies besides those taking every
+schedule), the outputs of its runs it keeps (schedule add --keep-succeeded,
+--keep-failed, --keep-output-for), and its open incidents (hopper alerts
+list --schedule NAME --open).
+
+--json prints the schedule as "schedule list --json" does, with
+open_incidents added.
+
+Exit code: 0 if shown; 1 if there is no schedule NAME.`,
+		Example: `  hopper schedule get nightly-report
+  hopper schedule get --json nightly-report`,
+		Args: exactArgs(1, "a schedule NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
+				sc, err := getSchedule(ctx, s, name)
+				if err != nil {
+					return err
+				}
+				v := newScheduleView(sc)
+				if err := v.addLastJob(ctx, s); err != nil {
+					return err
+				}
+				if v.incidents, err = s.Incidents(ctx, hopper.IncidentFilter{Schedule: name, Open: true}); err != nil {
+					return err
+				}
+				if a.json {
+					return printJSON(a.Out, v)
+				}
+				return a.printSchedule(v)
+			})
+		},
+	}
+}
+
+// printSchedule prints one schedule for schedule get, a field a line.
+func (a *app) printSchedule(v *scheduleView) error {
+	sc := v.sc
+	var b strings.Builder
+	field := func(name, format string, args ...any) {
+		fmt.Fprintf(&b, "%-15s %s\n", name+":", fmt.Sprintf(format, args...))
+	}
+	field("name", "%s", sc.Name)
+	field("rule", "%s", describeSpec(sc))
+	field("job", "%s: %s", sc.Kind, summary(sc.Kind, sc.Args, 100))
+	if sc.Queue != "" {
+		field("queue", "%s", sc.Queue)
+	}
+	policy := sc.Overlap.String() + " on overlap; catch-up " + sc.CatchUp.String()
+	if sc.Jitter > 0 {
+		policy += fmt.Sprintf("; jitter up to %s (%s)", sc.Jitter, sc.JitterMode)
+	}
+	field("policies", "%s", policy)
+	status := "active, next run " + zclock(sc.NextRunAt, v.loc)
+	switch {
+	case sc.Paused:
+		status = "paused"
+	case sc.NextRunAt.IsZero():
+		status = fmt.Sprintf("active, next run after job %d", sc.LastJobID)
+	}
+	if n := len(sc.Buffered); n > 0 {
+		status += fmt.Sprintf(", %d buffered", n)
+	}
+	field("status", "%s", status)
+	field("last fired", "%s", zclock(sc.LastFireAt, v.loc))
+	field("last job", "%s", v.lastJobText())
+	if sc.SkippedTicks > 0 {
+		field("skipped", "%d ticks (last %s)", sc.SkippedTicks, zclock(sc.LastSkipAt, v.loc))
+	}
+	field("timeout", "%s", describeTimeout(sc))
+	field("monitor", "%s", sc.Monitor.String())
+	kept := sc.OutputRetention.String()
+	if sc.OutputRetention == (hopper.OutputRetention{}) {
+		kept += " (the defaults)"
+	}
+	field("output kept", "%s (hopper jobs output ID)", kept)
+	if len(v.incidents) == 0 {
+		field("open incidents", "none")
+	}
+	for _, in := range v.incidents {
+		field("open incident", "%d %s since %s: %s", in.ID, in.Problem, zclock(in.OpenedAt, v.loc), in.Detail)
+	}
+	_, err := io.WriteString(a.Out, b.String())
+	return err
 }
 
 func (a *app) scheduleNextCmd() *cobra.Command {
@@ -363,10 +464,7 @@ range.`, hopper.MaxNextRuns),
 				return usagef("bad -n %d: want 1 to %d fire times", n, hopper.MaxNextRuns)
 			}
 			return a.withSession(ctx, openOpts{access: readOnly}, func(s *session) error {
-				sc, err := s.GetSchedule(ctx, name)
-				if errors.Is(err, hopper.ErrNotFound) {
-					return fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
-				}
+				sc, err := getSchedule(ctx, s, name)
 				if err != nil {
 					return err
 				}
@@ -563,6 +661,16 @@ func (a *app) scheduleSetCmd(verb, short string) *cobra.Command {
 }
 
 // scheduleNames lists the existing schedules for a not-found message.
+// getSchedule returns the schedule name, or an error naming the
+// schedules there are when it does not exist.
+func getSchedule(ctx context.Context, s *session, name string) (*hopper.Schedule, error) {
+	sc, err := s.GetSchedule(ctx, name)
+	if errors.Is(err, hopper.ErrNotFound) {
+		return nil, fmt.Errorf("schedule %q not found%s", name, scheduleNames(ctx, s))
+	}
+	return sc, err
+}
+
 func scheduleNames(ctx context.Context, s *session) string {
 	scheds, err := s.Schedules(ctx)
 	if err != nil || len(scheds) == 0 {

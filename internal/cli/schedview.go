@@ -22,6 +22,8 @@ type scheduleView struct {
 	// last is the last job fired, nil if none or purged (lastGone).
 	last     *hopper.Job
 	lastGone bool
+	// incidents, for schedule get, are its open incidents.
+	incidents []*hopper.Incident
 }
 
 func newScheduleView(sc *hopper.Schedule) *scheduleView {
@@ -162,7 +164,9 @@ func describeTimeout(sc *hopper.Schedule) string {
 }
 
 // MarshalJSON writes the schedule's JSON with its times in its zone, then
-// last_job_state, last_job_error and job_timeout.
+// last_job_state, last_job_error, job_timeout, output_kept (its output
+// retention with the defaults applied) and, for schedule get,
+// open_incidents.
 func (v *scheduleView) MarshalJSON() ([]byte, error) {
 	sc := *v.sc
 	for _, t := range []*time.Time{&sc.NextRunAt, &sc.LastFireAt, &sc.LastSkipAt, &sc.CreatedAt} {
@@ -175,10 +179,12 @@ func (v *scheduleView) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	extra := struct {
-		LastJobState string           `json:"last_job_state,omitempty"`
-		LastJobError string           `json:"last_job_error,omitempty"`
-		JobTimeout   jsondur.Duration `json:"job_timeout"`
-	}{LastJobError: v.lastError(), JobTimeout: jsondur.Duration(jobTimeout(v.sc))}
+		LastJobState string             `json:"last_job_state,omitempty"`
+		LastJobError string             `json:"last_job_error,omitempty"`
+		JobTimeout   jsondur.Duration   `json:"job_timeout"`
+		OutputKept   outputKept         `json:"output_kept"`
+		Incidents    []*hopper.Incident `json:"open_incidents,omitempty"`
+	}{LastJobError: v.lastError(), JobTimeout: jsondur.Duration(jobTimeout(v.sc)), OutputKept: keptOf(v.sc), Incidents: v.incidents}
 	switch {
 	case v.last != nil:
 		extra.LastJobState = v.last.State.String()
@@ -195,4 +201,19 @@ func (v *scheduleView) MarshalJSON() ([]byte, error) {
 		b = append(b, ',')
 	}
 	return append(b, e[1:]...), nil
+}
+
+// outputKept is a schedule's output retention with its defaults applied,
+// as the CLI's JSON shows it: counts from 0 (none kept), max_age a Go
+// duration, "0s" for no limit.
+type outputKept struct {
+	Succeeded int              `json:"succeeded"`
+	Failed    int              `json:"failed"`
+	MaxAge    jsondur.Duration `json:"max_age"`
+}
+
+// keptOf returns the outputs sc keeps.
+func keptOf(sc *hopper.Schedule) outputKept {
+	r := sc.OutputRetention.Resolved()
+	return outputKept{r.Succeeded, r.Failed, jsondur.Duration(r.MaxAge)}
 }

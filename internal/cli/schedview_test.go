@@ -139,3 +139,58 @@ func TestScheduleListOutcome(t *testing.T) {
 		t.Errorf("boom: last_job_error %s", e)
 	}
 }
+
+// TestScheduleGetMonitorOutput: schedule list shows each schedule's
+// monitor; schedule get shows it whole with the outputs it keeps and its
+// open incidents, in text and --json.
+func TestScheduleGetMonitorOutput(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "schedule", "add", "watched", "--every", "1m", "--start-grace", "5s", "--max-duration", "1h", "--alert-after-failures", "3",
+		"--pause-on-failures", "--notify", "ops", "--keep-succeeded", "1", "--keep-failed=-1", "--keep-output-for", "48h", "exec", "--", "true").ok(t)
+	hop(t, db, "schedule", "add", "plain", "--every", "1h", "exec", "--", "true").ok(t)
+	hop(t, db, "schedule", "list").ok(t).has(t, "MONITOR", "start within 5s, finish within 1h, alert after 3 consecutive failures and pause; notify ops")
+
+	// Let the monitor find the missed start of watched.
+	c, err := hopper.Open(context.Background(), "sqlite:"+db, hopper.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CheckMonitors(context.Background(), time.Now().Add(2*time.Minute))
+	if err := c.StopNow(); err != nil {
+		t.Fatal(err)
+	}
+
+	hop(t, db, "schedule", "get", "watched").ok(t).has(t,
+		"monitor:        start within 5s, finish within 1h, alert after 3 consecutive failures and pause; notify ops\n",
+		"output kept:    the newest 1 successful and 0 failed runs, at most 48h old (hopper jobs output ID)\n",
+		"open incident:  ", " missed_start since ")
+	hop(t, db, "schedule", "get", "plain").ok(t).has(t, "monitor:        no checks\n",
+		"output kept:    the newest 3 successful and 10 failed runs (the defaults)", "open incidents: none\n")
+	hop(t, db, "schedule", "get", "nope").fails(t, ExitError, `schedule "nope" not found`)
+
+	var got struct {
+		Monitor struct {
+			StartGrace string   `json:"start_grace"`
+			Channels   []string `json:"channels"`
+		} `json:"monitor"`
+		OutputKept struct {
+			Succeeded, Failed int
+			MaxAge            string `json:"max_age"`
+		} `json:"output_kept"`
+		Incidents []*hopper.Incident `json:"open_incidents"`
+	}
+	hop(t, db, "--json", "schedule", "get", "watched").ok(t).decode(&got)
+	if got.Monitor.StartGrace != "5s" || len(got.Monitor.Channels) != 1 || got.OutputKept.Succeeded != 1 || got.OutputKept.Failed != 0 ||
+		got.OutputKept.MaxAge != "48h0m0s" || len(got.Incidents) != 1 || got.Incidents[0].Problem != "missed_start" {
+		t.Errorf("--json: %+v", got)
+	}
+	var list []struct {
+		Name       string                          `json:"name"`
+		OutputKept struct{ Succeeded, Failed int } `json:"output_kept"`
+	}
+	hop(t, db, "--json", "schedule", "list").ok(t).decode(&list)
+	if len(list) != 2 || list[0].Name != "plain" || list[0].OutputKept.Succeeded != 3 || list[0].OutputKept.Failed != 10 {
+		t.Errorf("list --json: %+v", list)
+	}
+}

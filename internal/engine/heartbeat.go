@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hopperq/hopper/store"
@@ -46,7 +47,11 @@ func (e *Engine) heartbeat(ctx context.Context, p *pool, cancels <-chan struct{}
 			continue
 		}
 		for _, id := range res.Cancel {
-			e.CancelRunning(id)
+			if slices.Contains(res.Terminate, id) {
+				e.TerminateRunning(id)
+			} else {
+				e.CancelRunning(id)
+			}
 		}
 		for _, l := range res.Lost {
 			e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost: stopping its handler",

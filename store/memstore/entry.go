@@ -29,6 +29,7 @@ type entry struct {
 	idx      int32 // position in l.ready or l.timed (see jobHeap), -1 if in neither
 	state    job.State
 	cancel   bool // cancel requested while running
+	kill     bool // with cancel: terminate requested
 	keySlot  bool // the running attempt holds a slot of its key (keys.go)
 	c        *cold
 }
@@ -154,18 +155,19 @@ func (e *entry) fill(j *job.Job) {
 // transition (store.Apply…) and writing it back with Store.update.
 func (e *entry) view(j *job.Job) {
 	*j = job.Job{
-		ID:              e.id,
-		Kind:            e.l.kind,
-		Args:            e.args,
-		Func:            e.fn,
-		Queue:           e.l.queue,
-		Priority:        e.priority,
-		RunAt:           store.FromUnixNanos(e.runAt),
-		MaxAttempts:     int(e.maxAtt),
-		Attempt:         int(e.attempt),
-		State:           e.state,
-		CreatedAt:       store.FromUnixNanos(e.created),
-		CancelRequested: e.cancel,
+		ID:                 e.id,
+		Kind:               e.l.kind,
+		Args:               e.args,
+		Func:               e.fn,
+		Queue:              e.l.queue,
+		Priority:           e.priority,
+		RunAt:              store.FromUnixNanos(e.runAt),
+		MaxAttempts:        int(e.maxAtt),
+		Attempt:            int(e.attempt),
+		State:              e.state,
+		CreatedAt:          store.FromUnixNanos(e.created),
+		CancelRequested:    e.cancel,
+		TerminateRequested: e.kill,
 	}
 	if c := e.c; c != nil {
 		if o := c.opt; o != nil {

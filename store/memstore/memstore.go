@@ -169,7 +169,7 @@ func (s *Store) update(e *entry, j *job.Job) {
 	e.priority = j.Priority
 	e.runAt = store.UnixNanos(j.RunAt)
 	e.attempt = int32(j.Attempt)
-	e.cancel = j.CancelRequested
+	e.cancel, e.kill = j.CancelRequested, j.TerminateRequested
 	if e.c != nil || j.Attempts != nil || j.LastError != "" || !j.FinishedAt.IsZero() || j.Worker != "" {
 		c := e.cold()
 		c.result, c.lastError = j.Result, j.LastError

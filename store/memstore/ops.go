@@ -28,6 +28,9 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 		e.c.setBeat(now)
 		if e.cancel {
 			res.Cancel = append(res.Cancel, l.ID)
+			if e.kill {
+				res.Terminate = append(res.Terminate, l.ID)
+			}
 		}
 	}
 	return res, nil
@@ -62,7 +65,11 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 
 // Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
-	j, err := s.change(p.ID, func(j *job.Job) error { return store.ApplyCancel(j, p.Now) })
+	apply := store.ApplyCancel
+	if p.Terminate {
+		apply = store.ApplyTerminate
+	}
+	j, err := s.change(p.ID, func(j *job.Job) error { return apply(j, p.Now) })
 	if err == nil && j.State == job.StateRunning {
 		s.cancels.Signal()
 	}

@@ -223,7 +223,7 @@ func claimSQL(named, single, kinds bool) string {
 		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
 		LIMIT $4::int),
 	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
-		lease_until = $3, cancel_requested = false, slot = j.queue IN (SELECT name FROM lq)
+		lease_until = $3, cancel_requested = false, terminate_requested = false, slot = j.queue IN (SELECT name FROM lq)
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
@@ -648,7 +648,7 @@ const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint
 			WHERE j.id = l.id AND j.state = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
 	UPDATE {schema}.jobs j SET lease_until = $4, heartbeat_at = $5
 	FROM k WHERE j.id = k.id
-	RETURNING j.id, j.attempt, j.cancel_requested`
+	RETURNING j.id, j.attempt, j.cancel_requested, j.terminate_requested`
 
 // Heartbeat implements store.Store: one statement whatever the number of
 // leases.
@@ -683,17 +683,17 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	if err != nil {
 		return store.HeartbeatResult{}, s.translate(err)
 	}
-	renewed := make(map[store.Lease]bool, len(p.Jobs)) // → cancel requested
+	renewed := make(map[store.Lease][2]bool, len(p.Jobs)) // → cancel, terminate requested
 	for rows.Next() {
 		var (
 			id, att int64
-			c       bool
+			c, k    bool
 		)
-		if err := rows.Scan(&id, &att, &c); err != nil {
+		if err := rows.Scan(&id, &att, &c, &k); err != nil {
 			rows.Close()
 			return store.HeartbeatResult{}, s.translate(err)
 		}
-		renewed[store.Lease{ID: job.ID(id), Attempt: int(att)}] = c
+		renewed[store.Lease{ID: job.ID(id), Attempt: int(att)}] = [2]bool{c, k}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -708,8 +708,11 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 		switch c, ok := renewed[l]; {
 		case !ok:
 			res.Lost = append(res.Lost, l)
-		case c:
+		case c[0]:
 			res.Cancel = append(res.Cancel, l.ID)
+			if c[1] {
+				res.Terminate = append(res.Terminate, l.ID)
+			}
 		}
 	}
 	return res, nil

@@ -39,12 +39,13 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id job.ID) (*job.Job, error
 // none).
 var sqlSave = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bigint[], $5::int[],
 		$6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[], $12::int[],
-		$13::bool[]) AS v(id, st, run_at, priority, attempt, last_error, app, started_at, finished_at, worker,
-		lease_until, crashes, cancel_requested))
+		$13::bool[], $14::bool[]) AS v(id, st, run_at, priority, attempt, last_error, app, started_at, finished_at, worker,
+		lease_until, crashes, cancel_requested, terminate_requested))
 	UPDATE {schema}.jobs j SET state = v.st::{schema}.job_state, run_at = v.run_at, priority = v.priority,
 		attempt = v.attempt, last_error = v.last_error, attempts = ` + sqlAppendAttempts("j.attempts", "v.app") + `,
 		started_at = v.started_at, finished_at = v.finished_at, worker = NULLIF(v.worker, ''),
-		lease_until = v.lease_until, crashes = v.crashes, cancel_requested = v.cancel_requested
+		lease_until = v.lease_until, crashes = v.crashes, cancel_requested = v.cancel_requested,
+		terminate_requested = v.terminate_requested
 	FROM v WHERE j.id = v.id`
 
 // save writes jobs back in tx, in one statement; prev[i] is the length of
@@ -61,7 +62,7 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, jobs []*job.Job, prev []int
 		lease                    = make([]pgtype.Timestamptz, n)
 		prios                    = make([]int64, n)
 		atts, crashes            = make([]int32, n), make([]int32, n)
-		cancels                  = make([]bool, n)
+		cancels, kills           = make([]bool, n), make([]bool, n)
 	)
 	for i, j := range jobs {
 		app, err := store.EncodeAttemptList(j.Attempts[prev[i]:])
@@ -71,10 +72,11 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, jobs []*job.Job, prev []int
 		ids[i], states[i], errs[i], apps[i], wrks[i] = int64(j.ID), j.State.String(), j.LastError, app, j.Worker
 		runAt[i], started[i], finished[i], lease[i] = ts(j.RunAt), ts(j.StartedAt), ts(j.FinishedAt), ts(j.LeaseUntil)
 		prios[i], atts[i], crashes[i], cancels[i] = int64(j.Priority), int32(j.Attempt), int32(j.Crashes), j.CancelRequested
+		kills[i] = j.TerminateRequested
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlNestedLoops)
-	b.Queue(s.q(sqlSave), ids, states, runAt, prios, atts, errs, apps, started, finished, wrks, lease, crashes, cancels)
+	b.Queue(s.q(sqlSave), ids, states, runAt, prios, atts, errs, apps, started, finished, wrks, lease, crashes, cancels, kills)
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -109,10 +111,14 @@ func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) er
 	return out, applyErr
 }
 
-// Cancel implements store.Store: store.ApplyCancel.
+// Cancel implements store.Store: store.ApplyCancel, or store.ApplyTerminate.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
 	now := micro(p.Now)
-	j, err := s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyCancel(j, now) })
+	apply := store.ApplyCancel
+	if p.Terminate {
+		apply = store.ApplyTerminate
+	}
+	j, err := s.change(ctx, p.ID, func(j *job.Job) error { return apply(j, now) })
 	if err == nil && j.State == job.StateRunning {
 		s.cancelled(ctx)
 	}

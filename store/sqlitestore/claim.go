@@ -84,7 +84,7 @@ const (
 	// sqlClaimSet is store.ApplyClaim: ?1 now, ?2 worker, ?3 lease, ?4 the
 	// claiming Store (claimed_by).
 	sqlClaimSet = `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, worker = ?2,
-		lease_until = ?3, claimed_by = ?4, cancel_requested = 0`
+		lease_until = ?3, claimed_by = ?4, cancel_requested = 0, terminate_requested = 0`
 	sqlClaim = sqlClaimSet + `
 		WHERE id IN (SELECT value FROM json_each(?5)) AND state = 'available'
 		RETURNING ` + claimedCols
@@ -466,7 +466,7 @@ const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1, heartbeat_at = ?4
 	FROM json_each(?2) AS l
 	WHERE jobs.id = l.value ->> 0 AND jobs.attempt = l.value ->> 1
 		AND jobs.state = 'running' AND jobs.worker = ?3
-	RETURNING jobs.id, jobs.attempt, jobs.cancel_requested`
+	RETURNING jobs.id, jobs.attempt, jobs.cancel_requested, jobs.terminate_requested`
 
 // leaseList renders leases as a JSON array of [id, attempt] pairs.
 func leaseList(ls []store.Lease) string {
@@ -498,14 +498,14 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 			return err
 		}
 		defer rows.Close()
-		renewed := make(map[store.Lease]bool, len(p.Jobs)) // → cancel requested
+		renewed := make(map[store.Lease][2]bool, len(p.Jobs)) // → cancel, terminate requested
 		for rows.Next() {
 			var l store.Lease
-			var c bool
-			if err := rows.Scan(&l.ID, &l.Attempt, &c); err != nil {
+			var c, k bool
+			if err := rows.Scan(&l.ID, &l.Attempt, &c, &k); err != nil {
 				return err
 			}
-			renewed[l] = c
+			renewed[l] = [2]bool{c, k}
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -516,8 +516,11 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 			switch c, ok := renewed[l]; {
 			case !ok:
 				res.Lost = append(res.Lost, l)
-			case c:
+			case c[0]:
 				res.Cancel = append(res.Cancel, l.ID)
+				if c[1] {
+					res.Terminate = append(res.Terminate, l.ID)
+				}
 			}
 		}
 		return nil

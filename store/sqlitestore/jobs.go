@@ -344,12 +344,12 @@ func (w *writer) save(j *job.Job, from job.State) error {
 	_, err = w.exec(`UPDATE jobs SET state = ?1, run_at = ?2, priority = ?3, attempt = ?4,
 		last_error = ?5, attempts = ?6, started_at = ?7, finished_at = ?8,
 		worker = CASE WHEN ?1 = 'running' THEN ?9 END,
-		lease_until = ?10, crashes = ?11, cancel_requested = ?12,
+		lease_until = ?10, crashes = ?11, cancel_requested = ?12, terminate_requested = ?14,
 		claimed_by = CASE WHEN ?1 = 'running' THEN claimed_by END
 		WHERE id = ?13`,
 		stateName(j.State), store.UnixNanos(j.RunAt), j.Priority, j.Attempt, j.LastError, attempts,
 		store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt), j.Worker, store.UnixNanos(j.LeaseUntil),
-		j.Crashes, j.CancelRequested, int64(j.ID))
+		j.Crashes, j.CancelRequested, int64(j.ID), j.TerminateRequested)
 	if err == nil {
 		w.req.move(from, j.State, j.Queue, j.Kind, 1)
 	}
@@ -381,10 +381,14 @@ func (s *Store) change(ctx context.Context, id job.ID, apply func(j *job.Job) er
 	return out, applyErr
 }
 
-// Cancel implements store.Store: store.ApplyCancel.
+// Cancel implements store.Store: store.ApplyCancel, or store.ApplyTerminate.
 func (s *Store) Cancel(ctx context.Context, p store.CancelParams) (*job.Job, error) {
 	now := p.Now.UTC()
-	j, err := s.change(ctx, p.ID, func(j *job.Job) error { return store.ApplyCancel(j, now) })
+	apply := store.ApplyCancel
+	if p.Terminate {
+		apply = store.ApplyTerminate
+	}
+	j, err := s.change(ctx, p.ID, func(j *job.Job) error { return apply(j, now) })
 	if err == nil && j.State == job.StateRunning {
 		s.cancelled(ctx)
 	}

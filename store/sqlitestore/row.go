@@ -15,7 +15,8 @@ import (
 // jobCols is the column list every job query selects, in scanJob's order.
 const jobCols = `id, kind, queue, args, priority, run_at, state, max_attempts, attempt,
 	timeout, unique_key, retry, result, last_error, attempts, created_at, started_at,
-	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time, labels, flow_key`
+	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time, labels, flow_key,
+	terminate_requested`
 
 // The stored forms of values. The file's encoding is its own: states are
 // stored by name, and the JSON columns (attempts, retry) use the row
@@ -103,7 +104,7 @@ func scanJob(r scanner) (*job.Job, error) {
 	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt, &row.state,
 		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
 		&row.attempts, &row.created, &row.started, &row.finished, &row.worker, &row.lease, &j.Crashes,
-		&row.cancelReq, &row.schedule, &row.fire, &row.labels, &row.key)
+		&row.cancelReq, &row.schedule, &row.fire, &row.labels, &row.key, &row.terminateReq)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +145,7 @@ type jobRow struct {
 	key                               string
 	runAt, created, started, finished int64
 	lease, fire, timeout, cancelReq   int64
+	terminateReq                      int64
 }
 
 // job decodes the row.
@@ -181,6 +183,7 @@ func (r *jobRow) job() (*job.Job, error) {
 	}
 	j.LeaseUntil = store.FromUnixNanos(r.lease)
 	j.CancelRequested = r.cancelReq != 0
+	j.TerminateRequested = r.terminateReq != 0
 	if r.schedule != nil {
 		j.Schedule = *r.schedule
 	}

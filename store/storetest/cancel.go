@@ -62,6 +62,52 @@ func cancelCases() []testCase {
 			}
 			wantIDList(t, "Heartbeat", hb.Cancel, []job.ID{c.ID})
 		}},
+		{"TerminateRunningJobRequestsKill", func(t *testing.T, e *env) {
+			// A terminate is a cancel that the worker, in whichever process,
+			// turns into a kill: Heartbeat lists it in Terminate too; a
+			// plain cancel is not there; a claim of the job again clears
+			// it.
+			e.addN(t0, 3, "k", "")
+			js := e.claim(store.ClaimParams{Now: t0, Limit: 3}).Jobs
+			ids := idsOf(js)
+			got, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(100), ID: ids[0], Terminate: true})
+			if err != nil {
+				t.Fatalf("Terminate of a running job: %v", err)
+			}
+			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(100), ID: ids[1]}); err != nil {
+				t.Fatalf("Cancel of a running job: %v", err)
+			}
+			for what, g := range map[string]*job.Job{"returned": got, "Get": e.get(ids[0])} {
+				if g.State != job.StateRunning || !g.CancelRequested || !g.TerminateRequested {
+					t.Errorf("Terminate of a running job, %s: state %s cancel %v terminate %v, want running true true",
+						what, g.State, g.CancelRequested, g.TerminateRequested)
+				}
+			}
+			if g := e.get(ids[1]); !g.CancelRequested || g.TerminateRequested {
+				t.Errorf("Cancel of a running job: cancel %v terminate %v, want true false", g.CancelRequested, g.TerminateRequested)
+			}
+			// A cancel after a terminate does not soften it.
+			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(150), ID: ids[0]}); err != nil {
+				t.Fatalf("Cancel after Terminate: %v", err)
+			}
+			hb, err := e.s.Heartbeat(e.ctx, store.HeartbeatParams{Now: at(200), Worker: worker1, Jobs: leases(js...), LeaseUntil: at(40000)})
+			if err != nil {
+				t.Fatalf("Heartbeat: %v", err)
+			}
+			wantIDList(t, "Heartbeat cancel", hb.Cancel, ids[:2])
+			wantIDList(t, "Heartbeat terminate", hb.Terminate, ids[:1])
+			// A waiting job is cancelled at once, as by Cancel.
+			w := e.add(t0, &job.Job{Kind: "k", Queue: "w"})
+			if g, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(300), ID: w, Terminate: true}); err != nil || g.State != job.StateCancelled || g.TerminateRequested {
+				t.Errorf("Terminate of a waiting job: %+v, %v; want cancelled", g, err)
+			}
+			// The terminated attempt's failure ends the job cancelled.
+			e.finish(at(400), store.Outcome{ID: ids[0], Attempt: 1, State: job.StateRetrying, RunAt: at(400), Error: "killed",
+				Record: job.Attempt{Attempt: 1, Outcome: job.StateRetrying.String()}})
+			if g := e.get(ids[0]); g.State != job.StateCancelled {
+				t.Errorf("the terminated attempt's failure: state %s, want cancelled", g.State)
+			}
+		}},
 		{"CancelFinishedJobReturnsErrNotWaiting", func(t *testing.T, e *env) {
 			for _, st := range []job.State{job.StateCompleted, job.StateCancelled, job.StateDead} {
 				j := e.inState(t0, &job.Job{Kind: "k", Queue: st.String()}, st)

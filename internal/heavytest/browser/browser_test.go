@@ -481,10 +481,12 @@ func browseCancel(t *testing.T, ctx context.Context) {
 	}
 }
 
-// browsePauseSchedule: pause a schedule from the schedules page.
+// browsePauseSchedule: pause a schedule from the schedules page, which
+// shows its monitor and the outputs it keeps.
 func browsePauseSchedule(t *testing.T, ctx context.Context) {
 	e := newEnv(t, dashboard.Options{})
-	if _, err := e.c.AddSchedule(context.Background(), "nightly", hopper.ScheduleOptions{Cron: "0 2 * * *", TimeZone: "Europe/Berlin", Kind: "ok"}); err != nil {
+	if _, err := e.c.AddSchedule(context.Background(), "nightly", hopper.ScheduleOptions{Cron: "0 2 * * *", TimeZone: "Europe/Berlin", Kind: "ok",
+		Monitor: &hopper.Monitor{StartGrace: 5 * time.Minute, Channels: []string{"ops"}}}); err != nil {
 		t.Fatal(err)
 	}
 	url := serve(t, e)
@@ -492,6 +494,12 @@ func browsePauseSchedule(t *testing.T, ctx context.Context) {
 	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS(card+" .st-active")))
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('article[data-schedule="nightly"] ol.fires li').length`)); n != 5 {
 		t.Errorf("%d next fire times shown, want 5", n)
+	}
+	if got := text(t, ctx, card+" [data-monitor]"); got != "start within 5m; notify ops" {
+		t.Errorf("monitor shown: %q", got)
+	}
+	if got := text(t, ctx, card+" [data-output-kept]"); got != "the newest 3 successful and 10 failed runs (defaults)" {
+		t.Errorf("output kept shown: %q", got)
 	}
 	if status := submit(t, ctx, card+` button[data-action="pause"]`); status != 200 {
 		t.Fatalf("pause: status %d", status)
