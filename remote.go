@@ -61,6 +61,12 @@ type RemoteOptions struct {
 	// MaxLongPolls bounds the fetches waiting for work at once (default
 	// DefaultMaxLongPolls); a fetch beyond it fails with ErrBusy.
 	MaxLongPolls int
+	// OnRefused, if set, is called with the worker and the jobs of each
+	// remote outcome refused because its lease was lost (stale or foreign
+	// tokens: ErrLeaseLost, HTTP 409) — a partitioned worker's late
+	// completion, say — after the refusal is logged. It is called
+	// synchronously and must be fast (metrics.Metrics.OnRemoteRefused).
+	OnRefused func(worker string, jobs []ID)
 }
 
 // Errors of the remote-worker calls.
@@ -390,6 +396,20 @@ func (c *Client) QuietWorker(id string, stop bool) (RemoteWorker, error) {
 	}
 	c.cfg.Logger.Info("remote worker asked to "+what, "worker", id)
 	return w.info, nil
+}
+
+// RemoteWorkerName returns the name the remote worker id registered with
+// (WorkerSpec.Name) and whether this client knows the worker. It is cheap:
+// metrics label a remote worker's jobs with it.
+func (c *Client) RemoteWorkerName(id string) (string, bool) {
+	r := &c.remote
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.workers[id]
+	if w == nil {
+		return "", false
+	}
+	return w.info.Name, true
 }
 
 // RemoteWorkers lists the remote workers registered with this client,

@@ -346,18 +346,91 @@ func (c *Client) HeartbeatWorker(ctx context.Context, worker, owner string, toke
 	for _, l := range res.Lost {
 		lost[l] = true
 	}
+	var held []store.Lease // renewed
+	var heldTokens []string
 	c.remote.mu.Lock()
 	for i, l := range ls {
 		if lost[l] {
 			out.Lost = append(out.Lost, tokens[i])
 			delete(c.remote.leases, l)
-		} else if j := c.remote.leases[l]; j != nil {
+			continue
+		}
+		held, heldTokens = append(held, l), append(heldTokens, tokens[i])
+		if j := c.remote.leases[l]; j != nil {
 			j.LeaseUntil = until
 		}
 	}
 	c.remote.mu.Unlock()
-	out.Cancel = append(out.Cancel, res.Cancel...)
+	ended, err := c.timeOut(ctx, now, held, heldTokens, res.Cancel)
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	for i, l := range held {
+		if ended[l.ID] {
+			out.Lost = append(out.Lost, heldTokens[i])
+		}
+	}
+	for _, id := range res.Cancel {
+		if !ended[id] {
+			out.Cancel = append(out.Cancel, id)
+		}
+	}
 	return out, nil
+}
+
+// timeOut ends, as failed attempts, the leases among ls (just renewed,
+// named by tokens) whose jobs have run past their timeouts — the job's
+// own, else its kind's, else the client's default, as a Go handler's —
+// and returns the IDs of the jobs it ended. A remote handler that hangs while its client
+// keeps heartbeating thus loses its lease at the first heartbeat after its
+// timeout: its job is retried (or dead-lettered) as a Go handler's timeout
+// is, and the client is told the lease is lost. cancelled lists the jobs whose
+// cancel was requested (they end cancelled).
+func (c *Client) timeOut(ctx context.Context, now time.Time, ls []store.Lease, tokens []string, cancelled []ID) (map[ID]bool, error) {
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	jobs, err := c.remoteJobs(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	var (
+		late   []store.Lease
+		toks   []string
+		ended  []*job.Job
+		outs   []store.Outcome
+		cancel map[ID]bool
+	)
+	for i, j := range jobs {
+		set := c.settingsOf(c.cfg.Workers.lookup(j.Kind), j)
+		ran := now.Sub(j.StartedAt)
+		if set.Timeout <= 0 || j.StartedAt.IsZero() || ran < set.Timeout {
+			continue
+		}
+		if cancel == nil {
+			cancel = make(map[ID]bool, len(cancelled))
+			for _, id := range cancelled {
+				cancel[id] = true
+			}
+		}
+		j.CancelRequested = j.CancelRequested || cancel[j.ID]
+		err := fmt.Errorf("timed out after %s: the server ended the remote lease, its outcome not reported by then", set.Timeout)
+		o := engine.Decide(j, set, nil, err, ran, now)
+		late, toks, ended, outs = append(late, ls[i]), append(toks, tokens[i]), append(ended, j), append(outs, o)
+	}
+	if len(late) == 0 {
+		return nil, nil
+	}
+	// An outcome the store did not apply means the attempt ended
+	// otherwise meanwhile: its lease is lost all the same.
+	if _, err := c.recordRemote(ctx, now, late, toks, ended, outs); err != nil && !errors.Is(err, ErrLeaseLost) {
+		return nil, err
+	}
+	done := make(map[ID]bool, len(late))
+	for _, l := range late {
+		done[l.ID] = true
+	}
+	return done, nil
 }
 
 // Completion is the successful end of a remote attempt.
@@ -467,10 +540,9 @@ func (c *Client) FailJobs(ctx context.Context, worker, owner string, fs []Failur
 			return nil, &FieldError{Field: field + ".error", Reason: "say what went wrong"}
 		case f.RetryAfter < 0 || f.RetryAfter > MaxRetryAfter:
 			return nil, &FieldError{Field: field + ".retry_after", Reason: fmt.Sprintf("must be between 0 and %s", MaxRetryAfter)}
-		case len(f.Result) > job.MaxResultSize:
-			return nil, &FieldError{Field: field + ".result", Reason: fmt.Sprintf("more than the limit of %d bytes", job.MaxResultSize)}
-		case len(f.Result) > 0 && !json.Valid(f.Result):
-			return nil, &FieldError{Field: field + ".result", Reason: "not valid JSON"}
+		}
+		if err := checkResult(field+".result", f.Result); err != nil {
+			return nil, err
 		}
 	}
 	return c.finishRemote(ctx, worker, owner, "failures", tokens, func(i int, j *job.Job, o *store.Outcome, now time.Time) {
@@ -496,6 +568,18 @@ func (c *Client) FailJobs(ctx context.Context, worker, owner string, fs []Failur
 	})
 }
 
+// checkResult checks a result kept with a failed or snoozed attempt: JSON,
+// at most job.MaxResultSize bytes.
+func checkResult(field string, r json.RawMessage) error {
+	switch {
+	case len(r) > job.MaxResultSize:
+		return &FieldError{Field: field, Reason: fmt.Sprintf("more than the limit of %d bytes", job.MaxResultSize)}
+	case len(r) > 0 && !json.Valid(r):
+		return &FieldError{Field: field, Reason: "not valid JSON"}
+	}
+	return nil
+}
+
 // cutError cuts s to job.MaxErrorSize bytes on a character boundary.
 func cutError(s string) string {
 	if len(s) <= job.MaxErrorSize {
@@ -518,6 +602,95 @@ func prevBackoff(j *job.Job) time.Duration {
 	return 0
 }
 
+// RemoteSnooze puts a remote attempt back for later without counting it,
+// as a Go handler's Snooze does: the job waits again (scheduled) for
+// Delay, its attempt not counted against its attempts, with no backoff;
+// its attempt's record says "snoozed for D: Reason". With HoldKey its key
+// (EnqueueOptions.Key) is held in its queue for Delay too, as a handler's
+// HoldKey: no job of the key starts before then, in any process. At most
+// Config.MaxSnoozes snoozes in a row are taken so; a further one counts
+// as a failed attempt. A job whose cancel was requested ends cancelled.
+type RemoteSnooze struct {
+	Token string `json:"token"`
+	// Delay is how long the job waits (0 to MaxRetryAfter).
+	Delay   time.Duration `json:"delay"`
+	HoldKey bool          `json:"hold_key,omitempty"`
+	// Reason, if set, says why (a 429 from a tenant's API, say): kept in
+	// the attempt's record.
+	Reason string `json:"reason,omitempty"`
+	// Result, if set, is kept with the snoozed attempt (JSON).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Output, if set, is what the attempt wrote (see Completion.Output).
+	Output *RemoteOutput `json:"output,omitempty"`
+}
+
+// SnoozeJobs puts back the attempts that worker holds, each for its
+// RemoteSnooze.Delay, all or none, as CompleteJobs records outcomes: a
+// stale or foreign token is a *LeaseError and nothing changes. Each job
+// reaches scheduled (snoozed), or cancelled, or — past Config.MaxSnoozes
+// snoozes in a row — retrying or dead as a failed attempt.
+func (c *Client) SnoozeJobs(ctx context.Context, worker, owner string, ss []RemoteSnooze) ([]Finished, error) {
+	tokens := make([]string, len(ss))
+	for i, x := range ss {
+		tokens[i] = x.Token
+		field := fmt.Sprintf("snoozes[%d]", i)
+		if x.Delay < 0 || x.Delay > MaxRetryAfter {
+			return nil, &FieldError{Field: field + ".delay", Reason: fmt.Sprintf("must be between 0 and %s", MaxRetryAfter)}
+		}
+		if err := checkResult(field+".result", x.Result); err != nil {
+			return nil, err
+		}
+	}
+	return c.finishRemote(ctx, worker, owner, "snoozes", tokens, func(i int, j *job.Job, o *store.Outcome, now time.Time) {
+		x := ss[i]
+		sn := &job.SnoozeError{Delay: x.Delay, HoldKey: x.HoldKey}
+		if x.Reason != "" {
+			sn.Err = errors.New(cutError(x.Reason))
+		}
+		*o = engine.Decide(j, c.settingsOf(c.cfg.Workers.lookup(j.Kind), j), x.Result, sn, o.Record.Duration, now)
+		o.Record.Worker = worker
+		o.Output = c.remoteOutput(x.Output, j.Kind)
+	})
+}
+
+// refuse reports le, refused outcomes or renewals of worker: the log's
+// warning and RemoteOptions.OnRefused. It returns le.
+func (c *Client) refuse(worker, what string, le *LeaseError) error {
+	c.cfg.Logger.Warn("remote "+what+" refused: lease lost", "worker", worker, "jobs", le.Jobs)
+	if f := c.cfg.Remote.OnRefused; f != nil {
+		f(worker, le.Jobs)
+	}
+	return le
+}
+
+// remoteJobs returns the jobs of the leases ls as they were fetched (the
+// client's table), reading from the store those fetched through another
+// server or before a restart, and keeping them in the table.
+func (c *Client) remoteJobs(ctx context.Context, ls []store.Lease) ([]*job.Job, error) {
+	jobs := make([]*job.Job, len(ls))
+	c.remote.mu.Lock()
+	for i, l := range ls {
+		jobs[i] = c.remote.leases[l]
+	}
+	c.remote.mu.Unlock()
+	for i, l := range ls {
+		if jobs[i] != nil {
+			continue
+		}
+		j, err := c.store.Get(ctx, l.ID)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", l.ID, err)
+		}
+		jobs[i] = j
+		if j.Attempt == l.Attempt {
+			c.remote.mu.Lock()
+			c.remote.leases[l] = j
+			c.remote.mu.Unlock()
+		}
+	}
+	return jobs, nil
+}
+
 // finishRemote checks worker's leases named by tokens, renewing them, and
 // writes the outcomes decide fills in, reporting their transitions.
 func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, tokens []string,
@@ -533,6 +706,9 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 		return nil, err
 	}
 	ls, err := c.parseTokens(field, tokens, worker)
+	if le := (*LeaseError)(nil); errors.As(err, &le) {
+		return nil, c.refuse(worker, "outcome", le)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -555,28 +731,18 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 				le.Tokens, le.Jobs = append(le.Tokens, tokens[i]), append(le.Jobs, l.ID)
 			}
 		}
-		c.cfg.Logger.Warn("remote outcome refused: lease lost", "worker", worker, "jobs", le.Jobs)
-		return nil, le
+		return nil, c.refuse(worker, "outcome", le)
 	}
 	cancelled := make(map[ID]bool, len(hb.Cancel))
 	for _, id := range hb.Cancel {
 		cancelled[id] = true
 	}
-	jobs := make([]*job.Job, len(ls))
-	outs := make([]store.Outcome, len(ls))
-	c.remote.mu.Lock()
-	for i, l := range ls {
-		jobs[i] = c.remote.leases[l]
+	jobs, err := c.remoteJobs(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("outcome of %w", err)
 	}
-	c.remote.mu.Unlock()
+	outs := make([]store.Outcome, len(ls))
 	for i, l := range ls {
-		if jobs[i] == nil { // fetched through another server, or before a restart
-			j, err := c.store.Get(ctx, l.ID)
-			if err != nil {
-				return nil, fmt.Errorf("outcome of job %d: %w", l.ID, err)
-			}
-			jobs[i] = j
-		}
 		j := jobs[i]
 		j.CancelRequested = j.CancelRequested || cancelled[l.ID]
 		dur := max(now.Sub(j.StartedAt), 0)
@@ -584,7 +750,18 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 			Record: job.Attempt{Attempt: l.Attempt, StartedAt: j.StartedAt, Duration: dur, Worker: worker}}
 		decide(i, j, &outs[i], now)
 		outs[i].Record.Outcome = outs[i].State.String()
+		if outs[i].State == job.StateScheduled {
+			outs[i].Record.Outcome = job.OutcomeSnoozed
+		}
 	}
+	return c.recordRemote(ctx, now, ls, tokens, jobs, outs)
+}
+
+// recordRemote writes the outcomes outs of the leases ls (named by tokens,
+// of jobs) and reports their transitions. An outcome the store did not
+// apply (a duplicate request of the same outcome won the race) is left
+// out; a *LeaseError if none applied.
+func (c *Client) recordRemote(ctx context.Context, now time.Time, ls []store.Lease, tokens []string, jobs []*job.Job, outs []store.Outcome) ([]Finished, error) {
 	reached, err := c.store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)

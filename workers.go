@@ -267,13 +267,20 @@ func (c *Client) runnable() []string {
 	return append(c.cfg.Workers.Kinds(), job.FuncKind)
 }
 
+// settingsOf returns the settings of an attempt of j, of kind k (nil for
+// a kind this client does not run, such as a remote worker's): the job's
+// own timeout and retry policy, else its kind's, else the client's.
+func (c *Client) settingsOf(k *kind, j *job.Job) engine.Settings {
+	o := c.optionsOf(k, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
+	return engine.Settings{Timeout: o.Timeout, Retry: *o.Retry, MaxSnoozes: c.cfg.MaxSnoozes, OutputLimit: c.outputLimit(j.Kind)}
+}
+
 // resolve finds the handler and settings for j; it is the engine's Resolver.
 // Settings the job leaves unset come from its kind and the client, by
 // Client.options.
 func (c *Client) resolve(j *job.Job) (engine.Handler, engine.Settings, error) {
 	k := c.cfg.Workers.lookup(j.Kind)
-	o := c.optionsOf(k, &EnqueueOptions{Timeout: j.Timeout, Retry: j.Retry})
-	set := engine.Settings{Timeout: o.Timeout, Retry: *o.Retry, MaxSnoozes: c.cfg.MaxSnoozes, OutputLimit: c.outputLimit(j.Kind)}
+	set := c.settingsOf(k, j)
 	if j.Func != nil {
 		fn := j.Func
 		h := engine.Handler(func(ctx context.Context, _ *job.Job) ([]byte, error) { return encodeResult(fn(ctx)) })

@@ -275,6 +275,8 @@ func (a *api) table() []route {
 		{"POST", Prefix + "/workers/{id}/complete/batch", wk, nil, a.completeBatch},
 		{"POST", Prefix + "/workers/{id}/fail", wk, nil, a.failOne},
 		{"POST", Prefix + "/workers/{id}/fail/batch", wk, nil, a.failBatch},
+		{"POST", Prefix + "/workers/{id}/snooze", wk, nil, a.snoozeOne},
+		{"POST", Prefix + "/workers/{id}/snooze/batch", wk, nil, a.snoozeBatch},
 		{"POST", Prefix + "/workers/{id}/quiet", wr, nil, a.quietWorker(false)},
 		{"POST", Prefix + "/workers/{id}/stop", wr, nil, a.quietWorker(true)},
 	}
@@ -332,6 +334,8 @@ var unaudited = map[string]bool{
 	Prefix + "/workers/{id}/complete/batch": true,
 	Prefix + "/workers/{id}/fail":           true,
 	Prefix + "/workers/{id}/fail/batch":     true,
+	Prefix + "/workers/{id}/snooze":         true,
+	Prefix + "/workers/{id}/snooze/batch":   true,
 }
 
 // authError is authError(err) for this route: a token that may not

@@ -303,6 +303,20 @@ func TestOpenAPIStatuses(t *testing.T) {
 			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
 			return e.do("POST", wpath(id, "/fail/batch"), `{"failures":[{"token":"`+l.Token+`","error":"e"}]}`)
 		}},
+		{"POST /api/v1/workers/{id}/snooze", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/snooze"), `{"token":"`+l.Token+`","delay":"1m"}`)
+		}},
+		{"POST /api/v1/workers/{id}/snooze", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/snooze"), `{"token":"`+l.Token+`","delay":"1m"}`)
+		}},
+		{"POST /api/v1/workers/{id}/snooze/batch", "200", func(e wenv, id string, l hopper.Lease) response {
+			return e.do("POST", wpath(id, "/snooze/batch"), `{"snoozes":[{"token":"`+l.Token+`","delay":"1m","hold_key":true}]}`)
+		}},
+		{"POST /api/v1/workers/{id}/snooze/batch", "409", func(e wenv, id string, l hopper.Lease) response {
+			e.do("POST", wpath(id, "/complete"), `{"token":"`+l.Token+`"}`)
+			return e.do("POST", wpath(id, "/snooze/batch"), `{"snoozes":[{"token":"`+l.Token+`","delay":"1m"}]}`)
+		}},
 		{"POST /api/v1/workers/{id}/quiet", "200", func(e wenv, id string, l hopper.Lease) response { return e.do("POST", wpath(id, "/quiet"), "") }},
 		{"POST /api/v1/workers/{id}/stop", "200", func(e wenv, id string, l hopper.Lease) response { return e.do("POST", wpath(id, "/stop"), "") }},
 	} {
@@ -323,6 +337,8 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /api/v1/workers/{id}/complete/batch": `{"completions":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA"}]}`,
 		"POST /api/v1/workers/{id}/fail":           `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}`,
 		"POST /api/v1/workers/{id}/fail/batch":     `{"failures":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","error":"e"}]}`,
+		"POST /api/v1/workers/{id}/snooze":         `{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","delay":"1m"}`,
+		"POST /api/v1/workers/{id}/snooze/batch":   `{"snoozes":[{"token":"1.1.AAAAAAAAAAAAAAAAAAAAAA","delay":"1m"}]}`,
 		"POST /api/v1/queues/{name}/limits":        `{"concurrency":2}`,
 		"POST /api/v1/schedules/{name}/backfill":   `{"from":"1999-12-31T00:00:00Z","to":"1999-12-31T23:00:00Z"}`,
 		"POST /api/v1/channels/{name}":             `{"type":"webhook","url":"https://example.com/h"}`,

@@ -241,6 +241,54 @@ func (a *api) fail1(w http.ResponseWriter, r *http.Request, fs []hopper.Failure,
 	return nil
 }
 
+// snoozeBody is a snooze as the API reads it.
+type snoozeBody struct {
+	Token   string               `json:"token"`
+	Delay   jsondur.Duration     `json:"delay"`
+	HoldKey bool                 `json:"hold_key"`
+	Reason  string               `json:"reason"`
+	Result  json.RawMessage      `json:"result"`
+	Output  *hopper.RemoteOutput `json:"output"`
+}
+
+func (b snoozeBody) snooze() hopper.RemoteSnooze {
+	return hopper.RemoteSnooze{Token: b.Token, Delay: b.Delay.D(), HoldKey: b.HoldKey, Reason: b.Reason, Result: b.Result, Output: b.Output}
+}
+
+// snoozeOne handles POST /workers/{id}/snooze: one attempt put back for
+// later, not counted (and its key held, with hold_key).
+func (a *api) snoozeOne(w http.ResponseWriter, r *http.Request) error {
+	var b snoozeBody
+	if err := decodeBody(r, &b); err != nil {
+		return err
+	}
+	return a.snooze(w, r, []hopper.RemoteSnooze{b.snooze()}, "")
+}
+
+// snoozeBatch handles POST /workers/{id}/snooze/batch.
+func (a *api) snoozeBatch(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Snoozes []snoozeBody `json:"snoozes"`
+	}
+	if err := decodeBody(r, &b); err != nil {
+		return err
+	}
+	ss := make([]hopper.RemoteSnooze, len(b.Snoozes))
+	for i, x := range b.Snoozes {
+		ss[i] = x.snooze()
+	}
+	return a.snooze(w, r, ss, "snoozes")
+}
+
+func (a *api) snooze(w http.ResponseWriter, r *http.Request, ss []hopper.RemoteSnooze, field string) error {
+	res, err := a.c.SnoozeJobs(r.Context(), r.PathValue("id"), owner(r), ss)
+	if err != nil {
+		return leaseErr(err, field)
+	}
+	reply(w, http.StatusOK, finishedView{Jobs: res})
+	return nil
+}
+
 // leaseErr names the fields of a single outcome's errors as its body has
 // them ("token", not "failures[0].token"), and turns a lost lease into
 // a 409.
@@ -252,7 +300,7 @@ func leaseErr(err error, field string) error {
 	var fe *hopper.FieldError
 	if field == "" && errors.As(err, &fe) {
 		f := fe.Field
-		for _, p := range []string{"completions[0].", "failures[0].", "completions[0]", "failures[0]"} {
+		for _, p := range []string{"completions[0].", "failures[0].", "snoozes[0].", "completions[0]", "failures[0]", "snoozes[0]"} {
 			if len(f) >= len(p) && f[:len(p)] == p {
 				f = f[len(p):]
 				break

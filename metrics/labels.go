@@ -24,6 +24,9 @@ const Other = "(other)"
 const (
 	DefaultMaxQueueKinds = 100
 	DefaultMaxQueues     = 100
+	// DefaultMaxRemoteWorkers bounds the remote workers' names
+	// (Options.MaxRemoteWorkers): with the 8 outcomes, at most 808 series.
+	DefaultMaxRemoteWorkers = 100
 )
 
 // pair is a (queue, kind) label pair.

@@ -19,19 +19,22 @@
 // An application with a registry of its own registers m in it instead of
 // using Handler: m is a prometheus.Collector.
 //
-// Labels are queue, kind, state, reason and op. No job ID, args or error
+// Labels are queue, kind, state, reason, op, and for remote workers worker
+// (the name a remote worker registered with) and outcome. No job ID, args or error
 // text is ever a label. Queue and kind names come from whoever enqueues,
 // so they are bounded: the counters and histograms keep the first
 // Options.MaxQueueKinds (queue, kind) pairs they count, the job gauges the
 // Options.MaxQueues queues with the most jobs, and the rest is counted
 // under the label value Other, "(other)": sums over a metric's labels stay
-// exact. The metrics are listed in docs/metrics.md.
+// exact. Remote workers' names come from the workers: the first
+// Options.MaxRemoteWorkers names keep theirs, the rest count under Other. The metrics are listed in docs/metrics.md.
 package metrics
 
 import (
 	"cmp"
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +83,12 @@ type Options struct {
 	// by name) keep their names at each scrape, and the others are summed
 	// under queue Other (their oldest available job for the age).
 	MaxQueues int
+	// MaxRemoteWorkers bounds the worker label of
+	// hopper_remote_worker_jobs_total (default DefaultMaxRemoteWorkers,
+	// 100): the first names of remote workers this process counts keep
+	// them, for good; the jobs of workers with later names are counted
+	// under worker Other.
+	MaxRemoteWorkers int
 }
 
 // Buckets of the histograms, in seconds.
@@ -105,6 +114,8 @@ type Metrics struct {
 	storeErr *prometheus.CounterVec
 	// authFailures counts the HTTP server's refusals (http.go).
 	authFailures *prometheus.CounterVec
+	// remote counts remote workers' jobs by worker name and outcome.
+	remote *prometheus.CounterVec
 
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
 	paused, held, limit                     *prometheus.Desc // per queue with a state
@@ -112,6 +123,7 @@ type Metrics struct {
 	rate, throttled                         *prometheus.Desc // per throttled queue
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
+	names  *pairs // the remote workers' names (with kind ""), for remote
 	client atomic.Pointer[hopper.Client]
 	reg    *prometheus.Registry
 }
@@ -127,9 +139,17 @@ func New(o Options) *Metrics {
 	if o.MaxQueues <= 0 {
 		o.MaxQueues = DefaultMaxQueues
 	}
+	if o.MaxRemoteWorkers <= 0 {
+		o.MaxRemoteWorkers = DefaultMaxRemoteWorkers
+	}
 	m := &Metrics{
 		o:     o,
 		pairs: newPairs(o.MaxQueueKinds),
+		names: newPairs(o.MaxRemoteWorkers),
+		remote: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hopper_remote_worker_jobs_total",
+			Help: "Jobs of remote workers (the HTTP worker protocol) by the worker's registered name and outcome: fetched, completed, failed (to be retried), dead, cancelled, snoozed, interrupted (its lease expired), refused (an outcome refused: its lease was lost).",
+		}, []string{"worker", "outcome"}),
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hopper_jobs_enqueued_total",
 			Help: "Jobs enqueued by this process (by Enqueue, or fired by a schedule).",
@@ -215,6 +235,10 @@ func (m *Metrics) OnEvent(ev hopper.Event) {
 	switch ev.Type {
 	case job.EventEnqueued, job.EventStarted, job.EventRetrying, job.EventRescued,
 		job.EventCompleted, job.EventCancelled, job.EventDead:
+		m.remoteJob(ev.Type, j)
+	case job.EventSnoozed:
+		m.remoteJob(ev.Type, j)
+		return
 	default:
 		return // not counted: spare the labels' lookup
 	}
@@ -246,6 +270,69 @@ func (m *Metrics) OnEvent(ev hopper.Event) {
 			m.failures.WithLabelValues(q, k, reason).Inc()
 		}
 	}
+}
+
+// remoteOutcomes are the outcome labels of hopper_remote_worker_jobs_total
+// by the event of the attempt's end, and the outcome its record says.
+var remoteOutcomes = map[job.EventType]struct{ label, record string }{
+	job.EventCompleted: {"completed", job.StateCompleted.String()},
+	job.EventRetrying:  {"failed", job.StateRetrying.String()},
+	job.EventDead:      {"dead", job.StateDead.String()},
+	job.EventCancelled: {"cancelled", job.StateCancelled.String()},
+	job.EventSnoozed:   {"snoozed", job.OutcomeSnoozed},
+	job.EventRescued:   {"interrupted", job.OutcomeInterrupted},
+}
+
+// remoteJob counts, in hopper_remote_worker_jobs_total, a remote worker's
+// fetch of j (started), or the end of its attempt: the event whose job's
+// latest attempt record is a remote worker's and says that outcome (not a
+// waiting job cancelled, whose latest record is an older attempt's).
+func (m *Metrics) remoteJob(t job.EventType, j *hopper.Job) {
+	if t == job.EventStarted {
+		if strings.HasPrefix(j.Worker, store.RemoteWorkerPrefix) {
+			m.remote.WithLabelValues(m.workerLabel(j.Worker), "fetched").Inc()
+		}
+		return
+	}
+	o, ok := remoteOutcomes[t]
+	if !ok || len(j.Attempts) == 0 {
+		return
+	}
+	a := &j.Attempts[len(j.Attempts)-1]
+	if a.Outcome != o.record || !strings.HasPrefix(a.Worker, store.RemoteWorkerPrefix) {
+		return
+	}
+	m.remote.WithLabelValues(m.workerLabel(a.Worker), o.label).Inc()
+}
+
+// OnRemoteRefused is the client's Config.Remote.OnRefused: it counts the
+// refused outcomes of worker (outcome refused).
+func (m *Metrics) OnRemoteRefused(worker string, jobs []hopper.ID) {
+	m.remote.WithLabelValues(m.workerLabel(worker), "refused").Add(float64(len(jobs)))
+}
+
+// Unnamed is the worker label of a remote worker registered without a
+// name.
+const Unnamed = "(unnamed)"
+
+// workerLabel is the worker label of the remote worker id: the name it
+// registered with (Unnamed if none) while within Options.MaxRemoteWorkers
+// names, else Other — Other too for a worker the attached client does not
+// know (registered with another server sharing the store, or gone).
+func (m *Metrics) workerLabel(id string) string {
+	c := m.client.Load()
+	if c == nil {
+		return Other
+	}
+	name, ok := c.RemoteWorkerName(id)
+	switch {
+	case !ok:
+		return Other
+	case name == "":
+		name = Unnamed
+	}
+	label, _ := m.names.labels(name, "")
+	return label
 }
 
 // attemptEnded observes, under the labels q and k, the duration of the
@@ -292,6 +379,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.storeDur.Describe(ch)
 	m.storeErr.Describe(ch)
 	m.authFailures.Describe(ch)
+	m.remote.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit,
 		m.keyLimit, m.keysBlocked, m.rate, m.throttled} {
 		ch <- d
@@ -309,6 +397,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.storeDur.Collect(ch)
 	m.storeErr.Collect(ch)
 	m.authFailures.Collect(ch)
+	m.remote.Collect(ch)
 	c := m.client.Load()
 	if c == nil {
 		return

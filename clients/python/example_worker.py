@@ -1,6 +1,7 @@
 """An example Hopper worker: python3 example_worker.py [--url URL] [--slots N] [--queues Q1,Q2]
 
-Kinds: echo (returns its args), flaky (fails until its third attempt),
+Kinds: echo (returns its args, logs a line), flaky (fails until its third attempt),
+snooze (snoozed once, holding its key, then completes),
 reject (fails permanently), slow (works until cancelled or args.seconds
 pass), crash (on its first attempt the process exits at once: its job is
 rescued when its lease expires; later attempts complete). The token comes from $HOPPER_TOKEN.
@@ -11,7 +12,7 @@ import logging
 import os
 import sys
 
-from hopper_worker import Permanent, RetryAfter, Worker
+from hopper_worker import Permanent, RetryAfter, Snooze, Worker
 
 p = argparse.ArgumentParser()
 p.add_argument("--url", default=os.environ.get("HOPPER_URL", "http://127.0.0.1:8080"))
@@ -27,6 +28,7 @@ w = Worker(a.url, token=os.environ.get("HOPPER_TOKEN"), slots=a.slots, wait=a.wa
 
 @w.handler("echo")
 def echo(job):
+    job.log("echoing")  # kept with the attempt: hopper jobs output ID
     return {"echo": job.args, "attempt": job.attempt}
 
 
@@ -35,6 +37,14 @@ def flaky(job):
     if job.attempt < 3:
         raise RetryAfter("not yet (attempt %d)" % job.attempt, 0.1)
     return "ok at attempt %d" % job.attempt
+
+
+@w.handler("snooze")
+def snooze(job):
+    if not job.raw.get("attempts"):  # its first run: a snoozed attempt is kept in the history
+        job.log("rate limited: back in 0.2s")
+        raise Snooze(0.2, "429 Too Many Requests", hold_key=True)
+    return "ran after a snooze"
 
 
 @w.handler("reject")

@@ -5,17 +5,11 @@ queues and slots, takes jobs with a long poll, runs each in a thread,
 renews their leases with a heartbeat, and completes or fails them.
 Cancellation reaches a handler through ``job.cancelled`` (a threading.Event);
 a quiet request stops the fetching, a stop request (or SIGTERM/SIGINT)
-lets the running jobs end and leaves.
-
-    w = Worker("http://127.0.0.1:8080", token=os.environ.get("HOPPER_TOKEN"))
-
-    @w.handler("send_email")
-    def send_email(job):
-        if not job.args.get("to"):
-            raise Permanent("no recipient")   # straight to the dead-letter queue
-        return {"sent": True}                 # the job's result
-
-    w.run()
+lets the running jobs end and leaves. A handler returns the result, or
+raises Permanent (no retry), RetryAfter, Snooze (again later, the attempt
+not counted; ``hold_key=True`` holds its key) or any other exception (a
+retried failure); ``job.log(line)`` and ``job.output`` are kept with the
+attempt. See example_worker.py.
 """
 
 import json
@@ -45,6 +39,16 @@ class RetryAfter(Exception):
         self.seconds = seconds
 
 
+class Snooze(Exception):
+    """Raise it to run the job again after ``seconds`` without counting the
+    attempt (a rate limit met, say); with ``hold_key`` no other job of its
+    key starts before then either (the server's key hold)."""
+
+    def __init__(self, seconds, reason="", hold_key=False):
+        super().__init__(reason)
+        self.seconds, self.hold_key = seconds, hold_key
+
+
 class APIError(Exception):
     """An error answer of the server: ``status`` and its ``code``."""
 
@@ -67,6 +71,11 @@ class Job:
         self.attempt = self.raw["attempt"]
         self.cancelled = threading.Event()
         self.why = None  # why cancelled was set: "cancelled", "lost", "timeout", "stop"
+        self.output = {}  # "stdout", "stderr", "log": kept with the attempt
+
+    def log(self, line):
+        """Add a line to the attempt's log, which the server keeps with it."""
+        self.output["log"] = self.output.get("log", "") + str(line) + "\n"
 
     def cancel(self, why):
         if not self.cancelled.is_set():
@@ -254,6 +263,8 @@ class Worker:
         try:
             out = {"result": self.handlers[job.kind](job)}
             verb = "complete"
+        except Snooze as e:
+            verb, out = "snooze", {"delay": e.seconds, "reason": str(e), "hold_key": e.hold_key}
         except Exception as e:  # the attempt failed
             verb = "fail"
             out = {"error": str(e) or type(e).__name__, "permanent": isinstance(e, Permanent)}
@@ -266,6 +277,8 @@ class Worker:
         if job.why == "timeout" and verb == "complete":
             verb, out = "fail", {"error": "timed out after %s" % timeout}
         out["token"] = job.token
+        if job.output:
+            out["output"] = job.output
         try:
             if job.why != "lost":
                 res = self._call("POST", "/workers/%s/%s" % (self.id, verb), out)

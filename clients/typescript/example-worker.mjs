@@ -1,11 +1,12 @@
 // An example Hopper worker: node example-worker.mjs [--url URL] [--slots N] [--queues Q1,Q2]
 //
-// Kinds: echo (returns its args), flaky (fails until its third attempt),
+// Kinds: echo (returns its args, logs a line), flaky (fails until its third attempt),
+// snooze (snoozed once, holding its key, then completes),
 // reject (fails permanently), slow (works until aborted or args.seconds
 // pass), crash (on its first attempt the process exits at once: its job is
 // rescued when its lease expires; later attempts complete). The token comes from $HOPPER_TOKEN.
 import { parseArgs } from "node:util";
-import { Permanent, RetryAfter, Worker } from "./hopper-worker.mjs";
+import { Permanent, RetryAfter, Snooze, Worker } from "./hopper-worker.mjs";
 
 const { values: a } = parseArgs({
   options: {
@@ -21,10 +22,20 @@ const w = new Worker({
   queues: a.queues.split(",").filter(Boolean), name: "example-node",
 });
 
-w.handle("echo", async (job) => ({ echo: job.args, attempt: job.attempt }));
+w.handle("echo", async (job) => {
+  job.log("echoing"); // kept with the attempt: hopper jobs output ID
+  return { echo: job.args, attempt: job.attempt };
+});
 w.handle("flaky", async (job) => {
   if (job.attempt < 3) throw new RetryAfter(`not yet (attempt ${job.attempt})`, 0.1);
   return `ok at attempt ${job.attempt}`;
+});
+w.handle("snooze", async (job) => {
+  if (!job.attempts) { // its first run: a snoozed attempt is kept in the history
+    job.log("rate limited: back in 0.2s");
+    throw new Snooze(0.2, { reason: "429 Too Many Requests", holdKey: true });
+  }
+  return "ran after a snooze";
 });
 w.handle("reject", async (job) => { throw new Permanent(`rejected: ${JSON.stringify(job.args)}`); });
 w.handle("slow", (job, signal) => new Promise((resolve, reject) => {

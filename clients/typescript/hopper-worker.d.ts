@@ -6,6 +6,11 @@ export declare class RetryAfter extends Error {
   constructor(message: string, seconds: number);
   seconds: number;
 }
+export declare class Snooze extends Error {
+  constructor(seconds: number, o?: { reason?: string; holdKey?: boolean });
+  seconds: number;
+  holdKey: boolean;
+}
 export declare class APIError extends Error {
   constructor(status: number, code: string, message: string);
   status: number;
@@ -22,10 +27,15 @@ export interface Job {
   attempt: number;
   max_attempts: number;
   timeout?: string;
+  /** What the attempt wrote, kept with it on the server (each optional). */
+  output: { stdout?: string; stderr?: string; log?: string };
+  /** Adds a line to output.log. */
+  log(line: string): void;
   [field: string]: unknown;
 }
 
-/** Runs one attempt; its result (JSON) completes the job, a throw fails it.
+/** Runs one attempt; its result (JSON) completes the job, a throw fails it
+ * (Snooze: again later, the attempt not counted).
  * signal aborts when the job is cancelled, its lease lost or its timeout passed. */
 export type Handler = (job: Job, signal: AbortSignal) => Promise<unknown>;
 

@@ -8,7 +8,10 @@
 // completes or fails them. The signal aborts when the job is cancelled,
 // its lease is lost, its timeout passes or a second SIGTERM comes; a
 // quiet request stops the fetching, and stop (or SIGTERM/SIGINT) lets the
-// running jobs end and leaves.
+// running jobs end and leaves. A handler returns the result, or throws
+// Permanent (no retry), RetryAfter, Snooze (again later, the attempt not
+// counted; holdKey holds its key) or any other error (a retried failure);
+// job.log(line) and job.output are kept with the attempt.
 //
 //   const w = new Worker({ url: "http://127.0.0.1:8080", token: process.env.HOPPER_TOKEN });
 //   w.handle("send_email", async (job, signal) => {
@@ -30,6 +33,18 @@ export class RetryAfter extends Error {
   constructor(message, seconds) {
     super(message);
     this.seconds = seconds;
+  }
+}
+
+/** Throw it to run the job again after `seconds` without counting the
+ * attempt (a rate limit met, say); with `holdKey` no other job of its key
+ * starts before then either (the server's key hold). */
+export class Snooze extends Error {
+  /** @param {number} seconds @param {{reason?: string, holdKey?: boolean}} [o] */
+  constructor(seconds, o = {}) {
+    super(o.reason ?? "");
+    this.seconds = seconds;
+    this.holdKey = o.holdKey ?? false;
   }
 }
 
@@ -56,7 +71,9 @@ export function millis(d) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * @typedef {{id: number, kind: string, args?: any, attempt: number, queue: string, timeout?: string}} Job
+ * @typedef {{stdout?: string, stderr?: string, log?: string}} Output
+ * @typedef {{id: number, kind: string, args?: any, attempt: number, queue: string, timeout?: string,
+ *   output: Output, log: (line: string) => void}} Job
  * @typedef {(job: Job, signal: AbortSignal) => Promise<any>} Handler
  * @typedef {{job: Job, token: string, abort: AbortController, why?: string}} Running
  */
@@ -196,6 +213,8 @@ export class Worker {
   async start(lease) {
     /** @type {Running} */
     const r = { job: lease.job, token: lease.token, abort: new AbortController() };
+    r.job.output = {};
+    r.job.log = (line) => { r.job.output.log = (r.job.output.log ?? "") + line + "\n"; };
     this.running.set(r.token, r);
     const timer = r.job.timeout ? setTimeout(() => this.cancel(r, "timeout"), millis(r.job.timeout)) : undefined;
     let verb = "complete", out;
@@ -203,11 +222,17 @@ export class Worker {
       out = { result: await this.handlers[r.job.kind](r.job, r.abort.signal) };
       if (r.why === "timeout") { verb = "fail"; out = { error: `timed out after ${r.job.timeout}` }; }
     } catch (e) {
-      verb = "fail";
-      const plain = e instanceof Permanent || e instanceof RetryAfter;
-      out = { error: plain ? e.message : String(e?.stack ?? e), permanent: e instanceof Permanent };
-      if (e instanceof RetryAfter) out.retry_after = e.seconds;
+      if (e instanceof Snooze) {
+        verb = "snooze";
+        out = { delay: e.seconds, reason: e.message, hold_key: e.holdKey };
+      } else {
+        verb = "fail";
+        const plain = e instanceof Permanent || e instanceof RetryAfter;
+        out = { error: plain ? e.message : String(e?.stack ?? e), permanent: e instanceof Permanent };
+        if (e instanceof RetryAfter) out.retry_after = e.seconds;
+      }
     }
+    if (r.job.output && Object.keys(r.job.output).length > 0) out.output = r.job.output;
     clearTimeout(timer);
     try {
       if (r.why !== "lost") {

@@ -34,7 +34,7 @@ const (
 )
 
 // remoteKinds are the kinds the example workers run.
-const remoteKinds = "echo,flaky,reject,slow,crash"
+const remoteKinds = "echo,flaky,reject,slow,crash,snooze"
 
 // serveWorkers starts hopper serve --http with the worker tokens, the
 // example workers' kinds external, a lease of 2s and rescues every 500ms.
@@ -309,17 +309,30 @@ func TestWorkerClients(t *testing.T) {
 			flaky := enqueueAs(t, s, `{"kind":"flaky"}`)
 			reject := enqueueAs(t, s, `{"kind":"reject","args":"x"}`)
 			slow := enqueueAs(t, s, `{"kind":"slow","args":{"seconds":600}}`)
+			snoozed := enqueueAs(t, s, `{"kind":"snooze","key":"tenant=1"}`)
 			jobLine(t, s, echo, "completed")
 			jobLine(t, s, flaky, "completed")
 			jobLine(t, s, reject, "dead")
 			if j := getJob(t, s, echo); string(j.Result) != `{"echo":{"to":"ada"},"attempt":1}` {
 				t.Errorf("echo result %s", j.Result)
 			}
+			var echoOut struct{ Log struct{ Text string } }
+			must(t, s, wAdmin, "GET", fmt.Sprintf("/api/v1/jobs/%d/output", echo), "", http.StatusOK, &echoOut)
+			if echoOut.Log.Text != "echoing\n" {
+				t.Errorf("echo's log %q, want the handler's line", echoOut.Log.Text)
+			}
 			if j := getJob(t, s, flaky); j.Attempt != 3 {
 				t.Errorf("flaky completed at attempt %d, want 3", j.Attempt)
 			}
 			if j := getJob(t, s, reject); !strings.Contains(j.LastError, "rejected") {
 				t.Errorf("reject: last error %q", j.LastError)
+			}
+			// A snooze: the handler runs again, the attempt not counted; the
+			// snoozed run's log is kept with its attempt.
+			jobLine(t, s, snoozed, "completed")
+			if j := getJob(t, s, snoozed); j.Attempt != 1 || len(j.Attempts) != 2 || j.Attempts[0].Outcome != "snoozed" ||
+				j.Attempts[0].Error != "key held for 200ms: 429 Too Many Requests" {
+				t.Errorf("snoozed job: attempt %d, history %+v", j.Attempt, j.Attempts)
 			}
 			// Cancel the running slow job: the handler learns it at the
 			// next heartbeat and the job ends cancelled.

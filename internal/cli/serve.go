@@ -246,7 +246,7 @@ func (a *app) serve(ctx context.Context, sigs <-chan os.Signal, log *slog.Logger
 		c.LeaseDuration, c.RescueInterval = o.lease, o.rescue
 		c.OutputLimit = o.outputLimit
 		if m != nil {
-			c.OnEvent, c.OnStoreCall = m.OnEvent, m.OnStoreCall
+			c.OnEvent, c.OnStoreCall, c.Remote.OnRefused = m.OnEvent, m.OnStoreCall, m.OnRemoteRefused
 		}
 	}})
 	cancelStart()

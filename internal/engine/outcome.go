@@ -67,6 +67,16 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 	return o
 }
 
+// Decide is decide for an attempt that did not run in this engine (a
+// remote worker's): its outcome from its result and error, as the pool
+// would decide it — a job.SnoozeError snoozes it (within set.MaxSnoozes),
+// a job.Permanent error or its last attempt sends it to the dead-letter
+// queue, a cancel requested ends it cancelled, another error retries it
+// by set.Retry.
+func Decide(j *job.Job, set Settings, res []byte, err error, dur time.Duration, now time.Time) store.Outcome {
+	return decide(j, set, res, err, nil, dur, now, randFloat)
+}
+
 // truncate cuts s to at most n bytes, on a character boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
