@@ -62,7 +62,7 @@ func TestPlans(t *testing.T) {
 		{"claim/all", []any{ts(t0), "w", ts(t0), int32(100), []string{}, []int32{}}},
 		{"nextrun", []any{kinds, queues}},
 		{"nextrun/all", []any{[]string(nil)}},
-		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0)}},
+		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0), times}},
 		{"heartbeat", []any{ids, atts, "w", ts(t0), ts(t0)}},
 		{"rescue", []any{ts(t0.Add(time.Minute))}},
 		{"queuecounts", nil},
