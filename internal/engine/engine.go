@@ -140,6 +140,10 @@ type pool struct {
 	credit  atomic.Int64  // enqueue calls Pace may let through while behind
 	paceMu  sync.Mutex    // guards claimed
 	claimed chan struct{} // closed at the next claim's end, for Pace
+	// lastClaim is when the last claim ended (Unix ns); interval the
+	// moving average of the time between claims that found the pool
+	// behind (pace.go). Written under claimMu.
+	lastClaim, interval atomic.Int64
 }
 
 // takeSpare moves up to n job copies nobody uses any more into dst[:0].
