@@ -68,6 +68,7 @@ func Statements(s *Store) map[string]string {
 		"nextrun":        s.q(sqlNextRun[1]),
 		"nextrun/all":    s.q(sqlNextRun[0]),
 		"finish":         s.q(sqlFinish),
+		"nestedloops":    sqlNestedLoops,
 		"keyedclaim":     s.q(sqlKeyedClaim),
 		"heartbeat":      s.q(sqlHeartbeat),
 		"rescue":         s.q(sqlRescue),

@@ -225,3 +225,76 @@ func indexStats(t *testing.T, c *pgx.Conn, db, schema, index string) (read, fetc
 	}
 	return read, fetched
 }
+
+// TestPlansStaleStatistics: the statements that update a set of jobs by ID
+// (a Finish here) look each up by primary key even with a plan made when
+// the table was tiny. PostgreSQL caches a prepared statement's generic
+// plan, costed with the table's size when it was made; in a new database
+// under a steady stream, made at 150 jobs and kept at thousands, it joined
+// the set to a sequential scan of the whole table in a nested loop:
+// quadratic, 60 ms for a Finish of 100 jobs on 4,500 (446,504 rows
+// compared), and the stream was worked at a third of its rate.
+func TestPlansStaleStatistics(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	ctx := t.Context()
+	c := conn(t)
+	jobs := s.Schema() + `.jobs`
+	insert := func(from, to int) {
+		t.Helper()
+		if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, lease_until, max_attempts, worker, attempt)
+			SELECT 'running', 'default', 'k', 0, $1, $1, $1, 3, 'w', 1 FROM generate_series($2::int, $3::int) i`, t0, from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.Statements(s)
+	if _, err := c.Exec(ctx, `PREPARE fin(bigint[], int[], text[], timestamptz[], text[], text[], text[], text[], timestamptz, timestamptz[]) AS `+st["finish"]); err != nil {
+		t.Fatal(err)
+	}
+	// explain runs fin on ids as the store does: after its settings, with
+	// the generic plan (made at the first run, then kept).
+	explain := func(ids []int64) string {
+		t.Helper()
+		n := len(ids)
+		atts, strs, empty, times := make([]int32, n), make([]string, n), make([]string, n), make([]pgtype.Timestamptz, n)
+		for i := range n {
+			atts[i], strs[i] = 1, "completed"
+		}
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, st["nestedloops"]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", pgx.QueryExecModeSimpleProtocol,
+			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true}, times)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	insert(1, 150)
+	explain([]int64{1, 2, 3}) // the plan is made now, on 150 jobs
+	insert(151, 5000)
+	ids := make([]int64, 100)
+	for i := range ids {
+		ids[i] = int64(4000 + i)
+	}
+	plan := explain(ids)
+	if strings.Contains(plan, "Seq Scan on jobs") {
+		t.Errorf("a Finish scans the whole jobs table with a plan made when it was small:\n%s", plan)
+	}
+	t.Logf("finish on 5,000 jobs, planned at 150:\n%s", plan)
+}
