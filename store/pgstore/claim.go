@@ -632,7 +632,7 @@ func dedupe(list []string) []string {
 // action over the same jobs.
 const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint[], $2::int[]) AS l(id, att)
 		CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs j
-			WHERE j.id = l.id AND j.state = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
+			WHERE j.id = l.id AND j.state::text = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
 	UPDATE {schema}.jobs j SET lease_until = $4, heartbeat_at = $5
 	FROM k WHERE j.id = k.id
 	RETURNING j.id, j.attempt, j.cancel_requested, j.terminate_requested`

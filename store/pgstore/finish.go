@@ -31,12 +31,15 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // joins x by ID only; its SET clause reads the row as it was. The attempt
 // record is appended to the history as text: earlier records keep their
 // bytes. IDs must be distinct within one statement (Finish splits the call
-// otherwise).
+// otherwise). Each row is found by primary key: `state::text` keeps the
+// partial index jobs_running out of reach, which a plan made while few jobs
+// ran would otherwise walk for every row, filtering by ID (as Heartbeat's
+// and the outputs' lookups; TestPlansStaleStatistics).
 var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot, l.flow_key FROM unnest($1::bigint[], $2::int[],
 			$3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::timestamptz[])
 			AS o(id, att, st, run, err, res, rec, rec_c, hold)
 		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot, j.flow_key FROM {schema}.jobs j
-			WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.att FOR UPDATE) l),
+			WHERE j.id = o.id AND j.state::text = 'running' AND j.attempt = o.att FOR UPDATE) l),
 	` + sqlFreeSlots("x") + `,
 	` + sqlHoldKeys + `
 	UPDATE {schema}.jobs j SET slot = false,

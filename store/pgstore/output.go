@@ -18,7 +18,7 @@ var sqlKeepOutputs = `INSERT INTO {schema}.attempt_outputs (job_id, attempt, sch
 	SELECT j.id, o.att, j.schedule, o.ok, $10, o.so, o.sos, o.se, o.ses, o.lg, o.lgs
 	FROM unnest($1::bigint[], $2::int[], $3::bool[], $4::bytea[], $5::bigint[], $6::bytea[], $7::bigint[],
 			$8::bytea[], $9::bigint[]) WITH ORDINALITY AS o(id, att, ok, so, sos, se, ses, lg, lgs, n)
-		JOIN {schema}.jobs j ON j.id = o.id AND j.state = 'running' AND j.attempt = o.att
+		JOIN {schema}.jobs j ON j.id = o.id AND j.state::text = 'running' AND j.attempt = o.att
 	ORDER BY o.n
 	ON CONFLICT (job_id, attempt) DO UPDATE SET schedule = excluded.schedule, succeeded = excluded.succeeded,
 		finished_at = excluded.finished_at, stdout = excluded.stdout, stdout_size = excluded.stdout_size,

@@ -293,8 +293,8 @@ func TestPlansStaleStatistics(t *testing.T) {
 		ids[i] = int64(4000 + i)
 	}
 	plan := explain(ids)
-	if strings.Contains(plan, "Seq Scan on jobs") {
-		t.Errorf("a Finish scans the whole jobs table with a plan made when it was small:\n%s", plan)
+	if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_running") {
+		t.Errorf("a Finish scans the whole jobs table, or every running job, with a plan made when it was small:\n%s", plan)
 	}
 	t.Logf("finish on 5,000 jobs, planned at 150:\n%s", plan)
 }
