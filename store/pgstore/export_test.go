@@ -69,6 +69,7 @@ func Statements(s *Store) map[string]string {
 		"nextrun/all":    s.q(sqlNextRun[0]),
 		"finish":         s.q(sqlFinish),
 		"nestedloops":    sqlNestedLoops,
+		"claimplan":      sqlClaimPlan,
 		"keyedclaim":     s.q(sqlKeyedClaim),
 		"heartbeat":      s.q(sqlHeartbeat),
 		"rescue":         s.q(sqlRescue),

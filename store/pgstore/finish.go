@@ -189,7 +189,7 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 // joins the finish turned off back on, and no asynchronous commit (the
 // transaction holds the finish's outcomes, which must be flushed).
 const sqlClaimAfterFinish = `SELECT set_config('enable_hashjoin', 'on', true), set_config('enable_mergejoin', 'on', true),
-	set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)`
+	set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)`
 
 // FinishClaim implements store.FinishClaimer: Finish's statements and then
 // Claim's in one batch, one implicit transaction and one round trip, so

@@ -298,3 +298,61 @@ func TestPlansStaleStatistics(t *testing.T) {
 	}
 	t.Logf("finish on 5,000 jobs, planned at 150:\n%s", plan)
 }
+
+// TestClaimPlanStaleStatistics: the claim takes the jobs it picked by
+// primary key with a generic plan made when the table was small (its
+// UPDATE scanned the whole table: 11 of a claim's 16 ms at 5,000 jobs).
+func TestClaimPlanStaleStatistics(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	ctx := t.Context()
+	c := conn(t)
+	jobs := s.Schema() + `.jobs`
+	insert := func(n int) {
+		t.Helper()
+		if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts)
+			SELECT 'available', 'default', 'k', 0, $1, $1, 3 FROM generate_series(1, $2::int) i`, t0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.Statements(s)
+	if _, err := c.Exec(ctx, `PREPARE cl AS `+st["claim/all"]); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(limit int32) string {
+		t.Helper()
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, st["claimplan"]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			t.Fatal(err)
+		}
+		ts := pgtype.Timestamptz{Time: t0, Valid: true}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE cl($1, $2, $3, $4, $5, $6)", pgx.QueryExecModeSimpleProtocol,
+			ts, "w", ts, limit, []string{}, []int32{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	insert(150)
+	explain(1) // the plan is made now, on 150 jobs
+	insert(5000)
+	plan := explain(100)
+	if strings.Contains(plan, "Seq Scan on jobs") {
+		t.Errorf("a claim scans the whole jobs table with a plan made when it was small:\n%s", plan)
+	}
+	t.Logf("claim on 5,150 jobs, planned at 150:\n%s", plan)
+}
