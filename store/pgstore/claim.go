@@ -230,7 +230,7 @@ func claimSQL(named, single, kinds bool) string {
 	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
 		lease_until = $3, cancel_requested = false, terminate_requested = false, slot = j.queue IN (SELECT name FROM lq)
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColsOf("j") + `, j.slot, set_config('` + claimedSetting + `', (SELECT count(*) FROM c)::text, true) AS claimed),
+	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
 		FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue) n WHERE q.name = n.queue),
 	` + sqlThrottleEnd(kind) + `
@@ -258,7 +258,7 @@ func sqlLimited(names string) string {
 // statement, so that no claim that starts after a pause commits takes a
 // job of that queue.
 //
-// Keyed queues (keys.go) are left out too: sqlKeyedClaim claims them.
+// Keyed queues (keys.go) are left out too: claimKeyed claims them.
 func sqlNotPaused(name string) string {
 	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND (pq.paused OR pq.key_concurrency > 0))
 		AND NOT EXISTS (SELECT 1 FROM {schema}.queue_keys pk WHERE pk.queue = ` + name + ` AND (pk.paused OR pk.held_until IS NOT NULL))`
@@ -289,8 +289,8 @@ func b2i(b bool) int {
 }
 
 // Claim implements store.Store. It is one round trip and one transaction,
-// keyed queues included (keys.go); no job is claimed twice, even by
-// several processes.
+// and a second transaction if it found keyed queues (keys.go); no job is
+// claimed twice, even by several processes.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	if err := s.writable(); err != nil {
 		return store.ClaimResult{}, err
@@ -312,12 +312,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		c.failed()
 		return store.ClaimResult{}, err
 	}
-	return c.complete(res), nil
+	return c.complete(ctx, res)
 }
 
 // claimCall is one claim's statements queued on a batch (queueClaim), to
 // be read (read) once the batch is sent, and completed (complete: the
-// floors, and the keyed queues' jobs) once it committed, or recorded as failed
+// keyed queues, then the floors) once it committed, or recorded as failed
 // (failed).
 type claimCall struct {
 	s        *Store
@@ -326,10 +326,10 @@ type claimCall struct {
 	plan     floorPlan
 	listing  bool // the batch lists the queues (sqlListQueues)
 	claiming bool // the batch claims
-	keying   bool // the batch claims the keyed queues (sqlKeyedLock, sqlKeyedClaim)
+	keying   bool // the batch lists the keyed queues (sqlKeyedOf)
 	promoted map[string]floorKey
 	listed   []string
-	keyed    []*job.Job // the keyed queues' jobs, for complete
+	keyed    []string // the keyed queues it found, for complete
 }
 
 // queueClaim queues a claim's statements for p on b, after the settings
@@ -364,8 +364,6 @@ func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
 		b.Queue(s.q(sqlListQueues))
 	}
 	if p.Limit > 0 {
-		c.keying = true
-		b.Queue(s.q(sqlKeyedLock), queues, now)
 		var names []string
 		var lims []int32
 		if named {
@@ -400,10 +398,7 @@ func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
 			b.Queue(s.q(sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(kinds != nil)]), args...)
 		}
 	}
-	if c.keying {
-		s.queueKeyedClaim(b, p, queues, kinds)
-	}
-	if p.Limit > 0 {
+	if c.claiming {
 		b.Queue(s.q(sqlThrottledUntil), ts(p.Now).Time.UnixNano(), queues)
 	}
 	if given {
@@ -411,12 +406,15 @@ func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
 	} else {
 		b.Queue(s.q(sqlNextRun[0]), kinds)
 	}
+	if p.Limit > 0 {
+		c.keying = true
+		b.Queue(s.q(sqlKeyedOf), queues) // the keyed queues (keys.go)
+	}
 	return c
 }
 
 // read reads the claim's results from br, the batch's results positioned
-// after the statements queued before the claim's. The keyed queues' jobs
-// (sqlKeyedClaim) are kept apart in c.keyed, for complete.
+// after the statements queued before the claim's.
 func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error) {
 	s := c.s
 	if c.promoted, err = scanKeys(br); err != nil {
@@ -432,11 +430,6 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 			return res, s.translate(err)
 		}
 	}
-	if c.keying {
-		if _, err := br.Exec(); err != nil { // sqlKeyedLock
-			return res, s.translate(err)
-		}
-	}
 	if c.claiming {
 		rows, err := br.Query()
 		if err != nil {
@@ -446,12 +439,6 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 			return store.ClaimResult{}, s.translate(err)
 		}
 		res.Jobs, res.Dropped = splitDropped(res.Jobs)
-	}
-	var keyHeld bool
-	if c.keying {
-		if c.keyed, keyHeld, err = readKeyed(br); err != nil {
-			return store.ClaimResult{}, s.translate(err)
-		}
 		var until *int64
 		if err := br.QueryRow().Scan(&until); err != nil {
 			return store.ClaimResult{}, s.translate(err)
@@ -464,7 +451,15 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 	if err := br.QueryRow().Scan(&next, &res.Held); err != nil {
 		return store.ClaimResult{}, s.translate(err)
 	}
-	res.Held = res.Held || keyHeld
+	if c.keying {
+		rows, err := br.Query()
+		if err != nil {
+			return store.ClaimResult{}, s.translate(err)
+		}
+		if c.keyed, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return store.ClaimResult{}, s.translate(err)
+		}
+	}
 	res.NextRunAt = fromTS(next)
 	// RETURNING has no order: restore the claim order.
 	slices.SortFunc(res.Jobs, func(a, b *job.Job) int {
@@ -480,13 +475,31 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 }
 
 // complete ends a claim whose batch committed with res, the plain
-// claim's: it records the claim (done; the floors follow the plain
-// claim's jobs) and returns res with the keyed queues' jobs after the
-// plain ones.
-func (c *claimCall) complete(res store.ClaimResult) store.ClaimResult {
-	c.done(res)
-	res.Jobs = append(res.Jobs, c.keyed...)
-	return res
+// claim's: it claims the keyed queues the batch found (claimKeyed), in a
+// transaction of their own, records the claim (done, or failed) and
+// returns res with the keyed jobs after the plain ones. It fails only if
+// the keyed step failed and the plain claim took nothing: jobs claimed
+// are handed over.
+func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.ClaimResult, error) {
+	var more []*job.Job
+	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
+		slices.Sort(c.keyed)
+		var held bool
+		var until time.Time
+		var err error
+		more, held, until, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
+		if err != nil && len(res.Jobs) == 0 {
+			c.failed()
+			return store.ClaimResult{}, c.s.translate(err)
+		}
+		res.Held = res.Held || held
+		if !until.IsZero() && (res.ThrottledUntil.IsZero() || until.Before(res.ThrottledUntil)) {
+			res.ThrottledUntil = until
+		}
+	}
+	c.done(res) // the floors follow the plain claim's jobs
+	res.Jobs = append(res.Jobs, more...)
+	return res, nil
 }
 
 // failed records a claim whose transaction failed.

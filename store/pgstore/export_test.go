@@ -70,7 +70,6 @@ func Statements(s *Store) map[string]string {
 		"finish":         s.q(sqlFinish),
 		"nestedloops":    sqlNestedLoops,
 		"claimplan":      sqlClaimPlan,
-		"keyedclaim":     s.q(sqlKeyedClaim),
 		"heartbeat":      s.q(sqlHeartbeat),
 		"rescue":         s.q(sqlRescue),
 		"insert":         s.q(sqlInsert),

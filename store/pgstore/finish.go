@@ -35,13 +35,11 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // partial index jobs_running out of reach, which a plan made while few jobs
 // ran would otherwise walk for every row, filtering by ID (as Heartbeat's
 // and the outputs' lookups; TestPlansStaleStatistics).
-var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot, l.flow_key FROM unnest($1::bigint[], $2::int[],
-			$3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::timestamptz[])
-			AS o(id, att, st, run, err, res, rec, rec_c, hold)
-		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot, j.flow_key FROM {schema}.jobs j
+var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot FROM unnest($1::bigint[], $2::int[], $3::text[],
+			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[]) AS o(id, att, st, run, err, res, rec, rec_c)
+		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot FROM {schema}.jobs j
 			WHERE j.id = o.id AND j.state::text = 'running' AND j.attempt = o.att FOR UPDATE) l),
-	` + sqlFreeSlots("x") + `,
-	` + sqlHoldKeys + `
+	` + sqlFreeSlots("x") + `
 	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
 		worker = NULL, lease_until = NULL,
@@ -53,23 +51,8 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 		run_at = CASE WHEN ` + finishTo + ` IN ('retrying', 'scheduled') THEN x.run ELSE j.run_at END,
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
-	WHERE j.id = x.id AND (SELECT count(*) FROM kh) >= 0
+	WHERE j.id = x.id
 	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot`
-
-// sqlHoldKeys is a data-modifying CTE (kh) of sqlFinish: the holds of the
-// outcomes in x (Outcome.HoldKeyUntil, $10: NULL for none) that end after
-// now ($9), each on its job's key (store.ApplySetKey: a hold only grows),
-// in the finish's statement and so in its transaction (decision 87): a
-// crash loses the hold only with the snooze. The UPDATE of sqlFinish reads
-// kh's count in its condition, so kh is done before any job row is
-// updated, and the trigger that gives back the jobs' key slots (schema 9)
-// finds the held row and keeps it.
-const sqlHoldKeys = `kh AS (INSERT INTO {schema}.queue_keys (queue, key, held_until, updated_at)
-		SELECT queue, flow_key, max(hold), $9 FROM x WHERE hold > $9 AND flow_key <> ''
-		GROUP BY queue, flow_key ORDER BY queue, flow_key
-		ON CONFLICT (queue, key) DO UPDATE SET held_until = greatest({schema}.queue_keys.held_until, excluded.held_until),
-			updated_at = excluded.updated_at
-		RETURNING 1)`
 
 // sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
 // the attempts in rows (a CTE with queue and slot, one row per attempt
@@ -112,7 +95,7 @@ type finishArrays struct {
 	atts                    []int32
 	states, errs, res, recs []string
 	recsC                   []string
-	runAt, holds            []pgtype.Timestamptz
+	runAt                   []pgtype.Timestamptz
 	index                   []int // position of each outcome in the call
 	hasOutput               bool  // an outcome has an Output: an sqlKeepOutputs statement precedes sqlFinish
 }
@@ -135,7 +118,6 @@ func (a *finishArrays) Swap(i, j int) {
 	a.recs[i], a.recs[j] = a.recs[j], a.recs[i]
 	a.recsC[i], a.recsC[j] = a.recsC[j], a.recsC[i]
 	a.runAt[i], a.runAt[j] = a.runAt[j], a.runAt[i]
-	a.holds[i], a.holds[j] = a.holds[j], a.holds[i]
 	a.index[i], a.index[j] = a.index[j], a.index[i]
 }
 
@@ -144,7 +126,6 @@ func (a *finishArrays) add(i int, o store.Outcome, rec, recC string) {
 	a.atts = append(a.atts, int32(o.Attempt))
 	a.states = append(a.states, o.State.String())
 	a.runAt = append(a.runAt, ts(o.RunAt))
-	a.holds = append(a.holds, ts(o.HoldKeyUntil))
 	a.errs = append(a.errs, o.Error)
 	a.res = append(a.res, string(o.Result))
 	a.recs = append(a.recs, rec)
@@ -181,6 +162,9 @@ func (s *Store) Finish(ctx context.Context, p store.FinishParams) ([]job.State, 
 	if err := br.Close(); err != nil {
 		return nil, s.translate(err)
 	}
+	if err := s.holdKeys(ctx, p, f.reached); err != nil {
+		return nil, err
+	}
 	f.notify(f.freed)
 	return f.reached, nil
 }
@@ -197,10 +181,16 @@ const sqlClaimAfterFinish = `SELECT set_config('enable_hashjoin', 'on', true), s
 // processes are woken for a freed slot only if the claim left its limited
 // queues with room (ClaimResult.Held false): otherwise it took them all.
 //
-// The outcomes' key holds (Outcome.HoldKeyUntil) are in the finish's
-// statement, and the keyed queues' claim in the claim's statements: the
-// claim sees the key slots the outcomes gave back and the holds they set,
-// the key limits exact by the queue rows' locks.
+// What Finish and Claim do after their transaction, FinishClaim does after
+// this one, in the same order: the holds of the outcomes' keys
+// (Outcome.HoldKeyUntil, holdKeys), and then the claim of the keyed queues
+// (claimKeyed), which thus sees the slots of the keys the outcomes gave
+// back and the holds they set, the key limits exact by the queue's row
+// lock. Once the batch has committed, FinishClaim hands over every job it
+// claimed: a hold that fails then is lost, as in a crash between the two
+// (an error only if the claim took nothing, as Finish's), and a keyed step
+// that fails leaves the keyed queues to the next claim (Wake is signalled;
+// Claim reports its error).
 func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store.ClaimParams) ([]job.State, store.ClaimResult, error) {
 	if err := s.writable(); err != nil {
 		return nil, store.ClaimResult{}, err
@@ -236,7 +226,14 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if err := br.Close(); err != nil {
 		return fail(s.translate(err))
 	}
-	res = c.complete(res)
+	if err := s.holdKeys(ctx, fp, f.reached); err != nil && len(res.Jobs) == 0 {
+		c.done(res)
+		f.notify(f.freed)
+		return nil, store.ClaimResult{}, err
+	}
+	if res, err = c.complete(ctx, res); err != nil {
+		s.signal() // claim again: the keyed queues are still to be claimed
+	}
 	f.notify(f.freed && !res.Held)
 	return f.reached, res, nil
 }
@@ -301,7 +298,7 @@ func (f *finishCall) queue(b *pgx.Batch) {
 			b.Queue(f.s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
 				o.log, o.logSize, f.now)
 		}
-		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.holds)
+		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now)
 	}
 }
 

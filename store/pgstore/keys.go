@@ -1,10 +1,11 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -16,18 +17,21 @@ var _ store.KeyControl = (*Store)(nil)
 
 // Per-key flow control (store.KeyControl). A keyed queue — one with a
 // limit per key, or a paused or held key (sqlKeyedQueues) — is left out of
-// the claim statement (sqlNotPaused), and claimed by two more statements
-// of the claim's batch (sqlKeyedLock before the claim statement,
-// sqlKeyedClaim after it): its row is locked by the first, so claims of
-// one keyed queue take turns, and the second, whose snapshot follows the
-// lock, reads the key counts the previous claim left and walks the keys
-// in turn (store.KeyWalk), one probe of jobs_key per key. The slots are
-// counted in queue_keys.running: the claim adds them, the trigger of
-// schema 9 takes them off when the attempt leaves running.
+// the claim statement (sqlNotPaused), and claimed by claimKeyed after it,
+// in a transaction of its own that locks the queue's row first (claims of
+// one keyed queue take turns, each reading the key counts the previous
+// left: its statements start after the lock is granted), then walks the
+// keys in turn (store.KeyWalk): one probe of jobs_key per key, one read of
+// its row, its first jobs. The slots are counted in queue_keys.running:
+// the claim adds them, the trigger of schema 9 takes them off when the
+// attempt leaves running.
 
 // sqlKeyedQueues are the names of the keyed queues.
 const sqlKeyedQueues = `SELECT name FROM {schema}.queues WHERE key_concurrency > 0
 	UNION SELECT queue FROM {schema}.queue_keys WHERE paused OR held_until IS NOT NULL`
+
+// sqlKeyedOf lists the keyed queues of $1 (NULL: any).
+const sqlKeyedOf = `SELECT name FROM (` + sqlKeyedQueues + `) k WHERE $1::text[] IS NULL OR name = ANY($1::text[])`
 
 const keyCols = `queue, key, running, paused, paused_at, held_until, updated_at`
 
@@ -126,251 +130,266 @@ func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, e
 	return out, nil
 }
 
-// The keyed claim: two statements of the claim's batch (one
-// round trip, one transaction with the plain claim; decision 85).
-//
-// sqlKeyedLock locks the rows of the queues the claim may lock — those
-// with a limit per key and, if there is one, those with a concurrency
-// limit too, all in name order, as the claim statement's lq would lock the
-// latter: so the locks a claim takes in the queues table come in one
-// order, whatever a Finish or another claim holds — among the queues $1
-// (NULL: any), and deletes the key rows of passed holds there (at $2).
-// It is a statement of its own, before the claim statement and the keyed
-// claim, so that their snapshots are taken once the locks are granted:
-// the keyed claim of a queue reads the key counts every earlier claim of
-// the queue left (a statement's snapshot precedes its own lock waits).
-const sqlKeyedLock = `WITH d AS (DELETE FROM {schema}.queue_keys
-		WHERE ($1::text[] IS NULL OR queue = ANY($1::text[])) AND running <= 0 AND NOT paused AND held_until <= $2)
-	SELECT count(*) FROM (SELECT name FROM {schema}.queues
-		WHERE (concurrency > 0 OR key_concurrency > 0) AND ($1::text[] IS NULL OR name = ANY($1::text[]))
-			AND EXISTS (SELECT 1 FROM {schema}.queues k WHERE k.key_concurrency > 0 AND ($1::text[] IS NULL OR k.name = ANY($1::text[])))
-		ORDER BY name FOR UPDATE) l`
-
-// claimedSetting holds, for the rest of a claim's transaction, how many
-// jobs its plain claim statement took (set in its RETURNING), so that the
-// keyed claim takes at most the rest of the claim's Limit.
-const claimedSetting = `hopper.claimed`
-
-// sqlKeyedRest is what is left of the claim's Limit ($4) for the keyed
-// queues.
-const sqlKeyedRest = `greatest($4::int - coalesce(nullif(current_setting('` + claimedSetting + `', true), '')::int, 0), 0)`
-
-// sqlKeyKinds filters a key's jobs by the claim's kinds ($6, NULL: any).
-const sqlKeyKinds = ` AND ($6::text[] IS NULL OR kind = ANY($6::text[]))`
-
-// sqlNextKey is the first key (not "") of queue q with available jobs
-// after the key a (and not after u, if given), through jobs_key.
-func sqlNextKey(q, a, u string) string {
-	upTo := ``
-	if u != "" {
-		upTo = ` AND flow_key <= ` + u
+// holdKeys applies the HoldKeyUntil of the outcomes that reached a state
+// to their jobs' keys, each in a transaction of its own after the
+// finish's (the job waits already; a crash between the two loses the
+// hold, not the job).
+func (s *Store) holdKeys(ctx context.Context, p store.FinishParams, reached []job.State) error {
+	for i, o := range p.Outcomes {
+		if o.HoldKeyUntil.IsZero() || reached[i] == 0 {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var queue, key string
+			if err := tx.QueryRow(ctx, s.q(`SELECT queue, flow_key FROM {schema}.jobs WHERE id = $1`), int64(o.ID)).Scan(&queue, &key); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				return err
+			}
+			if key == "" {
+				return nil
+			}
+			cur, err := s.loadKey(ctx, tx, queue, key, true)
+			if err != nil {
+				return err
+			}
+			until := o.HoldKeyUntil
+			k := store.ApplySetKey(cur, store.SetKeyParams{Now: p.Now, Queue: queue, Key: key, HoldUntil: &until})
+			k.PausedAt, k.HeldUntil, k.UpdatedAt = micro(k.PausedAt), micro(k.HeldUntil), micro(k.UpdatedAt)
+			return s.putKey(ctx, tx, k)
+		})
+		if err != nil {
+			return s.translate(err)
+		}
 	}
-	return `(SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = ` + q + `
-		AND flow_key > ` + a + upTo + ` ORDER BY flow_key LIMIT 1)`
+	return nil
 }
 
-// sqlKeyedClaim is the keyed claim (store.KeyWalk in one statement): $1
-// now, $2 worker, $3 lease, $4 the claim's Limit, $5 its queues (NULL:
-// any), $6 its kinds (NULL: any), $7 and $8 the names and limits of
-// ClaimParams.QueueLimits.
-//
-//   - kq: the keyed queues (sqlKeyedQueues) the claim looks at, not
-//     paused, each with its limit per key, cursor, and the most the claim
-//     may take of it (Limit, QueueLimits, free slots); th locks the
-//     throttle rows of those with a rate (after the queue rows, as the
-//     plain claim's) and ka caps each by the starts its rate allows and by
-//     what the plain claim left of the Limit;
-//   - w walks each queue's keys in turn (a recursive CTE: one probe of
-//     jobs_key per step; the probes are scalar subqueries in the index's
-//     order with a LIMIT — as EXISTS the planner may hash them over a
-//     scan of jobs, and without the order it may take a scan of jobs for
-//     the first match it expects at once): the keys after the cursor, then "" (the keyless
-//     jobs), then the keys up to the cursor, until it has found as many
-//     keys that may give a job as the queue may take, or run out;
-//   - ws: each key visited, its state (queue_keys) and what blocks it
-//     (store.KeyBlocked: 1 paused, 2 held, 3 at its limit), the most it
-//     may give; kj its first jobs, in claim order;
-//   - sel deals them in rounds, one per key a round in turn order (store.
-//     KeyWalk.Pick), each queue cut at what it may take, fin the queues in
-//     name order cut at the rest of the Limit;
-//   - ku claims them (store.ApplyClaim; a job of a key under a limit
-//     holds a slot of its key, one of a queue with a concurrency limit a
-//     slot of the queue), kc adds the key slots to queue_keys, kcur moves
-//     each queue's cursor to the key it served last and adds its slots,
-//     ktk moves the throttles by the jobs taken.
-//
-// The first row is a summary (NULL job columns): held, whether a key at
-// its limit held jobs back. The claimed jobs follow, each with its place
-// in the turn order.
-var sqlKeyedClaim = `WITH RECURSIVE
-	kq AS MATERIALIZED (SELECT kn.name, coalesce(q.key_concurrency, 0) AS kl, coalesce(q.key_cursor, '') AS cur,
-			coalesce(q.concurrency, 0) > 0 AS slots,
-			least($4::int, coalesce(l.lim, $4::int),
-				CASE WHEN q.concurrency > 0 THEN greatest(q.concurrency - q.running, 0) ELSE $4::int END) AS want
-		FROM (` + sqlKeyedQueues + `) kn
-		LEFT JOIN {schema}.queues q ON q.name = kn.name
-		LEFT JOIN unnest($7::text[], $8::int[]) AS l(name, lim) ON l.name = kn.name
-		WHERE ($5::text[] IS NULL OR kn.name = ANY($5::text[])) AND NOT coalesce(q.paused, false)),
-	th AS MATERIALIZED (SELECT t.queue AS name, q.rate_burst::bigint AS burst, ` + sqlInterval + ` AS iv,
-			greatest(t.tat, ` + sqlNowNS + `) AS base
-		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
-		WHERE t.key = '' AND q.rate_n > 0 AND t.queue IN (SELECT name FROM kq) ORDER BY t.queue FOR UPDATE OF t),
-	ka AS MATERIALIZED (SELECT kq.name, kq.kl, kq.cur, kq.slots,
-			least(` + sqlAllowed("kq.want") + `, ` + sqlKeyedRest + `) AS n
-		FROM kq LEFT JOIN th ON th.name = kq.name),
-	w(queue, pos, key, found) AS (
-		SELECT ka.name, 0, (coalesce(` + sqlNextKey("ka.name", "ka.cur", "") + `, '')) COLLATE "C", 0
-		FROM ka WHERE ka.n > 0
-		UNION ALL
-		SELECT w.queue, w.pos + 1, nx.key, w.found + e.ok
-		FROM w JOIN ka ON ka.name = w.queue
-		CROSS JOIN LATERAL (SELECT CASE
-			WHEN w.key = '' THEN coalesce((SELECT 1 FROM {schema}.jobs WHERE state = 'available' AND flow_key = ''
-				AND queue = w.queue` + sqlKeyKinds + ` ORDER BY priority, run_at, id LIMIT 1), 0)
-			WHEN (SELECT k.paused OR k.held_until > $1 OR (ka.kl > 0 AND k.running >= ka.kl) FROM {schema}.queue_keys k
-				WHERE k.queue = w.queue AND k.key = w.key) THEN 0
-			ELSE coalesce((SELECT 1 FROM {schema}.jobs WHERE state = 'available' AND flow_key <> ''
-				AND queue = w.queue AND flow_key = w.key` + sqlKeyKinds + ` ORDER BY priority, run_at, id LIMIT 1), 0) END AS ok) e
-		CROSS JOIN LATERAL (SELECT (CASE WHEN w.key > ka.cur
-			THEN coalesce(` + sqlNextKey("w.queue", "w.key", "") + `, '')
-			ELSE ` + sqlNextKey("w.queue", "w.key", "ka.cur") + ` END) COLLATE "C" AS key) nx
-		WHERE w.found + e.ok < ka.n AND nx.key IS NOT NULL),
-	ws AS MATERIALIZED (SELECT w.queue, w.pos, w.key,
-			CASE WHEN w.key = '' THEN 0 WHEN k.paused THEN 1 WHEN k.held_until > $1 THEN 2
-				WHEN ka.kl > 0 AND k.running >= ka.kl THEN 3 ELSE 0 END AS blk,
-			CASE WHEN w.key <> '' AND ka.kl > 0 THEN least(ka.n, ka.kl - coalesce(k.running, 0)) ELSE ka.n END AS take,
-			w.key <> '' AND ka.kl > 0 AND ka.kl - coalesce(k.running, 0) < ka.n AS capped
-		FROM w JOIN ka ON ka.name = w.queue
-		LEFT JOIN {schema}.queue_keys k ON k.queue = w.queue AND k.key = w.key),
-	kj AS MATERIALIZED (SELECT ws.queue, ws.pos, ws.key, ws.take, ws.capped, x.id,
-			row_number() OVER (PARTITION BY ws.queue, ws.pos ORDER BY x.priority, x.run_at, x.id) AS r
-		FROM ws CROSS JOIN LATERAL (
-			(SELECT id, priority, run_at FROM {schema}.jobs WHERE ws.key <> '' AND state = 'available' AND flow_key <> ''
-				AND queue = ws.queue AND flow_key = ws.key` + sqlKeyKinds + `
-				ORDER BY priority, run_at, id LIMIT greatest(ws.take, 0))
-			UNION ALL
-			(SELECT id, priority, run_at FROM {schema}.jobs WHERE ws.key = '' AND state = 'available' AND flow_key = ''
-				AND queue = ws.queue` + sqlKeyKinds + `
-				ORDER BY priority, run_at, id LIMIT greatest(ws.take, 0))) x
-		WHERE ws.blk = 0 AND ws.take > 0),
-	sel AS MATERIALIZED (SELECT s.queue, s.key, s.id, s.rq, row_number() OVER (ORDER BY s.queue COLLATE "C", s.rq) AS rg
-		FROM (SELECT kj.queue, kj.key, kj.id, ka.n,
-				row_number() OVER (PARTITION BY kj.queue ORDER BY kj.r, kj.pos) AS rq
-			FROM kj JOIN ka ON ka.name = kj.queue) s
-		WHERE s.rq <= s.n),
-	fin AS MATERIALIZED (SELECT * FROM sel WHERE rg <= ` + sqlKeyedRest + `),
-	ku AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
-			lease_until = $3, cancel_requested = false, terminate_requested = false,
-			slot = coalesce((SELECT ka.slots FROM ka WHERE ka.name = j.queue), false),
-			key_slot = j.flow_key <> '' AND coalesce((SELECT ka.kl FROM ka WHERE ka.name = j.queue), 0) > 0
-		WHERE j.id = ANY(ARRAY(SELECT id FROM fin)) AND j.state = 'available'
-		RETURNING ` + jobColsOf("j") + `, j.slot, j.key_slot),
-	kc AS (INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
-		SELECT queue, flow_key, count(*)::int, $1 FROM ku WHERE key_slot GROUP BY queue, flow_key ORDER BY queue, flow_key
-		ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running),
-	kcur AS (UPDATE {schema}.queues q SET key_cursor = l.key,
-			running = q.running + (SELECT count(*)::int FROM ku WHERE ku.queue = q.name AND ku.slot)
-		FROM (SELECT DISTINCT ON (queue) queue, key FROM fin ORDER BY queue, rq DESC) l
-		WHERE q.name = l.queue AND EXISTS (SELECT 1 FROM ku WHERE ku.queue = l.queue)),
-	ktk AS (UPDATE {schema}.throttles t SET tat = th.base + n.n * th.iv
-		FROM th JOIN (SELECT queue, count(*)::bigint AS n FROM ku GROUP BY queue) n ON n.queue = th.name
-		WHERE t.queue = th.name AND t.key = '')
-	SELECT ` + jobColsOf("z") + `, (EXISTS (SELECT 1 FROM ws WHERE blk = 3)
-			OR EXISTS (SELECT 1 FROM kj WHERE capped AND r = take)) AS held, NULL::bigint AS rg
-		FROM (SELECT (NULL::{schema}.jobs).*) z
-	UNION ALL
-	SELECT ` + jobCols + `, NULL, (SELECT fin.rg FROM fin WHERE fin.id = ku.id) FROM ku`
-
-// sqlGenericOn and sqlGenericOff surround sqlKeyedClaim in a claim's
-// batch: a generic plan for it, the session's plan_cache_mode kept and
-// restored (set_config(…, true) lasts until the transaction's end). A
-// custom plan is made anew at each execution, and planning the statement
-// costs more than running it: measured, 2–10 ms an execution with custom
-// plans against 0.3–0.7 ms with the generic one (100,000 jobs of a key
-// blocked, a loaded machine).
+// sqlKeyJobs and sqlKeylessJobs select the first $4 available jobs of key
+// $2 of queue $1, of the kinds $3 (NULL: any): a key's through jobs_key,
+// whose condition (a key not empty) the query states literally, so that a
+// generic plan uses it too; the keyless through jobs_claim.
 const (
-	sqlGenericOn = `SELECT set_config('hopper.plan_cache_mode', current_setting('plan_cache_mode'), true),
-		set_config('plan_cache_mode', 'force_generic_plan', true)`
-	sqlGenericOff = `SELECT set_config('plan_cache_mode', current_setting('hopper.plan_cache_mode'), true)`
+	sqlKeyJobs = `SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
+		AND flow_key = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[])) ORDER BY priority, run_at, id LIMIT $4`
+	sqlKeylessJobs = `SELECT id FROM {schema}.jobs WHERE state = 'available' AND queue = $1
+		AND flow_key = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[])) ORDER BY priority, run_at, id LIMIT $4`
 )
 
-// queueKeyedClaim queues sqlKeyedClaim for p on b (between sqlGenericOn
-// and sqlGenericOff), after the plain
-// claim's statement (sqlKeyedLock went before it): queues are the claim's
-// queues (nil: any), kinds its kinds (nil: any).
-func (s *Store) queueKeyedClaim(b *pgx.Batch, p store.ClaimParams, queues, kinds []string) {
-	names := make([]string, 0, len(p.QueueLimits))
-	lims := make([]int32, 0, len(p.QueueLimits))
-	for q, l := range p.QueueLimits {
-		names, lims = append(names, q), append(lims, int32(max(0, min(l, 1<<31-1))))
-	}
-	b.Queue(sqlGenericOn)
-	b.Queue(s.q(sqlKeyedClaim), ts(p.Now), p.Worker, ts(p.LeaseUntil), int32(min(p.Limit, 1<<31-1)), queues, kinds,
-		names, lims)
-	b.Queue(sqlGenericOff)
+// keyedQueue is a keyed queue a claim looks at, its row locked.
+type keyedQueue struct {
+	name   string
+	limit  int    // per key, 0: none
+	cursor string // the key its latest claim served last
+	free   int    // the most jobs the claim may take of it
+	slots  bool   // it has a concurrency limit: its jobs take a slot
+	hasRow bool
 }
 
-// readKeyed reads sqlKeyedClaim's result: the jobs it claimed, in turn
-// order, and whether a key at its limit held jobs back.
-func readKeyed(br pgx.BatchResults) (jobs []*job.Job, held bool, err error) {
-	if _, err := br.Exec(); err != nil { // sqlGenericOn
-		return nil, false, err
+// claimKeyed claims at most limit jobs of the keyed queues names (sorted)
+// for p, keys in turn (store.KeyControl), a throttled one at most as many
+// as its rate allows (throttleKeyed). held reports whether a key at its
+// limit held jobs back; until, when a throttle that held jobs back next
+// allows a start (zero if none did).
+func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (jobs []*job.Job, held bool, until time.Time, err error) {
+	var kinds []string
+	if len(p.Kinds) > 0 {
+		kinds = dedupe(p.Kinds)
 	}
-	jobs, held, err = readKeyedRows(br)
-	if err != nil {
-		return nil, false, err
-	}
-	if _, err := br.Exec(); err != nil { // sqlGenericOff
-		return nil, false, err
-	}
-	return jobs, held, nil
-}
-
-// readKeyedRows reads sqlKeyedClaim's rows.
-func readKeyedRows(br pgx.BatchResults) (jobs []*job.Job, held bool, err error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, false, err
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		jobs, held, until = nil, false, time.Time{}
+		if _, err := tx.Exec(ctx, sqlClaimPlan); err != nil {
+			return err
 		}
-		return nil, false, errors.New("keyed claim: no summary row")
-	}
-	vals, err := rows.Values()
-	if err != nil {
-		return nil, false, err
-	}
-	if vals[0] != nil {
-		return nil, false, errors.New("keyed claim: the first row is not the summary")
-	}
-	held, _ = vals[len(vals)-2].(bool)
-	pos := map[job.ID]int64{}
-	for rows.Next() {
-		var h *bool
-		var rg *int64
-		j, err := scanJob(withTail{rows, []any{&h, &rg}})
+		qs, err := s.lockKeyed(ctx, tx, p, names)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		if rg != nil {
-			pos[j.ID] = *rg
+		for _, q := range qs {
+			if limit-len(jobs) <= 0 {
+				break
+			}
+			th, err := s.throttleKeyed(ctx, tx, &q, p.Now)
+			if err != nil {
+				return err
+			}
+			if th != nil {
+				if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(until)) {
+					until = u
+				}
+			}
+			n := min(limit-len(jobs), q.free)
+			if n <= 0 {
+				continue
+			}
+			if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
+				AND held_until <= $2`), q.name, ts(p.Now)); err != nil {
+				return err
+			}
+			walk := store.KeyWalk{
+				Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
+				State: func(key string) (store.KeyState, error) { return s.loadKey(ctx, tx, q.name, key, false) },
+				Next: func(after, upTo string) (string, bool, error) {
+					var key string
+					err := tx.QueryRow(ctx, s.q(`SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> ''
+						AND queue = $1 AND flow_key > $2 AND ($3 = '' OR flow_key <= $3) ORDER BY flow_key LIMIT 1`),
+						q.name, after, upTo).Scan(&key)
+					if errors.Is(err, pgx.ErrNoRows) {
+						return "", false, nil
+					}
+					return key, err == nil, err
+				},
+				Jobs: func(key string, take int) ([]job.ID, error) {
+					stmt := sqlKeyJobs
+					if key == "" {
+						stmt = sqlKeylessJobs
+					}
+					rows, err := tx.Query(ctx, s.q(stmt), q.name, key, kinds, take)
+					if err != nil {
+						return nil, err
+					}
+					return pgx.CollectRows(rows, pgx.RowTo[job.ID])
+				},
+			}
+			ids, keys, h, err := walk.Pick()
+			held = held || h
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			got, err := s.claimIDs(ctx, tx, p, q, ids)
+			if err != nil {
+				return err
+			}
+			if len(got) == 0 {
+				continue
+			}
+			if err := s.countKeyed(ctx, tx, q, got, keys[len(keys)-1], p); err != nil {
+				return err
+			}
+			if th != nil {
+				if err := s.takeKeyed(ctx, tx, q.name, th, len(got)); err != nil {
+					return err
+				}
+			}
+			jobs = append(jobs, got...)
 		}
-		jobs = append(jobs, j)
+		return nil
+	})
+	if err != nil {
+		return nil, false, time.Time{}, err
 	}
+	return jobs, held, until, nil
+}
+
+// lockKeyed returns the keyed queues names that are not paused, by name,
+// each with the most jobs a claim may take of it, their rows locked in
+// name order.
+func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, names []string) ([]keyedQueue, error) {
+	rows, err := tx.Query(ctx, s.q(`SELECT name, paused, key_concurrency, key_cursor, concurrency, running
+		FROM {schema}.queues WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`), names)
+	if err != nil {
+		return nil, err
+	}
+	type row struct {
+		paused               bool
+		limit, conc, running int
+		cursor               string
+	}
+	found := map[string]row{}
+	for rows.Next() {
+		var name string
+		var r row
+		if err := rows.Scan(&name, &r.paused, &r.limit, &r.cursor, &r.conc, &r.running); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found[name] = r
+	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	slices.SortFunc(jobs, func(a, b *job.Job) int { return cmp.Compare(pos[a.ID], pos[b.ID]) })
-	return jobs, held, nil
+	var out []keyedQueue
+	for _, name := range names {
+		r, ok := found[name]
+		if r.paused {
+			continue
+		}
+		q := keyedQueue{name: name, limit: r.limit, cursor: r.cursor, free: p.Limit, hasRow: ok}
+		if ql, ok := p.QueueLimits[name]; ok {
+			q.free = min(q.free, ql)
+		}
+		if r.conc > 0 {
+			q.slots = true
+			q.free = min(q.free, max(r.conc-r.running, 0))
+		}
+		out = append(out, q)
+	}
+	return out, nil
 }
 
-// withTail scans a row of jobCols and then the columns tail.
-type withTail struct {
-	pgx.Row
-	tail []any
+// claimIDs moves the jobs ids of q to running for p (store.ApplyClaim),
+// marking the slots they take, and returns them in the order of ids.
+func (s *Store) claimIDs(ctx context.Context, tx pgx.Tx, p store.ClaimParams, q keyedQueue, ids []job.ID) ([]*job.Job, error) {
+	raw := make([]int64, len(ids))
+	for i, id := range ids {
+		raw[i] = int64(id)
+	}
+	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1,
+		worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
+		key_slot = (j.flow_key <> '' AND $6::int > 0)
+		WHERE j.id = ANY($4::bigint[]) AND j.state = 'available'
+		RETURNING `+jobColsOf("j")), ts(p.Now), p.Worker, ts(p.LeaseUntil), raw, q.slots, q.limit)
+	if err != nil {
+		return nil, err
+	}
+	got, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	pos := make(map[job.ID]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i
+	}
+	slices.SortFunc(got, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
+	return got, nil
 }
 
-func (r withTail) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
+// countKeyed adds the jobs got claimed of q to its keys' and its own
+// counts, and moves its cursor to last, the key served last.
+func (s *Store) countKeyed(ctx context.Context, tx pgx.Tx, q keyedQueue, got []*job.Job, last string, p store.ClaimParams) error {
+	if q.limit > 0 {
+		var keys []string
+		var ns []int32
+		taken := map[string]int32{}
+		for _, j := range got {
+			if j.Key != "" {
+				taken[j.Key]++
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(taken)) {
+			keys, ns = append(keys, k), append(ns, taken[k])
+		}
+		if len(keys) > 0 {
+			if _, err := tx.Exec(ctx, s.q(`INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
+				SELECT $1, k, n, $4 FROM unnest($2::text[], $3::int[]) AS u(k, n)
+				ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running`),
+				q.name, keys, ns, ts(p.Now)); err != nil {
+				return err
+			}
+		}
+	}
+	if !q.hasRow {
+		return nil
+	}
+	n := 0
+	if q.slots {
+		n = len(got)
+	}
+	_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET key_cursor = $2, running = running + $3 WHERE name = $1`), q.name, last, n)
+	return err
+}

@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -37,9 +39,7 @@ const sqlPeriodText = `(CASE
 	ELSE q.rate_period::text || 'ns' END)`
 
 // sqlThrottles is the CTE th: of the queues names selects, those with a
-// rate that are not keyed (sqlKeyedClaim locks and moves the keyed ones'
-// throttles, after every plain one's: two orders of throttle locks
-// could deadlock), each with its state's row locked, its interval, burst and drop,
+// rate, each with its state's row locked, its interval, burst and drop,
 // the base its next starts count from (the later of its TAT and now) and
 // its rate as text (store.Rate.String).
 func sqlThrottles(names string) string {
@@ -48,8 +48,6 @@ func sqlThrottles(names string) string {
 		q.rate_n::text || '/' || ` + sqlPeriodText + ` AS rtext
 		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
 		WHERE t.key = '' AND q.rate_n > 0 AND t.queue IN (` + names + `) AND (SELECT count(*) FROM lq) >= 0
-			AND q.key_concurrency = 0 AND NOT EXISTS (SELECT 1 FROM {schema}.queue_keys pk
-				WHERE pk.queue = t.queue AND (pk.paused OR pk.held_until IS NOT NULL))
 		ORDER BY t.queue FOR UPDATE OF t)`
 }
 
@@ -84,9 +82,8 @@ func sqlThrottleEnd(kind string) string {
 		RETURNING ` + jobColsOf("j") + `)`
 }
 
-// sqlThrottledUntil is ClaimResult.ThrottledUntil, read after the claim
-// statements: of the throttled queues that hold their excess (those
-// without Drop, and keyed ones), among $2 (NULL: all), those whose state allows
+// sqlThrottledUntil is ClaimResult.ThrottledUntil: of the throttled queues
+// that hold their excess, among $2 (NULL: all), those whose state allows
 // no start at $1 (Unix nanoseconds) while they have available jobs, the
 // earliest time one allows a start (store.Throttle.Next); NULL if none.
 // The available job is looked for per throttled queue (a LATERAL with a
@@ -95,7 +92,7 @@ func sqlThrottleEnd(kind string) string {
 const sqlThrottledUntil = `SELECT min(t.tat - (greatest(q.rate_burst, 1) - 1)::bigint * ` + sqlInterval + `)
 	FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
 	CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs WHERE state = 'available' AND queue = t.queue LIMIT 1) a
-	WHERE t.key = '' AND q.rate_n > 0 AND (NOT q.rate_drop OR q.key_concurrency > 0) AND ($2::text[] IS NULL OR t.queue = ANY($2::text[]))
+	WHERE t.key = '' AND q.rate_n > 0 AND NOT q.rate_drop AND ($2::text[] IS NULL OR t.queue = ANY($2::text[]))
 		AND t.tat - (greatest(q.rate_burst, 1) - 1)::bigint * ` + sqlInterval + ` > $1`
 
 // splitDropped parts a claim statement's rows into the jobs it claimed and
@@ -122,5 +119,59 @@ func (s *Store) setThrottle(ctx context.Context, tx pgx.Tx, q store.QueueState) 
 		_, err = tx.Exec(ctx, s.q(`INSERT INTO {schema}.throttles (queue, key, tat) VALUES ($1, '', 0)
 			ON CONFLICT DO NOTHING`), q.Name)
 	}
+	return err
+}
+
+// keyedThrottle is the throttle of a keyed queue in claimKeyed: its state
+// at the claim's now, and when it next allows a start if it holds jobs
+// back (zero otherwise).
+type keyedThrottle struct {
+	th    store.Throttle
+	now   int64
+	until time.Time
+}
+
+// throttleKeyed locks the throttle row of q, a keyed queue whose row
+// claimKeyed locked (queue rows before throttle rows, as in the claim
+// statement), and caps q.free with the starts its rate allows at now; nil
+// if q has no rate. A keyed queue's excess is held, never dropped.
+func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now time.Time) (*keyedThrottle, error) {
+	var k keyedThrottle
+	var period int64
+	err := tx.QueryRow(ctx, s.q(`SELECT q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, t.tat
+		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
+		WHERE t.queue = $1 AND t.key = '' AND q.rate_n > 0 FOR UPDATE OF t`), q.name).
+		Scan(&k.th.Rate.N, &period, &k.th.Rate.Burst, &k.th.Rate.Drop, &k.th.TAT)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.th.Rate.Period = time.Duration(period)
+	k.now = store.UnixNanos(micro(now))
+	allow := k.th.Free(k.now, q.free)
+	if allow < q.free {
+		var ready bool
+		if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'available' AND queue = $1)`),
+			q.name).Scan(&ready); err != nil {
+			return nil, err
+		}
+		if next := k.th.Take(k.now, allow).Next(); ready && next > k.now {
+			k.until = store.FromUnixNanos(next)
+		}
+	}
+	q.free = allow
+	return &k, nil
+}
+
+// takeKeyed moves the throttle state of the keyed queue name on by the n
+// jobs claimKeyed took of it.
+func (s *Store) takeKeyed(ctx context.Context, tx pgx.Tx, name string, k *keyedThrottle, n int) error {
+	if n == 0 {
+		return nil
+	}
+	k.th = k.th.Take(k.now, n)
+	_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.throttles SET tat = $2 WHERE queue = $1 AND key = ''`), name, k.th.TAT)
 	return err
 }

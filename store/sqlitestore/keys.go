@@ -301,15 +301,13 @@ func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids 
 }
 
 // sqlKeyJobs and sqlKeylessJobs select the first ?4 available jobs of key
-// ?2 of queue ?1, of the kinds ?3 (NULL: any), both through jobs_key,
-// which holds every available job (schema 19): the keyless ones are its
-// entries with the key "", read in claim order however many keyed jobs
-// wait before them in the queue's claim index.
+// ?2 of queue ?1, of the kinds ?3 (NULL: any): a key's through jobs_key,
+// the keyless through the queue's claim index.
 const (
 	sqlKeyJobs = `SELECT id FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1 AND flow_key = ?2
 		AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
 		ORDER BY priority, run_at, id LIMIT +?4`
-	sqlKeylessJobs = `SELECT id FROM jobs INDEXED BY jobs_key WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
+	sqlKeylessJobs = `SELECT id FROM jobs WHERE state = 'available' AND queue = ?1 AND flow_key = ?2
 		AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3)))
 		ORDER BY priority, run_at, id LIMIT +?4`
 )
