@@ -52,11 +52,27 @@ func TestCancelAcrossCrash(t *testing.T) {
 	srv := c.serve(1)
 	srv.log.waitLine(t, 30*time.Second, `msg="hopper serving"`)
 	srv.log.waitLine(t, 30*time.Second, `msg="job started"`, jobField)
-	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if out := c.run("", "jobs", "cancel", strconv.FormatInt(id, 10)); !strings.Contains(out, "cancellation requested") {
-		t.Fatalf("jobs cancel printed %q", out)
+	// Frozen in the middle of a write (a heart-beat, a poll), the server
+	// holds the database's write lock and the cancel cannot be written:
+	// let it run a moment and freeze it again.
+	for try := 1; ; try++ {
+		if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, err := c.try("", "jobs", "cancel", strconv.FormatInt(id, 10))
+		if err == nil {
+			if !strings.Contains(out, "cancellation requested") {
+				t.Fatalf("jobs cancel printed %q", out)
+			}
+			break
+		}
+		if !strings.Contains(errOut, "database is locked") || try == 10 {
+			t.Fatalf("jobs cancel (try %d): %v\nstderr: %s", try, err, errOut)
+		}
+		if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		c.run("", "jobs", "get", strconv.FormatInt(id, 10)) // opening the database waits for the lock to be free
 	}
 	if j := c.job(hopper.ID(id)); j.State != hopper.StateRunning || !j.CancelRequested {
 		t.Fatalf("after jobs cancel: %s, cancel requested %v", j.State, j.CancelRequested)

@@ -78,15 +78,23 @@ func newHop(t *testing.T, dir string) *hop {
 // a non-zero exit.
 func (c *hop) run(stdin string, args ...string) string {
 	c.t.Helper()
+	out, errOut, err := c.try(stdin, args...)
+	if err != nil {
+		c.t.Fatalf("hopper %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// try runs hopper with args and returns its stdout, its stderr and how it
+// exited.
+func (c *hop) try(stdin string, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.Command(c.bin, append([]string{"--db", c.db}, args...)...)
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		c.t.Fatalf("hopper %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String()
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 func (c *hop) json(v any, args ...string) {
