@@ -61,29 +61,7 @@ func (s *Store) GetCheck(ctx context.Context, name string) (*job.Check, error) {
 
 // ListChecks implements store.Store.
 func (s *Store) ListChecks(ctx context.Context) ([]*job.Check, error) {
-	if err := s.readable(); err != nil {
-		return nil, err
-	}
-	out := []*job.Check{}
-	if s.empty {
-		return out, nil
-	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT doc FROM {schema}.checks ORDER BY name`))
-	if err != nil {
-		return nil, s.translate(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		c, err := scanCheck(rows)
-		if err != nil {
-			return nil, s.translate(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate(err)
-	}
-	return out, nil
+	return listDocs(ctx, s, "checks", scanCheck)
 }
 
 // RemoveCheck implements store.Store.

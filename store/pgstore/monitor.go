@@ -263,24 +263,30 @@ func (s *Store) GetChannel(ctx context.Context, name string) (*job.Channel, erro
 
 // ListChannels implements store.Store.
 func (s *Store) ListChannels(ctx context.Context) ([]*job.Channel, error) {
+	return listDocs(ctx, s, "channels", scanChannel)
+}
+
+// listDocs reads every row of table, a table of (name, doc) rows, in
+// name order, each through scan.
+func listDocs[T any](ctx context.Context, s *Store, table string, scan func(pgx.Row) (*T, error)) ([]*T, error) {
 	if err := s.readable(); err != nil {
 		return nil, err
 	}
-	out := []*job.Channel{}
+	out := []*T{}
 	if s.empty {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT doc FROM {schema}.channels ORDER BY name`))
+	rows, err := s.pool.Query(ctx, s.q(`SELECT doc FROM {schema}.`+table+` ORDER BY name`))
 	if err != nil {
 		return nil, s.translate(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		c, err := scanChannel(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, s.translate(err)
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.translate(err)

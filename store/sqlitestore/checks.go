@@ -61,26 +61,7 @@ func (s *Store) GetCheck(ctx context.Context, name string) (*job.Check, error) {
 
 // ListChecks implements store.Store.
 func (s *Store) ListChecks(ctx context.Context) ([]*job.Check, error) {
-	if err := s.errIfClosed(); err != nil {
-		return nil, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT doc FROM checks ORDER BY name`)
-	if err != nil {
-		return nil, s.readErr(err)
-	}
-	defer rows.Close()
-	out := []*job.Check{}
-	for rows.Next() {
-		c, err := scanCheck(rows)
-		if err != nil {
-			return nil, s.readErr(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.readErr(err)
-	}
-	return out, nil
+	return listDocs(ctx, s, "checks", scanCheck)
 }
 
 // RemoveCheck implements store.Store.

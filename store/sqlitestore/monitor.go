@@ -209,21 +209,27 @@ func (s *Store) GetChannel(ctx context.Context, name string) (*job.Channel, erro
 
 // ListChannels implements store.Store.
 func (s *Store) ListChannels(ctx context.Context) ([]*job.Channel, error) {
+	return listDocs(ctx, s, "channels", scanChannel)
+}
+
+// listDocs reads every row of table, a table of (name, doc) rows, in
+// name order, each through scan.
+func listDocs[T any](ctx context.Context, s *Store, table string, scan func(scanner) (*T, error)) ([]*T, error) {
 	if err := s.errIfClosed(); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT doc FROM channels ORDER BY name`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT doc FROM `+table+` ORDER BY name`)
 	if err != nil {
 		return nil, s.readErr(err)
 	}
 	defer rows.Close()
-	out := []*job.Channel{}
+	out := []*T{}
 	for rows.Next() {
-		c, err := scanChannel(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, s.readErr(err)
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
