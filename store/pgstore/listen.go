@@ -223,9 +223,13 @@ func (s *Store) listenOnce() error {
 		return err
 	}
 	s.listening.Store(true)
-	// Notifications may have been missed while not listening.
+	// Notifications may have been missed while not listening: claims look
+	// again, and so do the cancel watchers (a cancel sent before this
+	// listener was up, a new Store's first moments included, would wait
+	// for the next lease renewal, 10 s by default).
 	s.floors.reset()
 	s.signal()
+	s.cancels.Signal()
 	s.upOnce.Do(func() { close(s.listenUp) })
 	for {
 		n, err := conn.WaitForNotification(s.run)

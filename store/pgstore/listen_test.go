@@ -171,6 +171,36 @@ func TestListenerReconnects(t *testing.T) {
 	waitWake(t, s, "Enqueue after the reconnection")
 }
 
+// TestListenerReconnectSignalsCancels: a listener that (re)connects
+// signals the cancel watchers too, for a cancel another process sent while
+// it was not listening (before, such a cancel waited for the next lease
+// renewal, 10 s by default: a flaky 10 s in
+// TestCancelReachesAnotherStoreWithin1s when a new Store's listener came up
+// after the cancel).
+func TestListenerReconnectSignalsCancels(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	s := quiet(t, schema)
+	select {
+	case <-pgstore.ListenUp(s):
+	case <-time.After(deadline):
+		t.Fatal("the listener did not come up")
+	}
+	cancels, stop := s.WatchCancels()
+	defer stop()
+	c := conn(t)
+	var n int
+	if err := c.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = $1`, "LISTEN "+pgx.Identifier{s.Channel()}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminate the listener: %d, %v", n, err)
+	}
+	select {
+	case <-cancels:
+	case <-time.After(deadline):
+		t.Fatal("the cancel watchers were not signalled when the listener reconnected")
+	}
+}
+
 // TestOwnNotificationsDoNotWake: a Store's listener passes over the
 // notifications of its own commits — an Enqueue's caller wakes its own
 // workers, and each echo was a second wake-up and, under a steady stream,
