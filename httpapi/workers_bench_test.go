@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/pgtest"
 )
 
 // BenchmarkRemoteWorkers compares the jobs per second worked by remote
@@ -28,7 +29,7 @@ import (
 //
 //	go test -run '^$' -bench RemoteWorkers -benchtime 20000x ./httpapi/
 func BenchmarkRemoteWorkers(b *testing.B) {
-	for _, st := range []string{"memory", "sqlite"} {
+	for _, st := range []string{"memory", "sqlite", "postgres"} {
 		for _, mode := range []string{"in-process", "remote"} {
 			b.Run(st+"/"+mode, func(b *testing.B) {
 				done := make(chan struct{})
@@ -48,9 +49,12 @@ func BenchmarkRemoteWorkers(b *testing.B) {
 				cfg.Workers = ws
 				var c *hopper.Client
 				var err error
-				if st == "sqlite" {
+				switch st {
+				case "sqlite":
 					c, err = hopper.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), cfg)
-				} else {
+				case "postgres":
+					c, err = hopper.Open(context.Background(), pgtest.StoreURL(b, 0), cfg) // skips without a server
+				default:
 					c, err = hopper.NewClient(cfg)
 				}
 				if err != nil {
