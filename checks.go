@@ -122,10 +122,12 @@ func (c *Client) Pings(ctx context.Context, name string, limit int) ([]*Ping, er
 // HTTP server's /ping routes do: p.Kind and the request's fields set, p.At
 // set to now if zero, a body longer than job.MaxPingBody truncated. It
 // returns the check and the ping as stored, or ErrNotFound for an unknown
-// ping ID (nothing changes then). A failure, a start or a check's first
-// ping wakes the monitor, so that the incident opens at once, or the new
-// deadline is kept, when this process leads maintenance (else within the
-// leader's next round, at most 5 s).
+// ping ID (nothing changes then). A failure, a start or a ping that gives
+// the check a deadline it had none of (Ping.Armed: a new check's first
+// success or failure, a resumed check's too, a success after a failure)
+// wakes the monitor, so that the incident opens or resolves at once, or
+// the new deadline is kept, when this process leads maintenance (else
+// within the leader's next round, at most 5 s).
 func (c *Client) PingCheck(ctx context.Context, pingID string, p Ping) (*Check, *Ping, error) {
 	if c.closed() {
 		return nil, nil, ErrClientStopped
@@ -147,8 +149,9 @@ func (c *Client) PingCheck(ctx context.Context, pingID string, p Ping) (*Check, 
 	}
 	// The monitor wakes at the deadlines it knows; these pings may make
 	// one earlier than those: a failure (down now), a start (its run's
-	// grace), a check's first ping (it had none).
-	if pg.Kind == job.PingFail || pg.Kind == job.PingStart || pg.Seq == 1 {
+	// grace), a ping arming a check that had none (a new or resumed
+	// check's, a success ending a failure: its incident resolves).
+	if pg.Kind == job.PingFail || pg.Kind == job.PingStart || pg.Armed {
 		c.maint.WakeMonitor()
 	}
 	return ch, pg, nil

@@ -185,3 +185,39 @@ func TestCheckUnknownPingID(t *testing.T) {
 		t.Errorf("got %v, want ErrNotFound", err)
 	}
 }
+
+// TestCheckResumedPingWakesMonitor: a resumed check is new again, and its
+// first ping gives it a deadline again, which the monitor — asleep for its
+// whole poll (5 s) since the resume, the check having none — must keep: a
+// check expecting a ping every second with a 1 s grace is down 2 s after
+// that ping, not at the monitor's next poll.
+func TestCheckResumedPingWakesMonitor(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := silentClient(t, hopper.Config{Store: memstore.New()})
+		ch, err := c.AddCheck(ctx, "fast", hopper.CheckOptions{Period: time.Second, Grace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startClient(t, c)
+		ping(t, c, ch.PingID, job.PingSuccess, "")
+		if _, err := c.PauseCheck(ctx, "fast"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		if _, err := c.ResumeCheck(ctx, "fast"); err != nil { // the monitor looks, and sleeps its poll
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		ping(t, c, ch.PingID, job.PingSuccess, "")
+		time.Sleep(2*time.Second + 500*time.Millisecond) // down for 0.5 s; the poll ends 1.5 s later
+		synctest.Wait()
+		ins, err := c.Incidents(ctx, hopper.IncidentFilter{Check: "fast", Open: true})
+		if err != nil || len(ins) != 1 {
+			t.Errorf("2.5 s after a resumed check's first ping (period 1s, grace 1s): open incidents %+v (%v), want one", ins, err)
+		}
+		stopGracefully(t, c)
+	})
+}

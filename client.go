@@ -134,6 +134,11 @@ func NewClient(cfg Config) (*Client, error) {
 				cl.maint.WakeScheduler()
 			}
 		},
+		Died: func() {
+			if cl.maint != nil {
+				cl.maint.NotifyDead()
+			}
+		},
 	})
 	cl.maint = maintenance.New(maintenance.Config{
 		Store:              cl.store,
@@ -157,6 +162,7 @@ func NewClient(cfg Config) (*Client, error) {
 		NotifyJob:          cl.notificationJob,
 		NotifyKind:         NotifyKind,
 		OnNotified:         cl.notify,
+		NotifyDead:         c.NotifyDeadJobs,
 		Deaths:             deaths,
 		Leader:             leader,
 		Holder:             cl.cfg.WorkerID,
@@ -287,7 +293,7 @@ func (c *Client) observe(ev job.Event) {
 // makes: a hook or a subscriber (or a waiter). While nobody does, the
 // engine builds no events, and the client's calls take no tickets.
 func (c *Client) observing() bool {
-	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil || c.mw.dead || c.cfg.NotifyDeadJobs
+	return c.events.active() || c.cfg.OnDead != nil || c.cfg.OnEvent != nil || c.mw.dead
 }
 
 // deliver feeds a transition to the OnEvent and OnDead hooks, subscribers
@@ -297,9 +303,7 @@ func (c *Client) deliver(ev job.Event) {
 		c.cfg.OnEvent(ev)
 	}
 	if ev.Type == job.EventDead {
-		if c.cfg.NotifyDeadJobs {
-			c.maint.NotifyDead(ev.Job)
-		}
+		c.maint.NotifyDead() // a rescue's, a schedule's supersede: the engine's and remote workers' call it themselves
 		if c.cfg.OnDead != nil {
 			c.cfg.OnDead(ev.Job)
 		}

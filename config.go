@@ -148,10 +148,16 @@ type Config struct {
 	// runs where OnEvent does and must not block.
 	OnDead func(*Job)
 	// NotifyDeadJobs enqueues a notification job (NotifyKind) for every
-	// job that dies in this client (not a notification job itself), to
-	// the notification channels that take job_dead events: those taking
-	// every subject, and those its schedule's monitor names. Default off:
-	// it makes the workers report their transitions (as OnDead does).
+	// job that dies (not a notification job itself), to the notification
+	// channels that take job_dead events: those taking every subject, and
+	// those its schedule's monitor names. The store keeps each death
+	// unnoted until its notifications are enqueued, in the same step that
+	// notes it (an outbox: store.Monitoring.NoteDeaths), so a death is
+	// notified once per channel, even when the process where the job died
+	// was killed before, and however many clients share the store. A
+	// client with NotifyDeadJobs looks for unnoted deaths — any process's
+	// — when it starts, at once after a death in its own workers, and
+	// every 5 seconds. Default off.
 	NotifyDeadJobs bool
 
 	// OnEvent, if set, is called for every transition this client makes —

@@ -137,11 +137,7 @@ func (c *Client) Incidents(ctx context.Context, f IncidentFilter) ([]*Incident, 
 	case f.Check != "":
 		p.Subject = job.CheckSubject(f.Check)
 	}
-	out, err := c.store.ListIncidents(ctx, p)
-	if out == nil && err == nil {
-		out = []*Incident{}
-	}
-	return out, err
+	return c.store.ListIncidents(ctx, p)
 }
 
 // CheckMonitors evaluates every schedule's monitor at now, opening and

@@ -780,6 +780,9 @@ func (c *Client) recordRemote(ctx context.Context, now time.Time, ls []store.Lea
 			continue
 		}
 		out = append(out, Finished{ID: j.ID, State: reached[i]})
+		if reached[i] == job.StateDead {
+			c.maint.NotifyDead()
+		}
 		t := job.FinishEvent(reached[i])
 		c.logRemote(t, j, outs[i].Record.Duration, outs[i].Error)
 		if observing {

@@ -185,6 +185,16 @@ func (t timedStore) LastRuns(ctx context.Context, p store.LastRunsParams) (r []*
 	return t.s.LastRuns(ctx, p)
 }
 
+func (t timedStore) PendingDeaths(ctx context.Context, limit int) (r []*job.Job, err error) {
+	defer func(start time.Time) { t.done("pending_deaths", start, err) }(time.Now())
+	return t.s.PendingDeaths(ctx, limit)
+}
+
+func (t timedStore) NoteDeaths(ctx context.Context, p store.NoteDeathsParams) (r store.NoteDeathsResult, err error) {
+	defer func(start time.Time) { t.done("note_deaths", start, err) }(time.Now())
+	return t.s.NoteDeaths(ctx, p)
+}
+
 func (t timedStore) Outputs(ctx context.Context, p store.OutputsParams) (r []*job.Output, err error) {
 	defer func(start time.Time) { t.done("outputs", start, err) }(time.Now())
 	return t.s.Outputs(ctx, p)

@@ -153,3 +153,34 @@ func TestIncidentsAPI(t *testing.T) {
 		t.Errorf("open=maybe: %d %s", r.status, r.body)
 	}
 }
+
+// TestMonitorEmptyListsAreArrays: the lists of the monitor's routes are
+// JSON arrays when empty, never null, on every store: incidents,
+// channels, checks and a check's recent pings.
+func TestMonitorEmptyListsAreArrays(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st})
+			var inc struct {
+				Incidents json.RawMessage `json:"incidents"`
+			}
+			e.do("GET", Prefix+"/incidents", "").ok(200, &inc)
+			var chans, checks json.RawMessage
+			e.do("GET", Prefix+"/channels", "").ok(200, &chans)
+			e.do("GET", Prefix+"/checks", "").ok(200, &checks)
+			e.do("POST", Prefix+"/checks", `{"name":"backup","period":"1h"}`).ok(201, nil)
+			var detail struct {
+				RecentPings json.RawMessage `json:"recent_pings"`
+			}
+			e.do("GET", Prefix+"/checks/backup", "").ok(200, &detail)
+			for what, got := range map[string]json.RawMessage{"incidents": inc.Incidents, "channels": chans, "checks": checks,
+				"recent_pings": detail.RecentPings} {
+				if string(got) != "[]" {
+					t.Errorf("%s of an empty store: %s, want []", what, got)
+				}
+			}
+		})
+	}
+}

@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 )
 
 // TestOpenAPIMatchesRoutes: every route the handler registers is in the
@@ -108,5 +111,56 @@ func TestOpenAPIRefs(t *testing.T) {
 	walk(doc)
 	if n < 50 {
 		t.Errorf("only %d $refs found: the walk is broken", n)
+	}
+}
+
+// TestOpenAPICheckSchemas: the document's Check and Ping schemas list the
+// fields the API writes — job.CheckView, which the dashboard shows too,
+// and job.Ping — and require those written always.
+func TestOpenAPICheckSchemas(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string                   `json:"required"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	code := 1
+	full := map[string]any{
+		"Check": job.CheckView{Name: "c", Status: job.CheckUp, PingID: "p", PingPath: "/ping/p", Period: 1, Cron: "* * * * *",
+			TimeZone: "UTC", Grace: 1, Channels: []string{"ops"}, Paused: true, CreatedAt: time.Unix(1, 0), LastPingAt: time.Unix(2, 0),
+			Due: time.Unix(3, 0), DownAt: time.Unix(4, 0), Runs: []job.CheckRun{{RID: "r"}}, LastDuration: 1, Pings: 1},
+		"Ping": job.Ping{Seq: 1, Check: "c", Kind: job.PingFail, ExitCode: &code, RID: "r", At: time.Unix(1, 0), Duration: 1,
+			Method: "GET", RemoteAddr: "127.0.0.1", UserAgent: "curl", Body: "b", Truncated: true},
+	}
+	zero := map[string]any{"Check": job.CheckView{}, "Ping": job.Ping{}}
+	keys := func(v any) []string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(m))
+	}
+	for name, v := range full {
+		s, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("openapi.json has no schema %s", name)
+			continue
+		}
+		if got, want := slices.Sorted(maps.Keys(s.Properties)), keys(v); !slices.Equal(got, want) {
+			t.Errorf("schema %s: properties %q, the API writes %q", name, got, want)
+		}
+		if got, want := slices.Sorted(slices.Values(s.Required)), keys(zero[name]); !slices.Equal(got, want) {
+			t.Errorf("schema %s: required %q, the API always writes %q", name, got, want)
+		}
 	}
 }

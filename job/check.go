@@ -300,6 +300,13 @@ type Ping struct {
 	// says it was longer), with invalid UTF-8 replaced.
 	Body      string `json:"body,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// Armed is set by Apply when the ping gave the check a time to go
+	// down (DownAt) it had none of: a success or failure of a new check —
+	// its first ping, or its first since it was resumed — or a success
+	// after a failure. The monitor, asleep until the deadlines it knew,
+	// must look again. It is not stored: only the ping Apply (and
+	// Store.PingCheck) returns carries it.
+	Armed bool `json:"-"`
 }
 
 // Bounds of a Ping.
@@ -318,8 +325,10 @@ const (
 // beyond MaxOpenRuns; a start of a run ID already open restarts it); a
 // success or failure finishes the run of its run ID, if open, sets
 // LastPingAt and Failed, and resumes a paused check; a log changes
-// nothing but the count.
+// nothing but the count. It sets p.Armed.
 func (c *Check) Apply(p *Ping) *Ping {
+	idle := c.DownAt().IsZero()
+	defer func() { p.Armed = idle && !c.DownAt().IsZero() }()
 	c.Pings++
 	p.Check, p.Seq = c.Name, c.Pings
 	switch p.Kind {
@@ -433,7 +442,7 @@ func (p *Ping) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*p = Ping{v.Seq, v.Check, v.Kind, v.ExitCode, v.RID, v.At, v.Duration.D(), v.Method, v.RemoteAddr, v.UserAgent, v.Body, v.Truncated}
+	*p = Ping{v.Seq, v.Check, v.Kind, v.ExitCode, v.RID, v.At, v.Duration.D(), v.Method, v.RemoteAddr, v.UserAgent, v.Body, v.Truncated, false}
 	return nil
 }
 

@@ -136,3 +136,41 @@ func TestCheckCronDue(t *testing.T) {
 		t.Errorf("DownAt: got %v", got)
 	}
 }
+
+// TestPingArmed: Apply marks the pings that give a check a time to go
+// down it had none of, which the client wakes the monitor for.
+func TestPingArmed(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := &Check{Name: "c", Period: time.Minute, Grace: time.Minute}
+	for i, s := range []struct {
+		pause, resume bool
+		kind          PingKind
+		want          bool
+	}{
+		{kind: PingLog},                              // new
+		{kind: PingStart},                            // new, with a run
+		{kind: PingSuccess, want: true},              // the first success
+		{kind: PingSuccess},                          // up: a later deadline
+		{kind: PingStart},                            // an earlier one, but the start wakes the monitor anyway
+		{kind: PingFail},                             // down: none
+		{kind: PingFail},                             // still none
+		{kind: PingSuccess, want: true},              // up after a failure
+		{pause: true, resume: true, kind: PingLog},   // new again
+		{kind: PingSuccess, want: true},              // the first since the resume
+		{pause: true, kind: PingSuccess, want: true}, // resumes it
+		{pause: true, resume: true, kind: PingFail},  // a new check failed: down, no deadline
+		{kind: PingSuccess, want: true},
+	} {
+		if s.pause {
+			c.SetPaused(true)
+		}
+		if s.resume {
+			c.SetPaused(false)
+		}
+		p := c.Apply(&Ping{Kind: s.kind, At: t0.Add(time.Duration(i) * time.Second)})
+		if p.Armed != s.want {
+			t.Errorf("step %d (%s): Armed %v, want %v", i, s.kind, p.Armed, s.want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type Checks interface {
 	PingCheck(ctx context.Context, p PingCheckParams) (*job.Check, *job.Ping, error)
 	// ListPings returns the pings of check p.Check kept in its log,
 	// newest first, at most p.Limit (0: all kept). An unknown check has
-	// none.
+	// none: an empty list, not nil.
 	ListPings(ctx context.Context, p ListPingsParams) ([]*job.Ping, error)
 }
 

@@ -28,7 +28,7 @@ type Monitoring interface {
 	// and Changed is false, and an unknown one is job.ErrNotFound.
 	ResolveIncident(ctx context.Context, p ResolveIncidentParams) (IncidentResult, error)
 	// ListIncidents returns incidents newest first (by ID), see
-	// ListIncidentsParams.
+	// ListIncidentsParams; none is an empty list, not nil.
 	ListIncidents(ctx context.Context, p ListIncidentsParams) ([]*job.Incident, error)
 
 	// PutChannel stores a notification channel, replacing one of the
@@ -44,6 +44,55 @@ type Monitoring interface {
 	// LastRuns returns the latest finished runs — completed or dead jobs —
 	// of schedule p.Schedule, newest (highest ID) first, at most p.Limit.
 	LastRuns(ctx context.Context, p LastRunsParams) ([]*job.Job, error)
+
+	// PendingDeaths returns at most limit (at least 1) dead jobs whose
+	// death is not noted yet (NoteDeaths), lowest ID first: the outbox of
+	// the dead-job notifications. Every way to dead leaves a death unnoted
+	// (an attempt's outcome, a rescue, a schedule's supersede), and a job
+	// retried from the dead-letter queue that dies again is unnoted again;
+	// deleting the job removes it.
+	PendingDeaths(ctx context.Context, limit int) ([]*job.Job, error)
+	// NoteDeaths notes the deaths of p.Deaths, dead jobs as PendingDeaths
+	// returned them, and enqueues the jobs p.Notify returns for each, in
+	// one atomic step. A death already noted (by another process), or no
+	// longer the job's (retried, dead again at another time, deleted), is
+	// skipped: Notify is not called for it. So each death's jobs are
+	// enqueued once, however many processes note it at once.
+	NoteDeaths(ctx context.Context, p NoteDeathsParams) (NoteDeathsResult, error)
+}
+
+// NoteDeathsParams are the arguments of Store.NoteDeaths.
+type NoteDeathsParams struct {
+	// Deaths are dead jobs as PendingDeaths returned them: their ID and
+	// FinishedAt name the death.
+	Deaths []*job.Job
+	// Notify, if set, returns the validated jobs to enqueue for a death
+	// noted. It runs inside the store's transaction: it must not call the
+	// store.
+	Notify func(*job.Job) ([]*job.Job, error)
+}
+
+// NoteDeathsResult is the outcome of Store.NoteDeaths.
+type NoteDeathsResult struct {
+	// Noted are the IDs of the jobs whose deaths this call noted.
+	Noted []job.ID
+	// Jobs are the IDs of the jobs Notify's were enqueued as.
+	Jobs []job.ID
+}
+
+// CheckPendingLimit returns a *job.FieldError unless limit, of
+// PendingDeaths, is at least 1.
+func CheckPendingLimit(limit int) error {
+	if limit < 1 {
+		return job.Invalid("limit", "must be at least 1, got %d", limit)
+	}
+	return nil
+}
+
+// DeathJobs calls notify for the dead job d (nil: no jobs) and checks the
+// jobs it returns as Enqueue checks its own (CheckNewJob).
+func DeathJobs(notify func(*job.Job) ([]*job.Job, error), d *job.Job) ([]*job.Job, error) {
+	return checkedJobs(notify, d)
 }
 
 // OpenIncidentParams are the arguments of Store.OpenIncident.
@@ -96,10 +145,16 @@ func CheckIncident(in *job.Incident) error {
 // NotifyJobs calls notify for in (nil: no jobs) and checks the jobs it
 // returns as Enqueue checks its own (CheckNewJob).
 func NotifyJobs(notify func(*job.Incident) ([]*job.Job, error), in *job.Incident) ([]*job.Job, error) {
+	return checkedJobs(notify, in)
+}
+
+// checkedJobs calls notify for v (nil: no jobs) and checks each job it
+// returns with CheckNewJob.
+func checkedJobs[T any](notify func(T) ([]*job.Job, error), v T) ([]*job.Job, error) {
 	if notify == nil {
 		return nil, nil
 	}
-	jobs, err := notify(in)
+	jobs, err := notify(v)
 	if err != nil {
 		return nil, err
 	}

@@ -156,10 +156,13 @@ func (e *Engine) finishWith(ctx context.Context, batch []finished, now time.Time
 		return nil, err
 	}
 	var after []*job.Job
-	observing, scheduleJobEnded := e.observing(), false
+	observing, scheduleJobEnded, died := e.observing(), false, false
 	defer func() {
 		if scheduleJobEnded && e.cfg.ScheduleJobEnded != nil {
 			e.cfg.ScheduleJobEnded()
+		}
+		if died && e.cfg.Died != nil {
+			e.cfg.Died()
 		}
 	}()
 	if want {
@@ -177,6 +180,7 @@ func (e *Engine) finishWith(ctx context.Context, batch []finished, now time.Time
 		t := job.FinishEvent(reached[i])
 		e.logJob(t, j, o.Record.Duration, o.Error)
 		scheduleJobEnded = scheduleJobEnded || j.Schedule != "" && reached[i].Finished()
+		died = died || reached[i] == job.StateDead
 		if !want && !observing {
 			continue
 		}

@@ -90,6 +90,10 @@ type Config struct {
 	// an attempt ended a schedule's job: the scheduler may fire a run that
 	// waited for it (the buffer overlap policies). It must not block.
 	ScheduleJobEnded func()
+	// Died, if set, is called (once per Finish call) after an attempt's
+	// outcome took a job to dead, whether or not Observe wants events:
+	// the dead-job notifier then looks for the death. It must not block.
+	Died func()
 }
 
 // claimBatch caps how many jobs one claim takes.

@@ -16,7 +16,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hopperq/hopper/internal/startstop"
@@ -69,6 +68,9 @@ type Config struct {
 	NotifyJob  func(channel string, n *job.Notification, now time.Time) (*job.Job, error)
 	NotifyKind string
 	OnNotified func()
+	// NotifyDead runs the notifier of dead jobs (NoteDeaths; needs
+	// NotifyJob).
+	NotifyDead bool
 	// MonitorPoll bounds how long the monitor sleeps between evaluations
 	// of the schedules' monitors (it wakes at each deadline it knows).
 	MonitorPoll time.Duration
@@ -110,14 +112,12 @@ type Services struct {
 	rescueNow, cleanNow chan struct{}
 	// electNow makes the elector hold an election at once (after a death).
 	electNow chan struct{}
-	// monitorNow wakes the monitor; deadQ holds the dead jobs to notify
-	// of (notify.go), deadDropped counts those dropped.
-	monitorNow  chan struct{}
-	deadQ       chan *job.Job
-	deadDropped atomic.Int64
-	svc         startstop.Service
-	lead        leadership
-	started     time.Time // when Start last ran (under lead.mu)
+	// monitorNow wakes the monitor; deadNow the notifier of dead jobs
+	// (notify.go).
+	monitorNow, deadNow chan struct{}
+	svc                 startstop.Service
+	lead                leadership
+	started             time.Time // when Start last ran (under lead.mu)
 }
 
 // New returns stopped services. It panics on a Config the client could not
@@ -125,13 +125,14 @@ type Services struct {
 func New(cfg Config) *Services {
 	if cfg.Store == nil || cfg.Logger == nil || cfg.Now == nil || cfg.MakeJob == nil ||
 		cfg.RescueInterval <= 0 || cfg.CleanInterval <= 0 || cfg.SchedulePoll <= 0 || cfg.MonitorPoll <= 0 ||
+		cfg.NotifyDead && cfg.NotifyJob == nil ||
 		cfg.Leader != nil && (cfg.Holder == "" || cfg.LeaderTTL <= 0) ||
 		cfg.Registry != nil && (cfg.Server.ID == "" || cfg.LeaderTTL <= 0 || cfg.ServerRetention <= 0) {
 		panic("maintenance: incomplete Config")
 	}
 	return &Services{cfg: cfg, log: cfg.Logger,
 		wake: make(chan struct{}, 1), rescueNow: make(chan struct{}, 1), cleanNow: make(chan struct{}, 1),
-		electNow: make(chan struct{}, 1), monitorNow: make(chan struct{}, 1), deadQ: make(chan *job.Job, deadQueue)}
+		electNow: make(chan struct{}, 1), monitorNow: make(chan struct{}, 1), deadNow: make(chan struct{}, 1)}
 }
 
 // Start starts the rescuer, the cleaner, the scheduler, the monitor and
@@ -150,7 +151,7 @@ func (s *Services) Start() {
 		wg.Go(func() { s.loop(ctx, s.cfg.CleanInterval, s.cleanNow, true, s.Clean) })
 		wg.Go(func() { s.timed(ctx, s.wake, s.cfg.SchedulePoll, s.FireDue) })
 		wg.Go(func() { s.timed(ctx, s.monitorNow, s.cfg.MonitorPoll, s.CheckMonitors) })
-		if s.cfg.NotifyJob != nil {
+		if s.cfg.NotifyDead {
 			wg.Go(func() { s.notifier(ctx) })
 		}
 		if s.cfg.Deaths != nil {

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +11,6 @@ import (
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
-
-// deadQueue bounds the dead jobs waiting for their notifications; more
-// are dropped, and a warning says how many.
-const deadQueue = 1024
 
 // channels reads the notification channels; an error is logged.
 func (s *Services) channels(ctx context.Context) ([]*job.Channel, error) {
@@ -86,88 +83,124 @@ func (s *Services) Notify(ctx context.Context, sc *job.Schedule, n *job.Notifica
 	s.enqueue(ctx, jobs, now, n.Event)
 }
 
-// NotifyDead queues the notification of a dead job, which the notifier
-// loop enqueues: it never waits (the completer calls it). Notification
-// jobs themselves (kind NotifyKind) are not notified of.
-func (s *Services) NotifyDead(j *job.Job) {
-	if s.cfg.NotifyJob == nil || j.Kind == s.cfg.NotifyKind {
-		return
-	}
-	select {
-	case s.deadQ <- j:
-	default:
-		s.deadDropped.Add(1)
+// NotifyDead wakes the notifier of dead jobs (NoteDeaths): a job died in
+// this process. It never waits (the completer calls it).
+func (s *Services) NotifyDead() {
+	if s.cfg.NotifyDead {
+		signal(s.deadNow)
 	}
 }
 
-// deadBatch bounds the dead jobs one round of the notifier takes.
+// deadBatch bounds the deaths one store call of NoteDeaths notes.
 const deadBatch = 256
 
-// notifier enqueues the notifications of the dead jobs NotifyDead queued:
-// each round takes those waiting (up to deadBatch), reads the channels
-// once and enqueues every notification in one store call.
+// notifier notes the deaths the store has not noted (NoteDeaths) at
+// start, when a job died here (NotifyDead), and every MonitorPoll: the
+// deaths of another process, and those a process noted nothing of before
+// it was killed.
 func (s *Services) notifier(ctx context.Context) {
+	t := time.NewTicker(s.cfg.MonitorPoll)
+	defer t.Stop()
 	for {
-		var dead []*job.Job
+		s.NoteDeaths(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case j := <-s.deadQ:
-			dead = append(dead, j)
+		case <-s.deadNow:
+		case <-t.C:
 		}
-	more:
-		for len(dead) < deadBatch {
-			select {
-			case j := <-s.deadQ:
-				dead = append(dead, j)
-			default:
-				break more
-			}
-		}
-		if n := s.deadDropped.Swap(0); n > 0 {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "dead-job notifications dropped: too many at once", slog.Int64("dropped", n))
-		}
-		s.notifyDead(ctx, dead)
 	}
 }
 
-// notifyDead enqueues the notifications of dead jobs, routed by their
-// schedules' monitors.
-func (s *Services) notifyDead(ctx context.Context, dead []*job.Job) {
-	chans, err := s.channels(ctx)
-	if err != nil || len(chans) == 0 {
-		return
-	}
-	now := s.cfg.Now()
-	named := map[string][]string{} // a schedule's channels, read once per round
-	var jobs []*job.Job
-	for _, j := range dead {
-		n := &job.Notification{Event: job.NotifyJobDead, Status: job.StatusEvent, Schedule: j.Schedule, Job: j.ID, At: now,
-			Detail: fmt.Sprintf("job %d (%s, queue %s) is dead after %d attempts: %s", j.ID, j.Kind, j.Queue, j.Attempt, j.LastError)}
-		if j.Schedule != "" {
-			n.Subject = job.ScheduleSubject(j.Schedule)
-			if _, ok := named[j.Schedule]; !ok {
-				sc, err := s.cfg.Store.GetSchedule(ctx, j.Schedule)
-				switch {
-				case err == nil && sc.Monitor != nil:
-					named[j.Schedule] = sc.Monitor.Channels
-				case err == nil || errors.Is(err, job.ErrNotFound):
-					named[j.Schedule] = nil
-				default:
-					if ctx.Err() == nil {
-						s.log.LogAttrs(ctx, slog.LevelError, "dead-job notification", slog.String("error", err.Error()))
-					}
-				}
-			}
-		}
-		js, err := s.notificationJobs(chans, named[j.Schedule], n, now)
+// NoteDeaths enqueues the notifications of the dead jobs whose death the
+// store has not noted (store.Monitoring.PendingDeaths), routed by their
+// schedules' monitors, and notes those deaths in the same store step, a
+// batch at a time until none is left. The store's outbox makes it exact:
+// a death is notified once however many processes note at once, and a
+// process killed between a death and its notification leaves the death
+// for the next NoteDeaths of any process. Notification jobs themselves
+// (kind NotifyKind) are noted without a notification. Errors are logged.
+func (s *Services) NoteDeaths(ctx context.Context) {
+	for {
+		dead, err := s.cfg.Store.PendingDeaths(ctx, deadBatch)
 		if err != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "dead-job notification", slog.String("error", err.Error()))
+			if ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "dead-job notifications: read the dead jobs", slog.String("error", err.Error()))
+			}
+			return
+		}
+		if len(dead) == 0 {
+			return
+		}
+		chans, err := s.channels(ctx)
+		if err != nil {
+			return
+		}
+		named, err := s.monitorChannels(ctx, dead)
+		if err != nil {
+			return
+		}
+		now := s.cfg.Now()
+		res, err := s.cfg.Store.NoteDeaths(ctx, store.NoteDeathsParams{Deaths: dead, Notify: func(j *job.Job) ([]*job.Job, error) {
+			return s.deathJobs(ctx, chans, named[j.Schedule], j, now), nil
+		}})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "enqueue notifications", slog.String("event", job.NotifyJobDead), slog.String("error", err.Error()))
+			}
+			return
+		}
+		s.notified(res.Jobs)
+		if len(dead) < deadBatch {
+			return
+		}
+	}
+}
+
+// monitorChannels returns the channels the monitors of the schedules of
+// dead name (Monitor.Channels), by schedule.
+func (s *Services) monitorChannels(ctx context.Context, dead []*job.Job) (map[string][]string, error) {
+	named := map[string][]string{}
+	for _, j := range dead {
+		if _, ok := named[j.Schedule]; ok || j.Schedule == "" {
 			continue
 		}
-		jobs = append(jobs, js...)
+		sc, err := s.cfg.Store.GetSchedule(ctx, j.Schedule)
+		switch {
+		case err == nil && sc.Monitor != nil:
+			named[j.Schedule] = sc.Monitor.Channels
+		case err == nil || errors.Is(err, job.ErrNotFound):
+			named[j.Schedule] = nil
+		default:
+			if ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "dead-job notifications: read a schedule", slog.String("error", err.Error()))
+			}
+			return nil, err
+		}
 	}
-	s.enqueue(ctx, jobs, now, job.NotifyJobDead)
+	return named, nil
+}
+
+// deathJobs returns the notification jobs of the death of j, made at now,
+// for the channels of chans taking it (named: those its schedule's monitor
+// names); none for a notification job. A job that cannot be made is
+// logged and left out: the death is noted all the same, so that one bad
+// job does not hold the outbox.
+func (s *Services) deathJobs(ctx context.Context, chans []*job.Channel, named []string, j *job.Job, now time.Time) []*job.Job {
+	if j.Kind == s.cfg.NotifyKind {
+		return nil
+	}
+	n := &job.Notification{Event: job.NotifyJobDead, Status: job.StatusEvent, Schedule: j.Schedule, Job: j.ID, At: cmp.Or(j.FinishedAt, now),
+		Detail: fmt.Sprintf("job %d (%s, queue %s) is dead after %d attempts: %s", j.ID, j.Kind, j.Queue, j.Attempt, j.LastError)}
+	if j.Schedule != "" {
+		n.Subject = job.ScheduleSubject(j.Schedule)
+	}
+	jobs, err := s.notificationJobs(chans, named, n, now)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "dead-job notification", slog.Int64("job", int64(j.ID)), slog.String("error", err.Error()))
+		return nil
+	}
+	return jobs
 }
 
 // enqueue stores notification jobs made at now, for event, and logs a

@@ -109,7 +109,9 @@ func (s *Store) PingCheck(ctx context.Context, p store.PingCheckParams) (*job.Ch
 		pg := *p.Ping
 		pg.At = store.FromUnixNanos(store.UnixNanos(pg.At))
 		m.c.Apply(&pg)
-		m.pings = append(m.pings, &pg)
+		kept := pg
+		kept.Armed = false // not stored
+		m.pings = append(m.pings, &kept)
 		if n := len(m.pings) - p.Keep; n > 0 {
 			m.pings = slices.Delete(m.pings, 0, n)
 		}

@@ -33,6 +33,7 @@ type Store struct {
 	running   list
 	unique    map[string]*entry       // key → holder, while waiting or running
 	finished  [job.StateDead + 1]list // completed, cancelled and dead, in finish order
+	unnoted   map[*entry]struct{}     // dead jobs whose death is not noted (PendingDeaths)
 	fired     map[fireKey]job.ID
 	schedules map[string]*job.Schedule
 	incidents []*job.Incident             // by ID - 1 (monitor.go)
@@ -95,6 +96,7 @@ func New() *Store {
 		schedules: make(map[string]*job.Schedule),
 		channels:  make(map[string]*job.Channel),
 		checks:    make(map[string]*memCheck),
+		unnoted:   make(map[*entry]struct{}),
 	}
 }
 
@@ -148,6 +150,9 @@ func (s *Store) setState(e *entry, to job.State) {
 	if from.Finished() {
 		s.finished[from].remove(e)
 	}
+	if from == job.StateDead {
+		delete(s.unnoted, e)
+	}
 	switch {
 	case to == job.StateRunning:
 		e.cold()
@@ -155,6 +160,9 @@ func (s *Store) setState(e *entry, to job.State) {
 	case to.Finished():
 		e.cold()
 		s.finished[to].push(e)
+		if to == job.StateDead {
+			s.unnoted[e] = struct{}{}
+		}
 		if k := e.uniqueKey(); k != "" && s.unique[k] == e {
 			delete(s.unique, k)
 		}

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -84,7 +85,7 @@ func (s *Store) ListIncidents(ctx context.Context, p store.ListIncidentsParams) 
 	}
 	defer s.mu.Unlock()
 	limit := store.ListParams{Limit: p.Limit}.PageLimit()
-	var out []*job.Incident
+	out := []*job.Incident{}
 	for i := len(s.incidents) - 1; i >= 0 && len(out) < limit; i-- {
 		in := s.incidents[i]
 		if p.BeforeID > 0 && in.ID >= p.BeforeID || p.Subject != "" && in.Subject != p.Subject || p.OpenOnly && !in.Open() {
@@ -170,4 +171,53 @@ func (s *Store) LastRuns(ctx context.Context, p store.LastRunsParams) ([]*job.Jo
 		}
 	}
 	return out, nil
+}
+
+// PendingDeaths implements store.Store.
+func (s *Store) PendingDeaths(ctx context.Context, limit int) ([]*job.Job, error) {
+	if err := store.CheckPendingLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	es := make([]*entry, 0, len(s.unnoted))
+	for e := range s.unnoted {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.id, b.id) })
+	out := []*job.Job{}
+	for _, e := range es[:min(limit, len(es))] {
+		out = append(out, e.job())
+	}
+	return out, nil
+}
+
+// NoteDeaths implements store.Store.
+func (s *Store) NoteDeaths(ctx context.Context, p store.NoteDeathsParams) (store.NoteDeathsResult, error) {
+	if err := s.lock(); err != nil {
+		return store.NoteDeathsResult{}, err
+	}
+	defer s.mu.Unlock()
+	var res store.NoteDeathsResult
+	var noted []*entry
+	var jobs []*job.Job
+	for _, d := range p.Deaths {
+		e := s.jobs.get(d.ID)
+		if _, ok := s.unnoted[e]; !ok || e.c.finishedAt != store.UnixNanos(d.FinishedAt) || slices.Contains(noted, e) {
+			continue
+		}
+		js, err := store.DeathJobs(p.Notify, d)
+		if err != nil {
+			return store.NoteDeathsResult{}, err
+		}
+		noted, jobs = append(noted, e), append(jobs, js...)
+		res.Noted = append(res.Noted, e.id)
+	}
+	for _, e := range noted {
+		delete(s.unnoted, e)
+	}
+	res.Jobs = s.insertAll(jobs)
+	return res, nil
 }

@@ -211,6 +211,7 @@ func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int, error) {
 
 func (s *Store) delete(e *entry) {
 	s.finished[e.state].remove(e)
+	delete(s.unnoted, e)
 	e.l.counts[e.state]--
 	s.jobs.del(e.id)
 	delete(s.outputs, e.id)

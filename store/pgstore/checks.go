@@ -20,6 +20,14 @@ func scanCheck(r pgx.Row) (*job.Check, error) {
 	return store.DecodeCheck(doc)
 }
 
+func scanPing(r pgx.Row) (*job.Ping, error) {
+	var doc []byte
+	if err := r.Scan(&doc); err != nil {
+		return nil, err
+	}
+	return store.DecodePing(doc)
+}
+
 // AddCheck implements store.Store; the unique name and ping_id refuse a
 // duplicate, even from a concurrent transaction.
 func (s *Store) AddCheck(ctx context.Context, c *job.Check) error {
@@ -164,32 +172,12 @@ func (s *Store) ListPings(ctx context.Context, p store.ListPingsParams) ([]*job.
 	if err := s.readable(); err != nil {
 		return nil, err
 	}
-	out := []*job.Ping{}
 	if s.empty {
-		return out, nil
+		return []*job.Ping{}, nil
 	}
 	var limit any // NULL: no limit
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT doc FROM {schema}.pings WHERE check_name = $1 ORDER BY seq DESC LIMIT $2`), p.Check, limit)
-	if err != nil {
-		return nil, s.translate(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var doc []byte
-		if err := rows.Scan(&doc); err != nil {
-			return nil, s.translate(err)
-		}
-		pg, err := store.DecodePing(doc)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pg)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate(err)
-	}
-	return out, nil
+	return queryAll(ctx, s, `SELECT doc FROM {schema}.pings WHERE check_name = $1 ORDER BY seq DESC LIMIT $2`, scanPing, p.Check, limit)
 }

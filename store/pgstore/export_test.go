@@ -75,6 +75,8 @@ func Statements(s *Store) map[string]string {
 		"insert":         s.q(sqlInsert),
 		"queuecounts":    s.q(sqlQueueCountsLive),
 		"finishedsince":  s.q(sqlFinishedSince),
+		"pendingdeaths":  s.q(sqlPendingDeaths),
+		"notedeaths":     s.q(sqlNoteDeaths),
 	}
 }
 

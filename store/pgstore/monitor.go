@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -175,7 +176,7 @@ func (s *Store) ListIncidents(ctx context.Context, p store.ListIncidentsParams) 
 		return nil, err
 	}
 	if s.empty {
-		return nil, nil
+		return []*job.Incident{}, nil
 	}
 	var where []string
 	var args []any
@@ -194,20 +195,18 @@ func (s *Store) ListIncidents(ctx context.Context, p store.ListIncidentsParams) 
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY id DESC LIMIT ` + arg(int64(store.ListParams{Limit: p.Limit}.PageLimit()))
+	return queryAll(ctx, s, q, scanIncident, args...)
+}
+
+// queryAll runs q (with {schema}) and reads every row with scan, through
+// pgx.CollectRows: none is an empty list.
+func queryAll[T any](ctx context.Context, s *Store, q string, scan func(pgx.Row) (*T, error), args ...any) ([]*T, error) {
 	rows, err := s.pool.Query(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, s.translate(err)
 	}
-	defer rows.Close()
-	var out []*job.Incident
-	for rows.Next() {
-		in, err := scanIncident(rows)
-		if err != nil {
-			return nil, s.translate(err)
-		}
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*T, error) { return scan(r) })
+	if err != nil {
 		return nil, s.translate(err)
 	}
 	return out, nil
@@ -272,26 +271,10 @@ func listDocs[T any](ctx context.Context, s *Store, table string, scan func(pgx.
 	if err := s.readable(); err != nil {
 		return nil, err
 	}
-	out := []*T{}
 	if s.empty {
-		return out, nil
+		return []*T{}, nil
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT doc FROM {schema}.`+table+` ORDER BY name`))
-	if err != nil {
-		return nil, s.translate(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, s.translate(err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate(err)
-	}
-	return out, nil
+	return queryAll(ctx, s, `SELECT doc FROM {schema}.`+table+` ORDER BY name`, scan)
 }
 
 // RemoveChannel implements store.Store.
@@ -337,4 +320,85 @@ func (s *Store) LastRuns(ctx context.Context, p store.LastRunsParams) ([]*job.Jo
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == codeUniqueViolation && pe.ConstraintName == "incidents_open"
+}
+
+// The outbox of dead-job notifications: the unnoted deaths through
+// jobs_unnoted, in ID order; the deaths $1 (IDs) of finish times $2 noted
+// if they still are unnoted, their rows locked in ID order.
+const (
+	sqlPendingDeaths = `SELECT ` + jobCols + ` FROM {schema}.jobs
+		WHERE state = 'dead' AND dead_noted IS DISTINCT FROM finished_at ORDER BY id LIMIT $1`
+	sqlNoteDeaths = `WITH d AS (
+			SELECT j.id FROM {schema}.jobs j JOIN unnest($1::bigint[], $2::timestamptz[]) AS u(id, finished_at)
+				ON j.id = u.id AND j.finished_at = u.finished_at
+			WHERE j.state = 'dead' AND j.dead_noted IS DISTINCT FROM j.finished_at
+			ORDER BY j.id FOR UPDATE OF j)
+		UPDATE {schema}.jobs j SET dead_noted = j.finished_at FROM d WHERE j.id = d.id
+		RETURNING j.id`
+)
+
+// PendingDeaths implements store.Store, through jobs_unnoted.
+func (s *Store) PendingDeaths(ctx context.Context, limit int) ([]*job.Job, error) {
+	if err := store.CheckPendingLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	if s.empty {
+		return []*job.Job{}, nil
+	}
+	return queryAll(ctx, s, sqlPendingDeaths, scanJob, int64(limit))
+}
+
+// NoteDeaths implements store.Store: one statement locks the deaths still
+// unnoted in ID order (a concurrent noter waits for the rows' locks, then
+// sees them noted and skips them) and notes them, and the notifications of
+// those it noted are inserted in the same transaction.
+func (s *Store) NoteDeaths(ctx context.Context, p store.NoteDeathsParams) (store.NoteDeathsResult, error) {
+	if err := s.writable(); err != nil {
+		return store.NoteDeathsResult{}, err
+	}
+	if len(p.Deaths) == 0 {
+		return store.NoteDeathsResult{}, nil
+	}
+	ids := make([]int64, len(p.Deaths))
+	fins := make([]pgtype.Timestamptz, len(p.Deaths))
+	byID := make(map[job.ID]*job.Job, len(p.Deaths))
+	for i, d := range p.Deaths {
+		ids[i], fins[i], byID[d.ID] = int64(d.ID), ts(d.FinishedAt), d
+	}
+	var (
+		res  store.NoteDeathsResult
+		rows *newRows
+		out  []store.EnqueueResult
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res, rows, out = store.NoteDeathsResult{}, nil, nil
+		r, err := tx.Query(ctx, s.q(sqlNoteDeaths), ids, fins)
+		if err != nil {
+			return err
+		}
+		noted, err := pgx.CollectRows(r, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		slices.Sort(noted)
+		var jobs []*job.Job
+		for _, id := range noted {
+			js, err := store.DeathJobs(p.Notify, byID[job.ID(id)])
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, js...)
+			res.Noted = append(res.Noted, job.ID(id))
+		}
+		res.Jobs, rows, out, err = s.insertNotify(ctx, tx, jobs)
+		return err
+	})
+	if err != nil {
+		return store.NoteDeathsResult{}, s.translate(err)
+	}
+	s.wakeFor(rows, out)
+	return res, nil
 }

@@ -75,6 +75,8 @@ func TestPlans(t *testing.T) {
 		{"candidates/wide", []any{int64(0), int64(16000), int64(1000), "q0"}},
 		{"deletematching/wide", []any{int64(0), int64(16000), int64(1000), "q0"}},
 		{"cancelids", []any{[]int64{4001, 4005, 4009}, ts(t0)}},
+		{"pendingdeaths", []any{int64(256)}},
+		{"notedeaths", []any{ids, []pgtype.Timestamptz{ts(t0), ts(t0), ts(t0)}}},
 	} {
 		name, wide := strings.CutSuffix(tc.name, "/wide")
 		plan := explain(t, c, st[name], tc.args)
@@ -84,6 +86,9 @@ func TestPlans(t *testing.T) {
 		if (name == "candidates" || name == "deletematching") && (strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "jobs_finished") ||
 			strings.Contains(plan, "Bitmap") || !wide && !strings.Contains(plan, "Index Scan using jobs_pkey on jobs (")) {
 			t.Errorf("%s: the candidates are not read by primary key:\n%s", tc.name, plan)
+		}
+		if name == "pendingdeaths" && !strings.Contains(plan, "jobs_unnoted") {
+			t.Errorf("%s: the unnoted deaths are not read through jobs_unnoted:\n%s", tc.name, plan)
 		}
 		// Stats.OldestAvailable: a seek of jobs_claim per (queue, priority).
 		if tc.name == "queuecounts" && !strings.Contains(plan, "Index Cond: (ROW(queue, priority) > ROW(") {

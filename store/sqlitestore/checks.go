@@ -20,6 +20,14 @@ func scanCheck(r scanner) (*job.Check, error) {
 	return store.DecodeCheck([]byte(doc))
 }
 
+func scanPing(r scanner) (*job.Ping, error) {
+	var doc string
+	if err := r.Scan(&doc); err != nil {
+		return nil, err
+	}
+	return store.DecodePing([]byte(doc))
+}
+
 // AddCheck implements store.Store.
 func (s *Store) AddCheck(ctx context.Context, c *job.Check) error {
 	if err := c.Check(); err != nil {
@@ -159,20 +167,8 @@ func (s *Store) ListPings(ctx context.Context, p store.ListPingsParams) ([]*job.
 	if err != nil {
 		return nil, s.readErr(err)
 	}
-	defer rows.Close()
-	out := []*job.Ping{}
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, s.readErr(err)
-		}
-		pg, err := store.DecodePing([]byte(doc))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pg)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := appendRows([]*job.Ping{}, rows, scanPing)
+	if err != nil {
 		return nil, s.readErr(err)
 	}
 	return out, nil

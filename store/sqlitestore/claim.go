@@ -304,7 +304,7 @@ func (w *writer) queryClaimed(p store.ClaimParams, q string, args ...any) ([]*jo
 		return nil, err
 	}
 	now, lease := store.UnixNanos(p.Now), store.UnixNanos(p.LeaseUntil)
-	return scanEach(rows, func(r scanner) (*job.Job, error) { return scanClaimed(r, now, p.Worker, lease) })
+	return appendRows(nil, rows, func(r scanner) (*job.Job, error) { return scanClaimed(r, now, p.Worker, lease) })
 }
 
 // readyLanes returns the lanes of p with available jobs, with their

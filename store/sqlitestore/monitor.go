@@ -149,16 +149,8 @@ func (s *Store) ListIncidents(ctx context.Context, p store.ListIncidentsParams) 
 	if err != nil {
 		return nil, s.readErr(err)
 	}
-	defer rows.Close()
-	var out []*job.Incident
-	for rows.Next() {
-		in, err := scanIncident(rows)
-		if err != nil {
-			return nil, s.readErr(err)
-		}
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := appendRows([]*job.Incident{}, rows, scanIncident)
+	if err != nil {
 		return nil, s.readErr(err)
 	}
 	return out, nil
@@ -222,16 +214,8 @@ func listDocs[T any](ctx context.Context, s *Store, table string, scan func(scan
 	if err != nil {
 		return nil, s.readErr(err)
 	}
-	defer rows.Close()
-	out := []*T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, s.readErr(err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := appendRows([]*T{}, rows, scan)
+	if err != nil {
 		return nil, s.readErr(err)
 	}
 	return out, nil
@@ -267,4 +251,63 @@ func (s *Store) LastRuns(ctx context.Context, p store.LastRunsParams) ([]*job.Jo
 		return nil, s.readErr(err)
 	}
 	return out, nil
+}
+
+// The outbox of dead-job notifications: the unnoted deaths through
+// jobs_unnoted, in ID order; a death noted by a compare-and-set on its
+// finish time.
+const (
+	sqlPendingDeaths = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'dead' AND dead_noted != finished_at
+		ORDER BY id LIMIT ?`
+	sqlNoteDeath = `UPDATE jobs SET dead_noted = finished_at
+		WHERE id = ? AND state = 'dead' AND finished_at = ? AND dead_noted != finished_at`
+)
+
+// PendingDeaths implements store.Store, through jobs_unnoted.
+func (s *Store) PendingDeaths(ctx context.Context, limit int) ([]*job.Job, error) {
+	if err := store.CheckPendingLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := s.errIfClosed(); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, sqlPendingDeaths, limit)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	out, err := appendRows([]*job.Job{}, rows, scanJob)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	return out, nil
+}
+
+// NoteDeaths implements store.Store: each death is noted by a
+// compare-and-set on its finish time, and the notifications of those
+// noted are inserted in the same transaction.
+func (s *Store) NoteDeaths(ctx context.Context, p store.NoteDeathsParams) (store.NoteDeathsResult, error) {
+	var res store.NoteDeathsResult
+	err := s.write(ctx, func(w *writer) error {
+		res = store.NoteDeathsResult{}
+		var jobs []*job.Job
+		for _, d := range p.Deaths {
+			n, err := w.execN(sqlNoteDeath, int64(d.ID), store.UnixNanos(d.FinishedAt))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue
+			}
+			js, err := store.DeathJobs(p.Notify, d)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, js...)
+			res.Noted = append(res.Noted, d.ID)
+		}
+		var err error
+		res.Jobs, err = insertJobs(w, jobs)
+		return err
+	})
+	return res, err
 }

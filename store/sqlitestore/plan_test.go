@@ -98,6 +98,8 @@ func checkPlans(t *testing.T, s *Store) {
 		{"bulk finished candidates", matchQuery(done), []any{"a", 10, 20, 5}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 		{"bulk cancel", cancelSQL(avail), []any{1, "a", "k", 10, 20}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 		{"bulk delete", `DELETE FROM jobs WHERE ` + done, []any{"a", 10, 20}, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"pending deaths", sqlPendingDeaths, []any{10}, "INDEX jobs_unnoted "},
+		{"note a death", sqlNoteDeath, []any{1, 1}, "INTEGER PRIMARY KEY"},
 		{"leader", sqlLeader, []any{"maintenance"}, "PRIMARY KEY (name=?)"},
 		{"resign", sqlResign, []any{"maintenance", "w", 1}, "PRIMARY KEY (name=?)"},
 	} {

@@ -127,20 +127,23 @@ func (w *writer) queryJobs(q string, args ...any) ([]*job.Job, error) {
 	return scanJobs(rows)
 }
 
-func scanJobs(rows *sql.Rows) ([]*job.Job, error) { return scanEach(rows, scanJob) }
+func scanJobs(rows *sql.Rows) ([]*job.Job, error) { return appendRows(nil, rows, scanJob) }
 
-// scanEach reads every row with scan and closes rows.
-func scanEach(rows *sql.Rows, scan func(scanner) (*job.Job, error)) ([]*job.Job, error) {
+// appendRows appends to out every row read with scan, and closes rows
+// (as pgx.AppendRows does): given an empty out, no rows is an empty list.
+func appendRows[T any](out []*T, rows *sql.Rows, scan func(scanner) (*T, error)) ([]*T, error) {
 	defer rows.Close()
-	var out []*job.Job
 	for rows.Next() {
-		j, err := scan(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, j)
+		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // begin starts a write transaction (BEGIN IMMEDIATE), waiting up to

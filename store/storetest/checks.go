@@ -173,6 +173,36 @@ func checkCases() []testCase {
 				t.Errorf("a check re-added under a removed one's name: got pings %v, want none", pingSeqs(got))
 			}
 		}},
+		{"CheckPingArmed", func(t *testing.T, e *env) {
+			// PingCheck returns the ping as Apply left it: Armed when it
+			// gave the check a deadline (the client then wakes the
+			// monitor), which the log does not keep.
+			e.addCheck(newCheck("a", pingA))
+			for i, s := range []struct {
+				resume bool
+				kind   job.PingKind
+				want   bool
+			}{
+				{kind: job.PingSuccess, want: true}, {kind: job.PingSuccess},
+				{resume: true, kind: job.PingSuccess, want: true}, {kind: job.PingFail}, {kind: job.PingSuccess, want: true},
+			} {
+				if s.resume {
+					for _, paused := range []bool{true, false} {
+						if _, err := e.s.PauseCheck(e.ctx, "a", paused); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if _, p := e.ping(pingA, &job.Ping{Kind: s.kind, At: at(1000 * (i + 1))}, 10); p.Armed != s.want {
+					t.Errorf("ping %d (%s): Armed %v, want %v", i+1, s.kind, p.Armed, s.want)
+				}
+			}
+			for _, p := range e.pings("a", 0) {
+				if p.Armed {
+					t.Errorf("ping %d in the log: Armed, which is not kept", p.Seq)
+				}
+			}
+		}},
 		{"CheckPauseAndResumeByPing", func(t *testing.T, e *env) {
 			e.addCheck(newCheck("a", pingA))
 			if _, err := e.s.PauseCheck(e.ctx, "nope", true); !errors.Is(err, job.ErrNotFound) {

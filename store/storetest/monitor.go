@@ -176,6 +176,25 @@ func monitorCases() []testCase {
 				}
 			}
 		}},
+		{"MonitorEmptyListsNotNil", func(t *testing.T, e *env) {
+			// The API writes these lists as they come: nil would be null.
+			ins, err := e.s.ListIncidents(e.ctx, store.ListIncidentsParams{})
+			if err != nil || ins == nil {
+				t.Errorf("ListIncidents on an empty store: got %#v, %v; want an empty list", ins, err)
+			}
+			pings, err := e.s.ListPings(e.ctx, store.ListPingsParams{Check: "none"})
+			if err != nil || pings == nil {
+				t.Errorf("ListPings of an unknown check: got %#v, %v; want an empty list", pings, err)
+			}
+			chans, err := e.s.ListChannels(e.ctx)
+			if err != nil || chans == nil {
+				t.Errorf("ListChannels on an empty store: got %#v, %v; want an empty list", chans, err)
+			}
+			checks, err := e.s.ListChecks(e.ctx)
+			if err != nil || checks == nil {
+				t.Errorf("ListChecks on an empty store: got %#v, %v; want an empty list", checks, err)
+			}
+		}},
 		{"IncidentConcurrentOpensOne", func(t *testing.T, e *env) {
 			var wg sync.WaitGroup
 			var mu sync.Mutex

@@ -47,7 +47,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(), bufferCases(),
 		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), throttleCases(),
 		closeCases(), oracleCases(), guardCases(),
-		boundCases(), leaderCases(), serverCases(), monitorCases(), outputCases(), checkCases(),
+		boundCases(), leaderCases(), serverCases(), monitorCases(), deathCases(), outputCases(), checkCases(),
 	} {
 		for _, c := range group {
 			if seen[c.name] {

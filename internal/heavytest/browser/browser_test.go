@@ -96,6 +96,7 @@ func TestBrowser(t *testing.T) {
 		"CrossOriginCSRF": browseCrossOrigin,
 		"SignIn":          browseSignIn,
 		"BulkProgress":    browseBulkProgress,
+		"Checks":          browseChecks,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
