@@ -521,7 +521,7 @@ func TestRescueAndPoisonPill(t *testing.T) {
 			res, _ := st.Claim(ctx, store.ClaimParams{Now: now, Limit: 2, Worker: "dead", LeaseUntil: now.Add(time.Second)})
 			for _, j := range res.Jobs {
 				if j.ID == lost { // only the pill keeps crashing
-					st.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, State: hopper.StateAvailable}}})
+					st.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: hopper.StateAvailable}}})
 				}
 			}
 		}

@@ -19,12 +19,18 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-// A lease token names one attempt a remote worker holds:
-// "JOB.ATTEMPT.MAC", MAC the first 16 bytes of HMAC-SHA256 under the
-// client's key (RemoteOptions.Key) of the job ID, the attempt and the
-// worker's ID, base64url. It cannot be made without the key, and it is
-// valid only for the worker it was given to: another worker's token, or
-// one of this worker's for an attempt that has ended, is refused.
+// A lease token names one claim of a job a remote worker holds:
+// "JOB.CLAIM.MAC", CLAIM the job's claim number (job.Job.Claims, which
+// every claim raises, so no two claims of a job share one) and MAC the
+// first 16 bytes of HMAC-SHA256 under the client's key
+// (RemoteOptions.Key) of the job ID, the claim and the worker's ID,
+// base64url. It cannot be made without the key, and it is valid only for
+// the worker it was given to and for that claim: another worker's token,
+// or one of this worker's for a claim that has ended — even if the same
+// worker fetched the job again since, at the same attempt number after a
+// snooze — is refused. The MAC's text starts with "claim|", which the
+// tokens of earlier versions (named by attempt) did not: those are
+// refused, never read as naming a claim.
 
 // LeaseError is why lease tokens were refused: each is foreign (not made
 // for this worker, or not made by this server's key) or stale (the job no
@@ -48,15 +54,15 @@ func (e *LeaseError) Error() string {
 // Is reports whether target is ErrLeaseLost.
 func (e *LeaseError) Is(target error) bool { return target == ErrLeaseLost }
 
-func (c *Client) mac(id ID, attempt int, worker string) string {
+func (c *Client) mac(id ID, claim int64, worker string) string {
 	m := hmac.New(sha256.New, c.remote.key)
-	fmt.Fprintf(m, "%d|%d|%s", id, attempt, worker)
+	fmt.Fprintf(m, "claim|%d|%d|%s", id, claim, worker)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-// leaseToken returns the token of attempt of job id held by worker.
-func (c *Client) leaseToken(id ID, attempt int, worker string) string {
-	return fmt.Sprintf("%d.%d.%s", id, attempt, c.mac(id, attempt, worker))
+// leaseToken returns the token of claim of job id held by worker.
+func (c *Client) leaseToken(id ID, claim int64, worker string) string {
+	return fmt.Sprintf("%d.%d.%s", id, claim, c.mac(id, claim, worker))
 }
 
 // parseTokens reads the tokens of field (field[i]) for worker: a token
@@ -72,23 +78,23 @@ func (c *Client) parseTokens(field string, tokens []string, worker string) ([]st
 	for i, t := range tokens {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		parts := strings.Split(t, ".")
-		var id, att int64
+		var id, claim int64
 		var err error
 		if len(parts) == 3 {
 			id, err = strconv.ParseInt(parts[0], 10, 64)
 			if err == nil {
-				att, err = strconv.ParseInt(parts[1], 10, 32)
+				claim, err = strconv.ParseInt(parts[1], 10, 64)
 			}
 		}
-		if len(parts) != 3 || err != nil || id <= 0 || att <= 0 {
-			return nil, &FieldError{Field: f, Reason: "not a lease token (JOB.ATTEMPT.MAC, as fetch gave it)"}
+		if len(parts) != 3 || err != nil || id <= 0 || claim <= 0 {
+			return nil, &FieldError{Field: f, Reason: "not a lease token (JOB.CLAIM.MAC, as fetch gave it)"}
 		}
-		l := store.Lease{ID: ID(id), Attempt: int(att)}
+		l := store.Lease{ID: ID(id), Claim: claim}
 		if seen[l] {
 			return nil, &FieldError{Field: f, Reason: fmt.Sprintf("job %d's lease is given twice", id)}
 		}
 		seen[l] = true
-		if !hmac.Equal([]byte(parts[2]), []byte(c.mac(l.ID, l.Attempt, worker))) {
+		if !hmac.Equal([]byte(parts[2]), []byte(c.mac(l.ID, l.Claim, worker))) {
 			lost.Tokens, lost.Jobs = append(lost.Tokens, t), append(lost.Jobs, l.ID)
 		}
 		out[i] = l
@@ -229,8 +235,8 @@ func (c *Client) leased(jobs []*job.Job, worker string, now time.Time) []Lease {
 	debug := c.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
 	c.remote.mu.Lock()
 	for i, j := range jobs {
-		c.remote.leases[store.Lease{ID: j.ID, Attempt: j.Attempt}] = j.Clone()
-		out[i] = Lease{Job: j, Token: c.leaseToken(j.ID, j.Attempt, worker)}
+		c.remote.leases[store.Lease{ID: j.ID, Claim: j.Claims}] = j.Clone()
+		out[i] = Lease{Job: j, Token: c.leaseToken(j.ID, j.Claims, worker)}
 	}
 	c.remote.forgetIdle(now)
 	c.remote.mu.Unlock()
@@ -416,6 +422,7 @@ func (c *Client) timeOut(ctx context.Context, now time.Time, ls []store.Lease, t
 		j.CancelRequested = j.CancelRequested || cancel[j.ID]
 		err := fmt.Errorf("timed out after %s: the server ended the remote lease, its outcome not reported by then", set.Timeout)
 		o := engine.Decide(j, set, nil, err, ran, now)
+		o.Claim = ls[i].Claim // the claim just renewed
 		late, toks, ended, outs = append(late, ls[i]), append(toks, tokens[i]), append(ended, j), append(outs, o)
 	}
 	if len(late) == 0 {
@@ -682,7 +689,7 @@ func (c *Client) remoteJobs(ctx context.Context, ls []store.Lease) ([]*job.Job, 
 			return nil, fmt.Errorf("job %d: %w", l.ID, err)
 		}
 		jobs[i] = j
-		if j.Attempt == l.Attempt {
+		if j.Claims == l.Claim {
 			c.remote.mu.Lock()
 			c.remote.leases[l] = j
 			c.remote.mu.Unlock()
@@ -713,7 +720,7 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 		return nil, err
 	}
 	// The check: the store renews only the leases this worker still holds
-	// at these attempts; for a full lease from now, nothing but this
+	// by these claims; for a full lease from now, nothing but this
 	// worker's outcome (or a cancel request, which Finish honours) can
 	// change these jobs.
 	hb, err := c.store.Heartbeat(ctx, store.HeartbeatParams{Now: now, Worker: worker, Jobs: ls, LeaseUntil: now.Add(c.cfg.LeaseDuration)})
@@ -746,9 +753,10 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 		j := jobs[i]
 		j.CancelRequested = j.CancelRequested || cancelled[l.ID]
 		dur := max(now.Sub(j.StartedAt), 0)
-		outs[i] = store.Outcome{ID: l.ID, Attempt: l.Attempt,
-			Record: job.Attempt{Attempt: l.Attempt, StartedAt: j.StartedAt, Duration: dur, Worker: worker}}
+		outs[i] = store.Outcome{ID: l.ID, Attempt: j.Attempt, Claim: l.Claim,
+			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: dur, Worker: worker}}
 		decide(i, j, &outs[i], now)
+		outs[i].Claim = l.Claim // the claim the token names, whatever decide set
 		outs[i].Record.Outcome = outs[i].State.String()
 		if outs[i].State == job.StateScheduled {
 			outs[i].Record.Outcome = job.OutcomeSnoozed

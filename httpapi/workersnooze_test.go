@@ -14,7 +14,8 @@ import (
 // TestWorkerSnooze: the snooze verb puts a job back for later without
 // counting its attempt (its output kept), holds its key with hold_key,
 // is fenced by the lease token like complete and fail (409, nothing
-// changed), and has a batch form that is all or none.
+// changed), and has a batch form that is all or none; the token of a
+// snoozed lease is refused after the same worker fetched the job again.
 func TestWorkerSnooze(t *testing.T) {
 	t.Parallel()
 	for _, st := range stores {
@@ -81,6 +82,48 @@ func TestWorkerSnooze(t *testing.T) {
 			e.do("POST", base+"/snooze/batch", `{"snoozes":[{"token":"`+l1.Token+`","delay":"1m"},{"token":"`+l2.Token+`","delay":"2m"}]}`).ok(http.StatusOK, &fin)
 			if len(fin.Jobs) != 2 || fin.Jobs[0].State != hopper.StateScheduled || fin.Jobs[1].State != hopper.StateScheduled {
 				t.Fatalf("batch: %+v", fin)
+			}
+
+			// The token of a snoozed lease: the snooze did not count the
+			// attempt, so the same worker fetching the job again runs the
+			// same attempt number under a new claim. Complete, fail,
+			// snooze and heartbeat with the old token are refused (409,
+			// lost) and change nothing; the new token completes the job.
+			old := e.fetchOne(id)
+			e.do("POST", base+"/snooze", `{"token":"`+old.Token+`","delay":"0s"}`).ok(http.StatusOK, &fin)
+			if len(fin.Jobs) != 1 || fin.Jobs[0].State != hopper.StateScheduled {
+				t.Fatalf("snooze: %+v", fin)
+			}
+			var again hopper.FetchResult
+			e.do("POST", base+"/fetch", `{"max":1,"wait":"5s"}`).ok(http.StatusOK, &again)
+			if len(again.Leases) != 1 || again.Leases[0].Job.ID != old.Job.ID {
+				t.Fatalf("fetch after the snooze: %+v, want job %d again", again, old.Job.ID)
+			}
+			cur := again.Leases[0]
+			if cur.Job.Attempt != old.Job.Attempt || cur.Token == old.Token {
+				t.Fatalf("second lease: attempt %d token %q, want attempt %d and a new token (old %q)",
+					cur.Job.Attempt, cur.Token, old.Job.Attempt, old.Token)
+			}
+			held := e.job(old.Job.ID)
+			e.do("POST", base+"/complete", `{"token":"`+old.Token+`","result":{"late":true}}`).fails(http.StatusConflict, CodeConflict, "token")
+			e.do("POST", base+"/fail", `{"token":"`+old.Token+`","error":"late"}`).fails(http.StatusConflict, CodeConflict, "token")
+			e.do("POST", base+"/snooze", `{"token":"`+old.Token+`","delay":"1h"}`).fails(http.StatusConflict, CodeConflict, "token")
+			var hb hopper.HeartbeatResult
+			e.do("POST", base+"/heartbeat", `{"tokens":["`+old.Token+`"]}`).ok(http.StatusOK, &hb)
+			if len(hb.Lost) != 1 || hb.Lost[0] != old.Token {
+				t.Errorf("heartbeat with the snoozed lease's token: %+v, want it lost", hb)
+			}
+			after := e.job(old.Job.ID)
+			if after.State != hopper.StateRunning || after.Worker != id || after.Claims != cur.Job.Claims ||
+				!after.LeaseUntil.Equal(held.LeaseUntil) || len(after.Attempts) != len(held.Attempts) || after.Result != nil {
+				t.Fatalf("after the refused calls: %+v, want it running the second lease as before (%+v)", after, held)
+			}
+			e.do("POST", base+"/complete", `{"token":"`+cur.Token+`","result":{"ok":true}}`).ok(http.StatusOK, &fin)
+			if len(fin.Jobs) != 1 || fin.Jobs[0].State != hopper.StateCompleted {
+				t.Fatalf("complete with the new token: %+v", fin)
+			}
+			if j := e.job(old.Job.ID); string(j.Result) != `{"ok":true}` {
+				t.Errorf("result: %s, want the new lease's", j.Result)
 			}
 		})
 	}

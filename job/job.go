@@ -81,6 +81,14 @@ type Job struct {
 	// until when, unless the lease is renewed.
 	Worker     string    `json:"worker,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Claims counts the job's claims: each claim adds one, whatever the
+	// attempt's outcome — a snoozed or released attempt, whose number the
+	// next claim uses again, counts here too — and nothing ever lowers it.
+	// While the job runs it names the claim under way: stores refuse an
+	// outcome or a lease renewal that names another (store.Outcome.Claim,
+	// store.Lease), so a worker's outcome for an earlier claim of the job
+	// never applies to a later one.
+	Claims int64 `json:"claims,omitempty"`
 	// Crashes counts consecutive attempts interrupted because the worker
 	// died (lease expired). It resets when an attempt ends normally.
 	Crashes int `json:"crashes,omitempty"`

@@ -35,14 +35,16 @@ type Store interface {
 	// Claim promotes waiting jobs whose run-at has come to available, then
 	// moves up to p.Limit available jobs of p.Queues and p.Kinds to running
 	// (ApplyClaim) — lowest priority number first, then earliest run-at,
-	// then lowest ID — giving each a lease until p.LeaseUntil, and returns
+	// then lowest ID — giving each a lease until p.LeaseUntil and a new
+	// claim number (job.Job.Claims, one more than its last), and returns
 	// them. A job is never returned by two concurrent claims. The result
 	// also carries the earliest run-at among jobs still waiting in the
 	// claimed queues, so the caller knows when to ask again.
 	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 
 	// Finish applies the outcomes of attempts, each as ApplyFinish says:
-	// only to a job still running the same attempt. It returns, per
+	// only to a job still running the same claim (Outcome.Claim) of the
+	// same attempt. It returns, per
 	// outcome, the state the job reached (FinishState: a cancel requested
 	// meanwhile wins over a failure), or zero if the outcome was skipped:
 	// the lease was lost. An outcome whose target state is not a running
@@ -50,9 +52,11 @@ type Store interface {
 	// nothing.
 	Finish(ctx context.Context, p FinishParams) ([]job.State, error)
 
-	// Heartbeat extends the leases of the attempts the worker still owns
+	// Heartbeat extends the leases of the claims the worker still owns
+	// (the job still running, under p.Worker, the claim Lease.Claim names)
 	// and reports those whose cancellation was requested, and those it no
-	// longer owns (finished, rescued or deleted meanwhile).
+	// longer owns (finished, snoozed, released, rescued or deleted
+	// meanwhile, even if the same worker claimed the job again since).
 	Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatResult, error)
 
 	// Rescue applies ApplyRescue to the running jobs whose lease expired
@@ -344,7 +348,13 @@ type FinishParams struct {
 // Outcome is how one attempt ended and what happens next.
 type Outcome struct {
 	ID      job.ID
-	Attempt int // the attempt being finished; fences against lost leases
+	Attempt int // the attempt being finished: its number in outputs and the fence
+	// Claim is the claim being finished (job.Job.Claims as the claim
+	// returned it): the fence against lost leases. The outcome applies
+	// only while the job still runs this claim, so an outcome of an
+	// earlier claim is refused even when the attempt number is the same
+	// (a snoozed or released attempt's number is used again).
+	Claim int64
 	// State is the job's next state: Completed, Retrying (with RunAt),
 	// Dead, Cancelled, Scheduled (with RunAt) for an attempt whose handler
 	// snoozed the job, or Available for an attempt released by shutdown
@@ -368,14 +378,16 @@ type Outcome struct {
 type HeartbeatParams struct {
 	Now        time.Time
 	Worker     string
-	Jobs       []Lease // the attempts the worker runs
+	Jobs       []Lease // the claims the worker runs
 	LeaseUntil time.Time
 }
 
-// Lease names one attempt a worker holds: a job and its attempt number.
+// Lease names one claim of a job a worker holds: the job and its claim
+// number (job.Job.Claims as the claim returned it), which no other claim
+// of the job has.
 type Lease struct {
-	ID      job.ID
-	Attempt int
+	ID    job.ID
+	Claim int64
 }
 
 // HeartbeatResult is the outcome of Store.Heartbeat.
@@ -385,8 +397,8 @@ type HeartbeatResult struct {
 	// Terminate lists those of Cancel whose cancel is a terminate
 	// (TerminateRequested): their handlers are killed.
 	Terminate []job.ID
-	// Lost lists the attempts the worker no longer owns: the job is no
-	// longer running that attempt under this worker. Their handlers must
+	// Lost lists the claims the worker no longer owns: the job is no
+	// longer running that claim under this worker. Their handlers must
 	// stop; their outcomes will not apply.
 	Lost []Lease
 }

@@ -25,7 +25,7 @@ import (
 const ErrorWorkerLost = "worker lost: its process died or stopped renewing the lease (the attempt's duration runs to its last heart-beat)"
 
 // ApplyClaim makes the available job j a running attempt of worker, leased
-// until leaseUntil: Attempt+1, StartedAt=now, CancelRequested and
+// until leaseUntil: Attempt+1, Claims+1, StartedAt=now, CancelRequested and
 // TerminateRequested cleared.
 func ApplyClaim(j *job.Job, now time.Time, worker string, leaseUntil time.Time) error {
 	if err := job.CheckTransition(j.ID, j.State, job.StateRunning); err != nil {
@@ -33,6 +33,7 @@ func ApplyClaim(j *job.Job, now time.Time, worker string, leaseUntil time.Time) 
 	}
 	j.State = job.StateRunning
 	j.Attempt++
+	j.Claims++
 	j.StartedAt, j.Worker, j.LeaseUntil = now.UTC(), worker, leaseUntil.UTC()
 	j.CancelRequested, j.TerminateRequested = false, false
 	return nil
@@ -50,8 +51,8 @@ func FinishState(o Outcome, cancelRequested bool) job.State {
 }
 
 // ApplyFinish applies the outcome o of an attempt to j at now. It reports
-// false and changes nothing if j is not running attempt o.Attempt (the lease
-// was lost). Otherwise the worker and lease are cleared, o.Record is
+// false and changes nothing if j is not running claim o.Claim of attempt
+// o.Attempt (the lease was lost). Otherwise the worker and lease are cleared, o.Record is
 // appended to the history (its Outcome naming the state reached), and:
 //
 //   - completed: Result=o.Result, LastError cleared, FinishedAt=now, Crashes=0;
@@ -65,7 +66,7 @@ func ApplyFinish(j *job.Job, o Outcome, now time.Time) (bool, error) {
 	if err := job.CheckTransition(o.ID, job.StateRunning, o.State); err != nil {
 		return false, err
 	}
-	if j.State != job.StateRunning || j.Attempt != o.Attempt {
+	if j.State != job.StateRunning || j.Claims != o.Claim || j.Attempt != o.Attempt {
 		return false, nil
 	}
 	now = now.UTC()

@@ -55,7 +55,7 @@ func (e *Engine) heartbeat(ctx context.Context, p *pool, cancels <-chan struct{}
 		}
 		for _, l := range res.Lost {
 			e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost: stopping its handler",
-				slog.Int64("job", int64(l.ID)), slog.Int("attempt", l.Attempt))
+				slog.Int64("job", int64(l.ID)), slog.Int64("claim", l.Claim))
 			e.loseLease(l)
 		}
 	}

@@ -21,7 +21,7 @@ func decide(j *job.Job, set Settings, res []byte, err, cause error, dur time.Dur
 		err = job.Permanent(fmt.Errorf("result: %d bytes, more than the limit of %d", len(res), job.MaxResultSize))
 		res = nil
 	}
-	o := store.Outcome{ID: j.ID, Attempt: j.Attempt}
+	o := store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims}
 	o.Record = job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: dur, Worker: j.Worker}
 	switch {
 	case err == nil:
@@ -94,7 +94,7 @@ func truncate(s string, n int) string {
 // waits again and the attempt does not count.
 func released(j *job.Job, dur time.Duration) store.Outcome {
 	return store.Outcome{
-		ID: j.ID, Attempt: j.Attempt, State: job.StateAvailable,
+		ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateAvailable,
 		Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: dur, Worker: j.Worker, Outcome: job.OutcomeReleased},
 	}
 }

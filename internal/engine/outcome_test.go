@@ -50,12 +50,13 @@ func TestDecide(t *testing.T) {
 		{"cancel beats snooze", job.Job{Attempt: 1, MaxAttempts: 3}, job.Snooze(time.Minute), errCancelRequested, job.StateCancelled, time.Time{}, "cancelled"},
 		{"shutdown beats snooze", job.Job{Attempt: 1, MaxAttempts: 3}, job.Snooze(time.Minute), errShutdown, job.StateAvailable, time.Time{}, job.OutcomeReleased},
 	} {
+		tc.j.Claims = int64(tc.j.Attempt) + 4 // a claim number of its own, as after snoozes
 		o := decide(&tc.j, set, nil, tc.err, tc.cause, time.Second, now, half)
 		if o.State != tc.want || !o.RunAt.Equal(tc.runAt) || o.Record.Outcome != tc.record {
 			t.Errorf("%s: got %s run-at %v record %q, want %s %v %q", tc.name, o.State, o.RunAt, o.Record.Outcome, tc.want, tc.runAt, tc.record)
 		}
-		if o.Attempt != tc.j.Attempt {
-			t.Errorf("%s: outcome fences attempt %d, want %d", tc.name, o.Attempt, tc.j.Attempt)
+		if o.Attempt != tc.j.Attempt || o.Claim != tc.j.Claims {
+			t.Errorf("%s: outcome fences attempt %d claim %d, want %d %d", tc.name, o.Attempt, o.Claim, tc.j.Attempt, tc.j.Claims)
 		}
 		if tc.err != nil && tc.want != job.StateAvailable && tc.want != job.StateScheduled && o.Error == "" {
 			t.Errorf("%s: the error was not recorded", tc.name)

@@ -63,7 +63,7 @@ func (e *Engine) attempt(ctx context.Context, j *job.Job, clock func() time.Time
 	var out *job.Output
 	if err == nil {
 		hctx, cancel := context.WithCancelCause(ctx)
-		s.start(store.Lease{ID: j.ID, Attempt: j.Attempt}, cancel)
+		s.start(store.Lease{ID: j.ID, Claim: j.Claims}, cancel)
 		if p != nil && p.hardStop.Load() {
 			cancel(errShutdown)
 		}

@@ -62,7 +62,7 @@ func runAll(t *testing.T, st store.Store, now time.Time) []*job.Job {
 		t.Fatal(err)
 	}
 	for _, j := range res.Jobs {
-		st.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted}}})
+		st.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}}})
 	}
 	return res.Jobs
 }
@@ -123,7 +123,7 @@ func TestCleanEnforcesRetention(t *testing.T) {
 		if i == 0 {
 			state = job.StateCompleted
 		}
-		st.Finish(ctx, store.FinishParams{Now: t0.Add(time.Duration(i) * time.Minute), Outcomes: []store.Outcome{{ID: j.ID, Attempt: 1, State: state}}})
+		st.Finish(ctx, store.FinishParams{Now: t0.Add(time.Duration(i) * time.Minute), Outcomes: []store.Outcome{{ID: j.ID, Attempt: 1, Claim: j.Claims, State: state}}})
 	}
 	s.Clean(ctx, t0.Add(2*time.Hour))
 	left, _ := st.List(ctx, store.ListParams{})
@@ -214,7 +214,7 @@ func TestSkipSupersedesRetryingJob(t *testing.T) {
 	s.FireDue(ctx, tick)
 	res, _ := st.Claim(ctx, store.ClaimParams{Now: tick, Limit: 1, Worker: "w", LeaseUntil: tick.Add(time.Hour)})
 	first := res.Jobs[0]
-	st.Finish(ctx, store.FinishParams{Now: tick, Outcomes: []store.Outcome{{ID: first.ID, Attempt: 1, State: job.StateRetrying, RunAt: tick.Add(time.Hour), Error: "exit 1"}}})
+	st.Finish(ctx, store.FinishParams{Now: tick, Outcomes: []store.Outcome{{ID: first.ID, Attempt: 1, Claim: first.Claims, State: job.StateRetrying, RunAt: tick.Add(time.Hour), Error: "exit 1"}}})
 	s.FireDue(ctx, tick.Add(time.Minute))
 	j, _ := st.Get(ctx, first.ID)
 	if j.State != job.StateDead || !strings.Contains(j.LastError, "superseded") || !strings.Contains(j.LastError, "exit 1") {

@@ -41,8 +41,8 @@ var Internals struct {
 	// ScanJob reads one row selected with JobCols.
 	ScanJob func(interface{ Scan(...any) error }) (*job.Job, error)
 	// FinishDoneSQL returns the statement that finishes n running jobs
-	// (1 <= n <= 64) as completed, fenced by attempt, writing each one's
-	// attempt record: 4 arguments per job (ID, attempt, result, record),
-	// then the time.
+	// (1 <= n <= 64) as completed, fenced by claim and attempt, writing
+	// each one's attempt record: 5 arguments per job (ID, attempt, claim,
+	// result, record), then the time.
 	FinishDoneSQL func(n int) string
 }

@@ -78,7 +78,7 @@ func BenchmarkMemoryPerCompletedJob(b *testing.B) {
 			}
 			outs := make([]store.Outcome, len(res.Jobs))
 			for i, j := range res.Jobs {
-				outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted,
+				outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted,
 					Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: j.Worker, Outcome: "completed"}}
 			}
 			if _, err := s.Finish(ctx, store.FinishParams{Now: at, Outcomes: outs}); err != nil {
@@ -149,7 +149,7 @@ func BenchmarkEnqueueClaimFinish(b *testing.B) {
 		s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: jobs})
 		res, _ := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: batch, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
 		for k, j := range res.Jobs {
-			outs[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted}
+			outs[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}
 		}
 		s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs[:len(res.Jobs)]})
 	}
@@ -179,7 +179,7 @@ func BenchmarkBacklog(b *testing.B) {
 			b.Fatalf("claim after %d of %d: %v", done, b.N, err)
 		}
 		for k, j := range res.Jobs {
-			outs[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted}
+			outs[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}
 		}
 		if _, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs[:len(res.Jobs)]}); err != nil {
 			b.Fatal(err)

@@ -48,6 +48,7 @@ type cold struct {
 	finishedAt  int64
 	leaseUntil  int64
 	worker      string
+	claims      int64 // job.Job.Claims: only a job that ran has any
 	crashes     int32
 	lastImplied bool   // the last attempt is {attempt, startedAt, lastDur, lastWorker, completed}
 	lastDur     int64  // its duration; while running, the last heart-beat (beat)
@@ -187,6 +188,7 @@ func (e *entry) view(j *job.Job) {
 		j.FinishedAt = store.FromUnixNanos(c.finishedAt)
 		j.LeaseUntil = store.FromUnixNanos(c.leaseUntil)
 		j.Worker = c.worker
+		j.Claims = c.claims
 		j.Crashes = int(c.crashes)
 		if c.lastImplied {
 			// A new array: the entry's own stays as it is.

@@ -178,12 +178,13 @@ func (s *Store) update(e *entry, j *job.Job) {
 	e.runAt = store.UnixNanos(j.RunAt)
 	e.attempt = int32(j.Attempt)
 	e.cancel, e.kill = j.CancelRequested, j.TerminateRequested
-	if e.c != nil || j.Attempts != nil || j.LastError != "" || !j.FinishedAt.IsZero() || j.Worker != "" {
+	if e.c != nil || j.Attempts != nil || j.LastError != "" || !j.FinishedAt.IsZero() || j.Worker != "" || j.Claims != 0 {
 		c := e.cold()
 		c.result, c.lastError = j.Result, j.LastError
 		c.keepAttempts(j, &s.scratch[0])
 		c.startedAt, c.finishedAt = store.UnixNanos(j.StartedAt), store.UnixNanos(j.FinishedAt)
 		c.leaseUntil, c.worker, c.crashes = store.UnixNanos(j.LeaseUntil), j.Worker, int32(j.Crashes)
+		c.claims = j.Claims
 	}
 	if j.State != e.state {
 		s.setState(e, j.State)

@@ -20,7 +20,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	lease, now := store.UnixNanos(p.LeaseUntil), store.UnixNanos(p.Now)
 	for _, l := range p.Jobs {
 		e := s.jobs.get(l.ID)
-		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker || int(e.attempt) != l.Attempt {
+		if e == nil || e.state != job.StateRunning || e.c.worker != p.Worker || e.c.claims != l.Claim {
 			res.Lost = append(res.Lost, l)
 			continue
 		}

@@ -47,7 +47,7 @@ func TestBatchedMaintenance(t *testing.T) {
 	js := claimAll(now, time.Minute)
 	outs := make([]store.Outcome, len(js))
 	for i, j := range js {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateDead, Error: "e"}
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateDead, Error: "e"}
 	}
 	if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs}); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestBatchedMaintenance(t *testing.T) {
 	}
 	js = claimAll(now, time.Minute)
 	for i, j := range js {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted}
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}
 	}
 	if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs}); err != nil {
 		t.Fatal(err)
@@ -81,9 +81,9 @@ func TestFinishSameJobTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	reached, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{
-		{ID: ids[1], Attempt: 1, State: job.StateRetrying, RunAt: t0.Add(time.Hour), Error: "e"},
-		{ID: ids[0], Attempt: 1, State: job.StateCompleted},
-		{ID: ids[1], Attempt: 1, State: job.StateCompleted},
+		{ID: ids[1], Attempt: 1, Claim: 1, State: job.StateRetrying, RunAt: t0.Add(time.Hour), Error: "e"},
+		{ID: ids[0], Attempt: 1, Claim: 1, State: job.StateCompleted},
+		{ID: ids[1], Attempt: 1, Claim: 1, State: job.StateCompleted},
 	}})
 	want := []job.State{job.StateRetrying, job.StateCompleted, 0}
 	if err != nil || len(reached) != 3 || reached[0] != want[0] || reached[1] != want[1] || reached[2] != want[2] {

@@ -62,7 +62,7 @@ func claimFinish(b *testing.B, s store.Store, worker string, batch int) int {
 	}
 	outs := make([]store.Outcome, len(res.Jobs))
 	for i, j := range res.Jobs {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: worker, Outcome: "completed"}}
 	}
 	if _, err := s.Finish(context.Background(), store.FinishParams{Now: t0, Outcomes: outs}); err != nil {

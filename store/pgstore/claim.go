@@ -227,7 +227,7 @@ func claimSQL(named, single, kinds bool) string {
 		WHERE state = 'available' AND queue = ` + lanes + `.name` + from(lanes) + kind + `
 		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
 		LIMIT $4::int),
-	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1, worker = $2,
+	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, started_at = $1, worker = $2,
 		lease_until = $3, cancel_requested = false, terminate_requested = false, slot = j.queue IN (SELECT name FROM lq)
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
@@ -642,18 +642,18 @@ func dedupe(list []string) []string {
 }
 
 // sqlHeartbeat renews the leases of a Heartbeat call in one statement: $1
-// the IDs (sorted) and $2 the attempts of the leases; only jobs running
-// that attempt under worker $3 are renewed until $4, at $5 (heartbeat_at:
+// the IDs (sorted) and $2 the claims of the leases; only jobs running
+// that claim under worker $3 are renewed until $4, at $5 (heartbeat_at:
 // where Rescue ends an interrupted attempt). The rows are locked
 // in ID order first, each by its primary key (as sqlFinish), as every
 // multi-row write does, so that it cannot deadlock with a Finish or a bulk
 // action over the same jobs.
-const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint[], $2::int[]) AS l(id, att)
+const sqlHeartbeat = `WITH k AS MATERIALIZED (SELECT l.id FROM unnest($1::bigint[], $2::bigint[]) AS l(id, claim)
 		CROSS JOIN LATERAL (SELECT 1 FROM {schema}.jobs j
-			WHERE j.id = l.id AND j.state::text = 'running' AND j.attempt = l.att AND j.worker = $3 FOR UPDATE) x)
+			WHERE j.id = l.id AND j.state::text = 'running' AND j.claims = l.claim AND j.worker = $3 FOR UPDATE) x)
 	UPDATE {schema}.jobs j SET lease_until = $4, heartbeat_at = $5
 	FROM k WHERE j.id = k.id
-	RETURNING j.id, j.attempt, j.cancel_requested, j.terminate_requested`
+	RETURNING j.id, j.claims, j.cancel_requested, j.terminate_requested`
 
 // Heartbeat implements store.Store: one statement whatever the number of
 // leases.
@@ -668,17 +668,17 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 		if c := cmp.Compare(a.ID, b.ID); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Attempt, b.Attempt)
+		return cmp.Compare(a.Claim, b.Claim)
 	})
 	sorted = slices.Compact(sorted)
 	ids := make([]int64, len(sorted))
-	atts := make([]int32, len(sorted))
+	claims := make([]int64, len(sorted))
 	for i, l := range sorted {
-		ids[i], atts[i] = int64(l.ID), int32(l.Attempt)
+		ids[i], claims[i] = int64(l.ID), l.Claim
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlNestedLoops)
-	b.Queue(s.q(sqlHeartbeat), ids, atts, p.Worker, ts(p.LeaseUntil), ts(p.Now))
+	b.Queue(s.q(sqlHeartbeat), ids, claims, p.Worker, ts(p.LeaseUntil), ts(p.Now))
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -691,14 +691,14 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 	renewed := make(map[store.Lease][2]bool, len(p.Jobs)) // → cancel, terminate requested
 	for rows.Next() {
 		var (
-			id, att int64
-			c, k    bool
+			id, claim int64
+			c, k      bool
 		)
-		if err := rows.Scan(&id, &att, &c, &k); err != nil {
+		if err := rows.Scan(&id, &claim, &c, &k); err != nil {
 			rows.Close()
 			return store.HeartbeatResult{}, s.translate(err)
 		}
-		renewed[store.Lease{ID: job.ID(id), Attempt: int(att)}] = [2]bool{c, k}
+		renewed[store.Lease{ID: job.ID(id), Claim: claim}] = [2]bool{c, k}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -21,12 +21,12 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // outcomes are arrays sorted by ID, $1 IDs, $2 attempts, $3 target
 // states, $4 run-ats, $5 errors, $6 results, $7 the attempt records and $8
 // the same records with the outcome "cancelled" (for outcomes a requested
-// cancel turns into a cancel; empty otherwise), $9 now.
+// cancel turns into a cancel; empty otherwise), $9 now, $10 claims.
 //
 // The CTE x locks the rows first, in the order of the arrays (ID order),
 // each by its primary key (a LATERAL subquery per outcome: a plan of the
 // planner's choosing could read every running row, dead index entries
-// included), fenced by state and attempt: a row whose lease was lost is
+// included), fenced by state, claim and attempt: a row whose lease was lost is
 // left out, and reported by its absence from RETURNING. The UPDATE then
 // joins x by ID only; its SET clause reads the row as it was. The attempt
 // record is appended to the history as text: earlier records keep their
@@ -36,9 +36,9 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // ran would otherwise walk for every row, filtering by ID (as Heartbeat's
 // and the outputs' lookups; TestPlansStaleStatistics).
 var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot FROM unnest($1::bigint[], $2::int[], $3::text[],
-			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[]) AS o(id, att, st, run, err, res, rec, rec_c)
+			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::bigint[]) AS o(id, att, st, run, err, res, rec, rec_c, claim)
 		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot FROM {schema}.jobs j
-			WHERE j.id = o.id AND j.state::text = 'running' AND j.attempt = o.att FOR UPDATE) l),
+			WHERE j.id = o.id AND j.state::text = 'running' AND j.claims = o.claim AND j.attempt = o.att FOR UPDATE) l),
 	` + sqlFreeSlots("x") + `
 	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
@@ -91,7 +91,7 @@ const sqlNestedLoops = `SELECT set_config('enable_hashjoin', 'off', true), set_c
 
 // finishArrays are the arguments of one sqlFinish statement.
 type finishArrays struct {
-	ids                     []int64
+	ids, claims             []int64
 	atts                    []int32
 	states, errs, res, recs []string
 	recsC                   []string
@@ -112,6 +112,7 @@ func (a *finishArrays) Less(i, j int) bool { return a.ids[i] < a.ids[j] }
 func (a *finishArrays) Swap(i, j int) {
 	a.ids[i], a.ids[j] = a.ids[j], a.ids[i]
 	a.atts[i], a.atts[j] = a.atts[j], a.atts[i]
+	a.claims[i], a.claims[j] = a.claims[j], a.claims[i]
 	a.states[i], a.states[j] = a.states[j], a.states[i]
 	a.errs[i], a.errs[j] = a.errs[j], a.errs[i]
 	a.res[i], a.res[j] = a.res[j], a.res[i]
@@ -124,6 +125,7 @@ func (a *finishArrays) Swap(i, j int) {
 func (a *finishArrays) add(i int, o store.Outcome, rec, recC string) {
 	a.ids = append(a.ids, int64(o.ID))
 	a.atts = append(a.atts, int32(o.Attempt))
+	a.claims = append(a.claims, o.Claim)
 	a.states = append(a.states, o.State.String())
 	a.runAt = append(a.runAt, ts(o.RunAt))
 	a.errs = append(a.errs, o.Error)
@@ -296,9 +298,9 @@ func (f *finishCall) queue(b *pgx.Batch) {
 	for _, r := range f.rounds {
 		if o := r.outputs(f.p.Outcomes); o != nil {
 			b.Queue(f.s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
-				o.log, o.logSize, f.now)
+				o.log, o.logSize, f.now, o.claims)
 		}
-		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now)
+		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims)
 	}
 }
 

@@ -339,7 +339,7 @@ func (s *Store) claimIDs(ctx context.Context, tx pgx.Tx, p store.ClaimParams, q 
 	for i, id := range ids {
 		raw[i] = int64(id)
 	}
-	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $1,
+	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, started_at = $1,
 		worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
 		key_slot = (j.flow_key <> '' AND $6::int > 0)
 		WHERE j.id = ANY($4::bigint[]) AND j.state = 'available'

@@ -59,7 +59,7 @@ func TestWakeOnEnqueueByAnotherStore(t *testing.T) {
 	if err != nil || len(res.Jobs) != 1 {
 		t.Fatalf("Claim: %v, %v", res, err)
 	}
-	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: res.Jobs[0].ID, Attempt: 1, State: job.StateDead}}}); err != nil {
+	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: res.Jobs[0].ID, Attempt: 1, Claim: 1, State: job.StateDead}}}); err != nil {
 		t.Fatal(err)
 	}
 	drain(b)
@@ -128,7 +128,7 @@ func TestOneNotifyPerTransaction(t *testing.T) {
 	}
 	outs := make([]store.Outcome, len(res.Jobs))
 	for i, j := range res.Jobs {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: 1, State: job.StateRetrying, RunAt: t0.Add(time.Second), Error: "e"}
+		outs[i] = store.Outcome{ID: j.ID, Attempt: 1, Claim: j.Claims, State: job.StateRetrying, RunAt: t0.Add(time.Second), Error: "e"}
 	}
 	if _, err := s.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: outs}); err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestOwnNotificationsDoNotWake(t *testing.T) {
 	}
 	drain(a)
 	j := res.Jobs[0]
-	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt,
+	if _, err := a.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims,
 		State: job.StateRetrying, RunAt: t0.Add(time.Second), Error: "x"}}}); err != nil {
 		t.Fatal(err)
 	}

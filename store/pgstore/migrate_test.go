@@ -179,7 +179,7 @@ func TestNoSearchPath(t *testing.T) {
 	if err != nil || len(res.Jobs) != 2 {
 		t.Fatalf("Claim: got %d jobs, %v, want 2", len(res.Jobs), err)
 	}
-	if _, err := st.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: ids[0], Attempt: 1, State: job.StateCompleted}}}); err != nil {
+	if _, err := st.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: ids[0], Attempt: 1, Claim: 1, State: job.StateCompleted}}}); err != nil {
 		t.Fatalf("Finish: %v", err)
 	}
 	if _, err := st.Stats(t.Context(), store.StatsParams{Now: t0, FinishedSince: t0}); err != nil {

@@ -10,15 +10,15 @@ import (
 
 // sqlKeepOutputs records the outputs of a round of a Finish call, before
 // its sqlFinish in the same transaction and under the same fence (the job
-// still running the attempt), replacing an earlier run's of the same
-// attempt number; the job's schedule is read from its row. The arrays are
-// in ID order, as sqlFinish locks the rows ($10: now).
+// still running the claim, $11, of the attempt), replacing an earlier
+// run's of the same attempt number; the job's schedule is read from its
+// row. The arrays are in ID order, as sqlFinish locks the rows ($10: now).
 var sqlKeepOutputs = `INSERT INTO {schema}.attempt_outputs (job_id, attempt, schedule, succeeded, finished_at,
 		stdout, stdout_size, stderr, stderr_size, log, log_size)
 	SELECT j.id, o.att, j.schedule, o.ok, $10, o.so, o.sos, o.se, o.ses, o.lg, o.lgs
 	FROM unnest($1::bigint[], $2::int[], $3::bool[], $4::bytea[], $5::bigint[], $6::bytea[], $7::bigint[],
-			$8::bytea[], $9::bigint[]) WITH ORDINALITY AS o(id, att, ok, so, sos, se, ses, lg, lgs, n)
-		JOIN {schema}.jobs j ON j.id = o.id AND j.state::text = 'running' AND j.attempt = o.att
+			$8::bytea[], $9::bigint[], $11::bigint[]) WITH ORDINALITY AS o(id, att, ok, so, sos, se, ses, lg, lgs, claim, n)
+		JOIN {schema}.jobs j ON j.id = o.id AND j.state::text = 'running' AND j.claims = o.claim AND j.attempt = o.att
 	ORDER BY o.n
 	ON CONFLICT (job_id, attempt) DO UPDATE SET schedule = excluded.schedule, succeeded = excluded.succeeded,
 		finished_at = excluded.finished_at, stdout = excluded.stdout, stdout_size = excluded.stdout_size,
@@ -26,7 +26,7 @@ var sqlKeepOutputs = `INSERT INTO {schema}.attempt_outputs (job_id, attempt, sch
 
 // outputArrays are the arguments of one sqlKeepOutputs statement.
 type outputArrays struct {
-	ids                             []int64
+	ids, claims                     []int64
 	atts                            []int32
 	ok                              []bool
 	stdout, stderr, log             [][]byte
@@ -48,6 +48,7 @@ func (r *finishArrays) outputs(outcomes []store.Outcome) *outputArrays {
 		}
 		a.ids = append(a.ids, int64(o.ID))
 		a.atts = append(a.atts, int32(o.Attempt))
+		a.claims = append(a.claims, o.Claim)
 		a.ok = append(a.ok, o.State == job.StateCompleted) // a success wins over a requested cancel
 		a.stdout, a.stdoutSize = append(a.stdout, p.Stdout), append(a.stdoutSize, p.StdoutSize)
 		a.stderr, a.stderrSize = append(a.stderr, p.Stderr), append(a.stderrSize, p.StderrSize)

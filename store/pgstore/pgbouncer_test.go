@@ -24,12 +24,12 @@ func workload(t *testing.T, s *pgstore.Store) {
 	if err != nil || len(res.Jobs) != 2 {
 		t.Fatalf("Claim: %v, %v", res, err)
 	}
-	if _, err := s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: res.Jobs[0].ID, Attempt: 1}}, LeaseUntil: t0.Add(time.Hour)}); err != nil {
+	if _, err := s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: res.Jobs[0].ID, Claim: 1}}, LeaseUntil: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{
-		{ID: res.Jobs[0].ID, Attempt: 1, State: job.StateCompleted, Result: []byte(`{"ok":1}`)},
-		{ID: res.Jobs[1].ID, Attempt: 1, State: job.StateDead, Error: "e"},
+		{ID: res.Jobs[0].ID, Attempt: 1, Claim: 1, State: job.StateCompleted, Result: []byte(`{"ok":1}`)},
+		{ID: res.Jobs[1].ID, Attempt: 1, Claim: 1, State: job.StateDead, Error: "e"},
 	}}); err != nil {
 		t.Fatal(err)
 	}

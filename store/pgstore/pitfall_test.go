@@ -583,7 +583,7 @@ func TestPitfallMaintenanceNoDeadlock(t *testing.T) {
 		}
 		outs := make([]store.Outcome, len(res.Jobs))
 		for i, j := range res.Jobs {
-			outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateDead, Error: "boom"}
+			outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateDead, Error: "boom"}
 		}
 		if _, err := stores[0].Finish(ctx, store.FinishParams{Now: at, Outcomes: outs}); err != nil {
 			t.Fatal(err)
@@ -642,17 +642,17 @@ func TestPitfallMaintenanceNoDeadlock(t *testing.T) {
 				if err != nil || len(res.Jobs) == 0 {
 					continue
 				}
+				mrand.Shuffle(len(res.Jobs), func(i, k int) { res.Jobs[i], res.Jobs[k] = res.Jobs[k], res.Jobs[i] })
 				leases := make([]store.Lease, len(res.Jobs))
 				for i, j := range res.Jobs {
-					leases[i] = store.Lease{ID: j.ID, Attempt: j.Attempt}
+					leases[i] = store.Lease{ID: j.ID, Claim: j.Claims}
 				}
-				mrand.Shuffle(len(leases), func(i, k int) { leases[i], leases[k] = leases[k], leases[i] })
 				began = time.Now()
 				_, err = s.Heartbeat(ctx, store.HeartbeatParams{Now: at, Worker: worker, Jobs: leases, LeaseUntil: at.Add(2 * time.Hour)})
 				record("heartbeat", began, len(leases), err)
 				outs := make([]store.Outcome, len(leases))
-				for i, l := range leases {
-					o := store.Outcome{ID: l.ID, Attempt: l.Attempt, Record: job.Attempt{Attempt: l.Attempt, StartedAt: at, Worker: worker}}
+				for i, j := range res.Jobs {
+					o := store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, Record: job.Attempt{Attempt: j.Attempt, StartedAt: at, Worker: worker}}
 					switch i % 4 {
 					case 0:
 						o.State, o.Record.Outcome = job.StateCompleted, "completed"

@@ -43,7 +43,7 @@ func TestPlans(t *testing.T) {
 	ts := func(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
 	queues := []string{"q0", "q1"}
 	kinds := []string{"k"}
-	ids, atts := []int64{1, 2, 3}, []int32{1, 1, 1}
+	ids, atts, claims := []int64{1, 2, 3}, []int32{1, 1, 1}, []int64{1, 1, 1}
 	strs := []string{"completed", "completed", "completed"}
 	empty := []string{"", "", ""}
 	times := []pgtype.Timestamptz{{}, {}, {}}
@@ -62,8 +62,8 @@ func TestPlans(t *testing.T) {
 		{"claim/all", []any{ts(t0), "w", ts(t0), int32(100), []string{}, []int32{}}},
 		{"nextrun", []any{kinds, queues}},
 		{"nextrun/all", []any{[]string(nil)}},
-		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0)}},
-		{"heartbeat", []any{ids, atts, "w", ts(t0), ts(t0)}},
+		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0), claims}},
+		{"heartbeat", []any{ids, claims, "w", ts(t0), ts(t0)}},
 		{"rescue", []any{ts(t0.Add(time.Minute))}},
 		{"queuecounts", nil},
 		// A bulk batch reads its candidates by primary key over its ID
@@ -256,7 +256,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := pgstore.Statements(s)
-	if _, err := c.Exec(ctx, `PREPARE fin(bigint[], int[], text[], timestamptz[], text[], text[], text[], text[], timestamptz) AS `+st["finish"]); err != nil {
+	if _, err := c.Exec(ctx, `PREPARE fin(bigint[], int[], text[], timestamptz[], text[], text[], text[], text[], timestamptz, bigint[]) AS `+st["finish"]); err != nil {
 		t.Fatal(err)
 	}
 	// explain runs fin on ids as the store does: after its settings, with
@@ -265,6 +265,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		t.Helper()
 		n := len(ids)
 		atts, strs, empty, times := make([]int32, n), make([]string, n), make([]string, n), make([]pgtype.Timestamptz, n)
+		claims := make([]int64, n) // the rows inserted below were never claimed
 		for i := range n {
 			atts[i], strs[i] = 1, "completed"
 		}
@@ -279,8 +280,8 @@ func TestPlansStaleStatistics(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE fin($1, $2, $3, $4, $5, $6, $7, $8, $9)", pgx.QueryExecModeSimpleProtocol,
-			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true})
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", pgx.QueryExecModeSimpleProtocol,
+			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true}, claims)
 		if err != nil {
 			t.Fatal(err)
 		}

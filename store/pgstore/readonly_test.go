@@ -82,8 +82,8 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	writes := map[string]error{}
 	_, writes["Enqueue"] = s.Enqueue(ctx, store.EnqueueParams{Now: t0, Jobs: []*job.Job{j}})
 	_, writes["Claim"] = s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 1, Worker: "w", LeaseUntil: t0.Add(time.Minute)})
-	_, writes["Finish"] = s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: id, Attempt: 1, State: job.StateCompleted}}})
-	_, writes["Heartbeat"] = s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: id, Attempt: 1}}})
+	_, writes["Finish"] = s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: id, Attempt: 1, Claim: 1, State: job.StateCompleted}}})
+	_, writes["Heartbeat"] = s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: id, Claim: 1}}})
 	_, writes["Rescue"] = s.Rescue(ctx, store.RescueParams{Now: t0})
 	_, writes["Cancel"] = s.Cancel(ctx, store.CancelParams{Now: t0, ID: id})
 	_, writes["Reschedule"] = s.Reschedule(ctx, store.RescheduleParams{Now: t0, ID: id, RunAt: t0.Add(time.Hour)})

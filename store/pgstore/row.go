@@ -23,7 +23,7 @@ import (
 const jobCols = `id, state::text, queue, kind, priority, run_at, attempt, max_attempts, crashes,
 	cancel_requested, created_at, started_at, finished_at, lease_until, worker, timeout_ns,
 	unique_key, schedule, fire_time, last_error, args, result, retry, attempts, labels, flow_key,
-	terminate_requested`
+	terminate_requested, claims`
 
 // jobColsOf is jobCols qualified by a table alias.
 func jobColsOf(alias string) string {
@@ -110,7 +110,7 @@ func scanJob(r pgx.Row) (*job.Job, error) {
 	)
 	err := r.Scan(&j.ID, &state, &j.Queue, &j.Kind, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &j.Crashes,
 		&j.CancelRequested, &created, &started, &finished, &lease, &worker, &timeout,
-		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts, &labels, &key, &j.TerminateRequested)
+		&unique, &schedule, &fire, &j.LastError, &args, &result, &retry, &attempts, &labels, &key, &j.TerminateRequested, &j.Claims)
 	if err != nil {
 		return nil, err
 	}

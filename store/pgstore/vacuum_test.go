@@ -35,7 +35,7 @@ func TestSelfVacuum(t *testing.T) {
 		}
 		outs := make([]store.Outcome, len(res.Jobs))
 		for i, j := range res.Jobs {
-			outs[i] = store.Outcome{ID: j.ID, Attempt: 1, State: job.StateCompleted}
+			outs[i] = store.Outcome{ID: j.ID, Attempt: 1, Claim: j.Claims, State: job.StateCompleted}
 		}
 		if _, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs}); err != nil {
 			t.Fatal(err)

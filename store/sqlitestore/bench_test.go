@@ -73,7 +73,7 @@ func bClaim(b testing.TB, s *Store, n int, queues ...string) []*job.Job {
 func bFinish(b testing.TB, s *Store, js []*job.Job, st job.State) {
 	outs := make([]store.Outcome, len(js))
 	for i, j := range js {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st,
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: st,
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: j.Worker, Outcome: st.String()}}
 		if st == job.StateCompleted {
 			outs[i].Result = []byte(`{"ok":true}`)

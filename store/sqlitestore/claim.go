@@ -83,7 +83,7 @@ const (
 		ORDER BY priority, run_at, id LIMIT +?`
 	// sqlClaimSet is store.ApplyClaim: ?1 now, ?2 worker, ?3 lease, ?4 the
 	// claiming Store (claimed_by).
-	sqlClaimSet = `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?1, worker = ?2,
+	sqlClaimSet = `UPDATE jobs SET state = 'running', attempt = attempt + 1, claims = claims + 1, started_at = ?1, worker = ?2,
 		lease_until = ?3, claimed_by = ?4, cancel_requested = 0, terminate_requested = 0`
 	sqlClaim = sqlClaimSet + `
 		WHERE id IN (SELECT value FROM json_each(?5)) AND state = 'available'
@@ -460,15 +460,15 @@ func nextRunAt(w *writer, all bool, filter []any) (int64, error) {
 
 // sqlHeartbeat renews, in one statement, the leases of a Heartbeat call
 // until ?1, at ?4 (heartbeat_at: where Rescue ends an interrupted
-// attempt): ?2 is a JSON array of [id, attempt] pairs; only jobs running
-// that attempt under worker ?3 are renewed.
+// attempt): ?2 is a JSON array of [id, claim] pairs; only jobs running
+// that claim under worker ?3 are renewed.
 const sqlHeartbeat = `UPDATE jobs SET lease_until = ?1, heartbeat_at = ?4
 	FROM json_each(?2) AS l
-	WHERE jobs.id = l.value ->> 0 AND jobs.attempt = l.value ->> 1
+	WHERE jobs.id = l.value ->> 0 AND jobs.claims = l.value ->> 1
 		AND jobs.state = 'running' AND jobs.worker = ?3
-	RETURNING jobs.id, jobs.attempt, jobs.cancel_requested, jobs.terminate_requested`
+	RETURNING jobs.id, jobs.claims, jobs.cancel_requested, jobs.terminate_requested`
 
-// leaseList renders leases as a JSON array of [id, attempt] pairs.
+// leaseList renders leases as a JSON array of [id, claim] pairs.
 func leaseList(ls []store.Lease) string {
 	var b strings.Builder
 	b.Grow(len(ls)*12 + 2)
@@ -480,7 +480,7 @@ func leaseList(ls []store.Lease) string {
 		b.WriteByte('[')
 		b.WriteString(strconv.FormatInt(int64(l.ID), 10))
 		b.WriteByte(',')
-		b.WriteString(strconv.Itoa(l.Attempt))
+		b.WriteString(strconv.FormatInt(l.Claim, 10))
 		b.WriteByte(']')
 	}
 	b.WriteByte(']')
@@ -502,7 +502,7 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (store.H
 		for rows.Next() {
 			var l store.Lease
 			var c, k bool
-			if err := rows.Scan(&l.ID, &l.Attempt, &c, &k); err != nil {
+			if err := rows.Scan(&l.ID, &l.Claim, &c, &k); err != nil {
 				return err
 			}
 			renewed[l] = [2]bool{c, k}

@@ -112,7 +112,7 @@ func TestCountsEveryPath(t *testing.T) {
 		return res.Jobs
 	}
 	outcome := func(j *job.Job, st job.State, runAt time.Time) store.Outcome {
-		return store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st, RunAt: runAt,
+		return store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: st, RunAt: runAt,
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Outcome: st.String()}}
 	}
 	finish := func(now time.Time, outs ...store.Outcome) []job.State {
@@ -256,7 +256,7 @@ func TestCountsEveryPath(t *testing.T) {
 
 	// Heartbeat, and a cancel requested while running.
 	_, err = s.Heartbeat(ctx, store.HeartbeatParams{Now: at(3), Worker: "w1", LeaseUntil: at(4),
-		Jobs: []store.Lease{{ID: running[0].ID, Attempt: 1}, {ID: running[1].ID, Attempt: 1}}})
+		Jobs: []store.Lease{{ID: running[0].ID, Claim: 1}, {ID: running[1].ID, Claim: 1}}})
 	must(err)
 	_, err = s.Cancel(ctx, store.CancelParams{Now: at(3), ID: running[1].ID})
 	must(err)

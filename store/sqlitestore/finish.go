@@ -51,37 +51,37 @@ func finishSetClause(st, run, msg, res, rec, now string) string {
 	attempt = CASE WHEN ` + to + ` IN ('available', 'scheduled') THEN attempt - 1 ELSE attempt END`
 }
 
-// sqlFinish applies one outcome, fenced by state and attempt; the attempt
-// record is appended to the JSON history by SQLite itself. It returns the
-// state reached and the job's lane (for lane_counts).
+// sqlFinish applies one outcome, fenced by state, claim and attempt; the
+// attempt record is appended to the JSON history by SQLite itself. It
+// returns the state reached and the job's lane (for lane_counts).
 //
 //	?1 state  ?2 record (JSON)  ?3 error  ?4 result  ?5 now  ?6 run-at
-//	?7 id     ?8 attempt
+//	?7 id     ?8 attempt        ?9 claim
 var sqlFinish = `UPDATE jobs SET ` + finishSetClause("?1", "?6", "?3", "?4", "?2", "?5") + `
-	WHERE id = ?7 AND state = 'running' AND attempt = ?8
+	WHERE id = ?7 AND state = 'running' AND claims = ?9 AND attempt = ?8
 	RETURNING state, queue, kind`
 
 // finishSQL[n] applies n outcomes of a Finish call in one statement: the
-// outcomes are a VALUES list of n rows (id, attempt, state, run-at, error,
-// result, record) joined to jobs by primary key, with the effects and the
-// fence (state, attempt) of sqlFinish; RETURNING tells which applied, the
+// outcomes are a VALUES list of n rows (id, attempt, claim, state, run-at,
+// error, result, record) joined to jobs by primary key, with the effects
+// and the fence (state, claim, attempt) of sqlFinish; RETURNING tells which applied, the
 // states they reached and their lanes. The IDs of one statement must be
 // distinct (Finish falls back to sqlFinish otherwise): UPDATE … FROM would
 // apply one arbitrary outcome of a job listed twice. A first attempt's history is built by concatenation (the
 // record is compact JSON from encoding/json), sparing json_insert's parse.
 const (
-	nFinishCols   = 7
+	nFinishCols   = 8
 	maxFinishRows = 64
 )
 
-var finishSQL = finishSetSQL("(id, att, st, run, err, res, rec)", nFinishCols, "o.st")
+var finishSQL = finishSetSQL("(id, att, claim, st, run, err, res, rec)", nFinishCols, "o.st")
 
 // finishDoneSQL[n] is finishSQL[n] for n outcomes that all completed (the
-// common case): their rows are (id, attempt, result, record).
-var finishDoneSQL = finishSetSQL("(id, att, res, rec)", nFinishDoneCols, sqlCompleted)
+// common case): their rows are (id, attempt, claim, result, record).
+var finishDoneSQL = finishSetSQL("(id, att, claim, res, rec)", nFinishDoneCols, sqlCompleted)
 
 const (
-	nFinishDoneCols = 4
+	nFinishDoneCols = 5
 	sqlCompleted    = `'completed'`
 )
 
@@ -91,7 +91,7 @@ func finishSetSQL(cols string, ncols int, st string) (qs [maxFinishRows + 1]stri
 		qs[n] = `WITH o` + cols + ` AS (VALUES ` + strings.Repeat(row+",", n-1) + row + `)
 	UPDATE jobs SET ` + finishSetClause(st, "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*ncols+1)) + `
 	FROM o
-	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.attempt = o.att
+	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.claims = o.claim AND jobs.attempt = o.att
 	RETURNING jobs.id, jobs.state, jobs.queue, jobs.kind`
 	}
 	return qs
@@ -170,9 +170,9 @@ func prepareFinish(p store.FinishParams) ([]job.State, func(w *writer) error, er
 		done = make([]any, 0, len(p.Outcomes)*nFinishDoneCols) // most outcomes are successes
 		for i, o := range p.Outcomes {
 			if o.State == job.StateCompleted {
-				done = append(done, int64(o.ID), o.Attempt, jsonText(o.Result), records[i])
+				done = append(done, int64(o.ID), o.Attempt, o.Claim, jsonText(o.Result), records[i])
 			} else {
-				other = append(other, int64(o.ID), o.Attempt, stateName(o.State), store.UnixNanos(o.RunAt), o.Error,
+				other = append(other, int64(o.ID), o.Attempt, o.Claim, stateName(o.State), store.UnixNanos(o.RunAt), o.Error,
 					jsonText(o.Result), records[i])
 			}
 		}
@@ -214,7 +214,7 @@ func (w *writer) finish(outcomes []store.Outcome, records []string, done, other 
 		for i, o := range outcomes {
 			var name, queue, kind string
 			err := w.scanRow(sqlFinish, []any{stateName(o.State), records[i], o.Error, jsonText(o.Result),
-				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt}, &name, &queue, &kind)
+				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt, o.Claim}, &name, &queue, &kind)
 			switch {
 			case errors.Is(err, sql.ErrNoRows): // lease lost
 			case err != nil:

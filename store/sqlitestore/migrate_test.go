@@ -208,7 +208,7 @@ func TestMigrateV1(t *testing.T) {
 	}
 	var outs []store.Outcome
 	for _, j := range cl.Jobs {
-		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted,
+		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted,
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Outcome: "completed"}})
 	}
 	applied, err := s.Finish(t.Context(), store.FinishParams{Now: t0.Add(time.Hour), Outcomes: outs})
@@ -349,7 +349,7 @@ func TestMigrateV2(t *testing.T) {
 	var outs []store.Outcome
 	for i, j := range cl.Jobs {
 		st := []job.State{job.StateCompleted, job.StateDead, job.StateRetrying, job.StateCancelled}[i]
-		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st, RunAt: t0.Add(3 * time.Hour),
+		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: st, RunAt: t0.Add(3 * time.Hour),
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Outcome: st.String()}})
 	}
 	if _, err := s.Finish(ctx, store.FinishParams{Now: t0.Add(time.Hour), Outcomes: outs}); err != nil {

@@ -84,11 +84,11 @@ func writeAll(t *testing.T, s *Store, id job.ID) {
 			return err
 		},
 		"Finish": func() error {
-			_, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: id, Attempt: 1, State: job.StateCompleted}}})
+			_, err := s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: []store.Outcome{{ID: id, Attempt: 1, Claim: 1, State: job.StateCompleted}}})
 			return err
 		},
 		"Heartbeat": func() error {
-			_, err := s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: id, Attempt: 1}}})
+			_, err := s.Heartbeat(ctx, store.HeartbeatParams{Now: t0, Worker: "w", Jobs: []store.Lease{{ID: id, Claim: 1}}})
 			return err
 		},
 		"Rescue": func() error { _, err := s.Rescue(ctx, store.RescueParams{Now: t0}); return err },

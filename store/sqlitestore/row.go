@@ -16,7 +16,7 @@ import (
 const jobCols = `id, kind, queue, args, priority, run_at, state, max_attempts, attempt,
 	timeout, unique_key, retry, result, last_error, attempts, created_at, started_at,
 	finished_at, worker, lease_until, crashes, cancel_requested, schedule, fire_time, labels, flow_key,
-	terminate_requested`
+	terminate_requested, claims`
 
 // The stored forms of values. The file's encoding is its own: states are
 // stored by name, and the JSON columns (attempts, retry) use the row
@@ -104,7 +104,7 @@ func scanJob(r scanner) (*job.Job, error) {
 	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt, &row.state,
 		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
 		&row.attempts, &row.created, &row.started, &row.finished, &row.worker, &row.lease, &j.Crashes,
-		&row.cancelReq, &row.schedule, &row.fire, &row.labels, &row.key, &row.terminateReq)
+		&row.cancelReq, &row.schedule, &row.fire, &row.labels, &row.key, &row.terminateReq, &j.Claims)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +113,13 @@ func scanJob(r scanner) (*job.Job, error) {
 
 // claimedCols is jobCols without the columns a claim sets to values it
 // knows (sqlClaimSet: state, started_at, worker, lease_until,
-// cancel_requested), in scanClaimed's order. Each column read costs the
+// cancel_requested, terminate_requested), in scanClaimed's order. Each column read costs the
 // driver two calls, each behind the connection's mutex: returning whole
 // rows cost the writer about half as much again as the claim's row writes
 // (performance.md, "The writer's floor").
 const claimedCols = `id, kind, queue, args, priority, run_at, max_attempts, attempt,
 	timeout, unique_key, retry, result, last_error, attempts, created_at,
-	finished_at, crashes, schedule, fire_time, labels, flow_key`
+	finished_at, crashes, schedule, fire_time, labels, flow_key, claims`
 
 // scanClaimed reads one row a claim returned (claimedCols): a job it made
 // running at now for worker, leased until lease.
@@ -128,7 +128,7 @@ func scanClaimed(r scanner, now int64, worker string, lease int64) (*job.Job, er
 	j := &row.j
 	err := r.Scan(&j.ID, &j.Kind, &j.Queue, &row.args, &j.Priority, &row.runAt,
 		&j.MaxAttempts, &j.Attempt, &row.timeout, &row.unique, &row.retry, &row.result, &j.LastError,
-		&row.attempts, &row.created, &row.finished, &j.Crashes, &row.schedule, &row.fire, &row.labels, &row.key)
+		&row.attempts, &row.created, &row.finished, &j.Crashes, &row.schedule, &row.fire, &row.labels, &row.key, &j.Claims)
 	if err != nil {
 		return nil, err
 	}

@@ -75,12 +75,12 @@ func scaleFileDirect(tb testing.TB, n int) string {
 			insert := `WITH RECURSIVE x(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM x WHERE i + 1 < ?2)
 				INSERT INTO jobs (kind, queue, args, priority, run_at, state, max_attempts, attempt, timeout,
 					unique_key, retry, result, last_error, attempts, created_at, started_at, finished_at,
-					worker, lease_until, claimed_by, crashes, cancel_requested, schedule, fire_time)
+					worker, lease_until, claimed_by, crashes, cancel_requested, schedule, fire_time, claims)
 				SELECT ?3, q, ?4, k % 3, CASE st WHEN 'scheduled' THEN ?5 + (1 + k) * ?6 ELSE ?5 END,
 					st, ?7, st = 'completed', ?8,
 					?9, ?10, CASE st WHEN 'completed' THEN ?11 END, '', CASE st WHEN 'completed' THEN ?12 END,
 					?13, CASE st WHEN 'completed' THEN ?5 ELSE 0 END, CASE st WHEN 'completed' THEN ?5 ELSE 0 END,
-					NULL, 0, NULL, 0, 0, ?14, ?15
+					NULL, 0, NULL, 0, 0, ?14, ?15, st = 'completed'
 				FROM (SELECT i % 1000 AS k, ` + queue.String() + ` AS q,
 					CASE WHEN i % 10 = 9 THEN 'scheduled' WHEN i % 1000 % 3 = 2 THEN 'available' ELSE 'completed' END AS st
 					FROM x)`

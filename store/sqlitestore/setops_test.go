@@ -35,14 +35,14 @@ func TestFinishSetMatchesOneByOne(t *testing.T) {
 			return job.Attempt{Attempt: 1, StartedAt: t0, Duration: time.Second, Worker: "w", Outcome: out, Error: "e<&>\"\n"}
 		}
 		outs := []store.Outcome{
-			{ID: ids[0], Attempt: 1, State: job.StateCompleted, Result: []byte(`{"a": 1,  "b":"<x>"}`), Record: rec(0, "completed")},
-			{ID: ids[1], Attempt: 1, State: job.StateRetrying, RunAt: t0.Add(time.Hour), Error: "boom \"q\" <&> é", Record: rec(1, "failed")},
-			{ID: ids[2], Attempt: 1, State: job.StateDead, Error: "fatal", Record: rec(2, "failed")},
-			{ID: ids[3], Attempt: 1, State: job.StateCancelled, Record: rec(3, "cancelled")},
-			{ID: ids[4], Attempt: 1, State: job.StateAvailable, Record: rec(4, "interrupted")},
-			{ID: ids[5], Attempt: 2, State: job.StateCompleted, Record: rec(5, "completed")}, // lease lost
-			{ID: ids[6], Attempt: 1, State: job.StateCompleted, Record: rec(6, "completed")},
-			{ID: 999, Attempt: 1, State: job.StateCompleted, Record: rec(7, "completed")}, // unknown
+			{ID: ids[0], Attempt: 1, Claim: 1, State: job.StateCompleted, Result: []byte(`{"a": 1,  "b":"<x>"}`), Record: rec(0, "completed")},
+			{ID: ids[1], Attempt: 1, Claim: 1, State: job.StateRetrying, RunAt: t0.Add(time.Hour), Error: "boom \"q\" <&> é", Record: rec(1, "failed")},
+			{ID: ids[2], Attempt: 1, Claim: 1, State: job.StateDead, Error: "fatal", Record: rec(2, "failed")},
+			{ID: ids[3], Attempt: 1, Claim: 1, State: job.StateCancelled, Record: rec(3, "cancelled")},
+			{ID: ids[4], Attempt: 1, Claim: 1, State: job.StateAvailable, Record: rec(4, "interrupted")},
+			{ID: ids[5], Attempt: 2, Claim: 1, State: job.StateCompleted, Record: rec(5, "completed")}, // lease lost
+			{ID: ids[6], Attempt: 1, Claim: 1, State: job.StateCompleted, Record: rec(6, "completed")},
+			{ID: 999, Attempt: 1, Claim: 1, State: job.StateCompleted, Record: rec(7, "completed")}, // unknown
 		}
 		want := []job.State{job.StateCompleted, job.StateCancelled, job.StateDead, job.StateCancelled, job.StateAvailable, 0, job.StateCompleted, 0}
 		// A requested cancel: it wins over a failure, not over success.
@@ -80,11 +80,11 @@ func TestFinishSetMatchesOneByOne(t *testing.T) {
 		if _, err := s.Cancel(t.Context(), store.CancelParams{Now: t0, ID: ids[7]}); err != nil {
 			t.Fatal(err)
 		}
-		lease := func(id job.ID) store.Lease { return store.Lease{ID: id, Attempt: 1} }
+		lease := func(id job.ID) store.Lease { return store.Lease{ID: id, Claim: 1} }
 		hb, err := s.Heartbeat(t.Context(), store.HeartbeatParams{Now: t0, Worker: "w",
-			Jobs: []store.Lease{lease(ids[7]), lease(ids[5]), lease(ids[0]), lease(ids[7]), {ID: ids[5], Attempt: 2}}, LeaseUntil: t0.Add(2 * time.Minute)})
+			Jobs: []store.Lease{lease(ids[7]), lease(ids[5]), lease(ids[0]), lease(ids[7]), {ID: ids[5], Claim: 2}}, LeaseUntil: t0.Add(2 * time.Minute)})
 		if err != nil || !reflect.DeepEqual(hb.Cancel, []job.ID{ids[7], ids[7]}) ||
-			!reflect.DeepEqual(hb.Lost, []store.Lease{lease(ids[0]), {ID: ids[5], Attempt: 2}}) {
+			!reflect.DeepEqual(hb.Lost, []store.Lease{lease(ids[0]), {ID: ids[5], Claim: 2}}) {
 			t.Errorf("heartbeat: %+v, %v", hb, err)
 		}
 		for _, id := range []job.ID{ids[5], ids[7]} {

@@ -286,7 +286,7 @@ func TestLaneCounts(t *testing.T) {
 	var outs []store.Outcome
 	for i, j := range cl.Jobs[:8] {
 		st := []job.State{job.StateCompleted, job.StateRetrying, job.StateDead, job.StateAvailable}[i%4]
-		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st, RunAt: t0.Add(time.Minute)})
+		outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: st, RunAt: t0.Add(time.Minute)})
 	}
 	_, err = s.Finish(ctx, store.FinishParams{Now: t0, Outcomes: outs})
 	must(err)

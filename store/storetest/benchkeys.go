@@ -62,7 +62,7 @@ func BenchKeyBacklog(b *testing.B, backlog int, newStore func(b *testing.B) stor
 					b.Fatalf("Claim %d: %v, %v", i, res.Jobs, err)
 				}
 				j := res.Jobs[0]
-				if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt,
+				if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims,
 					State: job.StateCompleted, Record: job.Attempt{Attempt: j.Attempt, StartedAt: now, Outcome: "completed"}}}}); err != nil {
 					b.Fatal(err)
 				}

@@ -102,7 +102,7 @@ func cancelCases() []testCase {
 				t.Errorf("Terminate of a waiting job: %+v, %v; want cancelled", g, err)
 			}
 			// The terminated attempt's failure ends the job cancelled.
-			e.finish(at(400), store.Outcome{ID: ids[0], Attempt: 1, State: job.StateRetrying, RunAt: at(400), Error: "killed",
+			e.finish(at(400), store.Outcome{ID: ids[0], Attempt: 1, Claim: 1, State: job.StateRetrying, RunAt: at(400), Error: "killed",
 				Record: job.Attempt{Attempt: 1, Outcome: job.StateRetrying.String()}})
 			if g := e.get(ids[0]); g.State != job.StateCancelled {
 				t.Errorf("the terminated attempt's failure: state %s, want cancelled", g.State)

@@ -39,7 +39,7 @@ func claimCases() []testCase {
 			e.finishOne(at(10), first, store.Outcome{State: job.StateRetrying, RunAt: at(20), Error: "e"})
 			junk := func() *job.Job {
 				return &job.Job{ID: 99, Kind: "junk", Args: []byte(`"junk"`), Attempts: make([]job.Attempt, 3),
-					Result: []byte(`1`), LastError: "junk", UniqueKey: "junk", Schedule: "junk", Crashes: 7}
+					Result: []byte(`1`), LastError: "junk", UniqueKey: "junk", Schedule: "junk", Crashes: 7, Claims: 7}
 			}
 			reuse := []*job.Job{junk(), junk(), junk()}
 			res := e.claim(store.ClaimParams{Now: at(30), Limit: 3, Worker: "w", LeaseUntil: at(90), Queues: []string{"reuse"}, Reuse: reuse})

@@ -134,7 +134,7 @@ func finishCases() []testCase {
 			if _, err := e.s.Cancel(e.ctx, store.CancelParams{Now: at(5200), ID: id}); err != nil {
 				t.Fatal(err)
 			}
-			reached := e.finish(at(5300), store.Outcome{ID: id, Attempt: 1, State: job.StateScheduled, RunAt: at(9000),
+			reached := e.finish(at(5300), store.Outcome{ID: id, Attempt: again.Attempt, Claim: again.Claims, State: job.StateScheduled, RunAt: at(9000),
 				Record: record(again, at(5300), job.OutcomeSnoozed, "snoozed for 3.7s")})
 			if !reached[0] || e.state(id) != job.StateCancelled {
 				t.Errorf("snooze after a cancel request: got %s, want cancelled", e.state(id))
@@ -162,7 +162,7 @@ func finishCases() []testCase {
 			c := e.inState(t0, &job.Job{Kind: "k"}, job.StateRunning)
 			before := e.get(c.ID)
 			for _, attempt := range []int{0, 2} {
-				ok := e.finish(at(100), store.Outcome{ID: c.ID, Attempt: attempt, State: job.StateCompleted,
+				ok := e.finish(at(100), store.Outcome{ID: c.ID, Attempt: attempt, Claim: c.Claims, State: job.StateCompleted,
 					Record: job.Attempt{Attempt: attempt, Outcome: "completed"}})
 				if ok[0] {
 					t.Errorf("Finish with attempt %d of a job running attempt 1: got true, want false", attempt)
@@ -177,7 +177,7 @@ func finishCases() []testCase {
 			sched := e.inState(t0, &job.Job{Kind: "k", Queue: "d"}, job.StateScheduled)
 			for _, j := range []*job.Job{avail, done, retry, sched} {
 				for _, st := range []job.State{job.StateCompleted, job.StateDead, job.StateAvailable} {
-					ok := e.finish(at(100), store.Outcome{ID: j.ID, Attempt: j.Attempt, State: st, Error: "x",
+					ok := e.finish(at(100), store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: st, Error: "x",
 						Record: job.Attempt{Attempt: j.Attempt, Outcome: st.String()}})
 					if ok[0] {
 						t.Errorf("Finish(-> %s) of a %s job: got true, want false", st, j.State)
@@ -185,7 +185,7 @@ func finishCases() []testCase {
 				}
 				e.unchanged("after Finish of a "+j.State.String()+" job", j)
 			}
-			ok := e.finish(at(100), store.Outcome{ID: done.ID + 1000, Attempt: 1, State: job.StateCompleted})
+			ok := e.finish(at(100), store.Outcome{ID: done.ID + 1000, Attempt: 1, Claim: 1, State: job.StateCompleted})
 			if ok[0] {
 				t.Errorf("Finish of an unknown job: got true, want false")
 			}
@@ -193,8 +193,8 @@ func finishCases() []testCase {
 		{"FinishSameJobTwiceInOneCall", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
 			c := e.claimExpect(t0, job.DefaultQueue, id)
-			first := store.Outcome{ID: id, Attempt: c.Attempt, State: job.StateCompleted, Record: record(c, at(10), "completed", "")}
-			second := store.Outcome{ID: id, Attempt: c.Attempt, State: job.StateDead, Error: "late", Record: record(c, at(10), "dead", "late")}
+			first := store.Outcome{ID: id, Attempt: c.Attempt, Claim: c.Claims, State: job.StateCompleted, Record: record(c, at(10), "completed", "")}
+			second := store.Outcome{ID: id, Attempt: c.Attempt, Claim: c.Claims, State: job.StateDead, Error: "late", Record: record(c, at(10), "dead", "late")}
 			if got := e.finish(at(10), first, second); !got[0] || got[1] {
 				t.Errorf("Finish(completed, dead) of one job: applied %v, want [true false]", got)
 			}
@@ -207,7 +207,7 @@ func finishCases() []testCase {
 			c := e.inState(t0, &job.Job{Kind: "k"}, job.StateRunning)
 			e.finishOne(at(100), c, store.Outcome{State: job.StateCompleted})
 			before := e.get(c.ID)
-			ok := e.finish(at(200), store.Outcome{ID: c.ID, Attempt: c.Attempt, State: job.StateDead, Error: "late", Record: record(c, at(200), "dead", "late")})
+			ok := e.finish(at(200), store.Outcome{ID: c.ID, Attempt: c.Attempt, Claim: c.Claims, State: job.StateDead, Error: "late", Record: record(c, at(200), "dead", "late")})
 			if ok[0] {
 				t.Errorf("second Finish of the same attempt: got true, want false")
 			}
@@ -224,9 +224,9 @@ func finishCases() []testCase {
 				byID[j.ID] = j
 			}
 			outs := []store.Outcome{
-				{ID: ids[0], Attempt: 1, State: job.StateCompleted, Record: record(byID[ids[0]], at(10), "completed", "")},
-				{ID: ids[1], Attempt: 7, State: job.StateCompleted, Record: record(byID[ids[1]], at(10), "completed", "")},
-				{ID: ids[2], Attempt: 1, State: job.StateDead, Error: "x", Record: record(byID[ids[2]], at(10), "dead", "x")},
+				{ID: ids[0], Attempt: 1, Claim: 1, State: job.StateCompleted, Record: record(byID[ids[0]], at(10), "completed", "")},
+				{ID: ids[1], Attempt: 7, Claim: 1, State: job.StateCompleted, Record: record(byID[ids[1]], at(10), "completed", "")},
+				{ID: ids[2], Attempt: 1, Claim: 1, State: job.StateDead, Error: "x", Record: record(byID[ids[2]], at(10), "dead", "x")},
 			}
 			ok := e.finish(at(10), outs...)
 			if !ok[0] || ok[1] || !ok[2] {
@@ -245,8 +245,8 @@ func finishCases() []testCase {
 			a, b := e.get(ids[0]), e.get(ids[1])
 			for _, st := range []job.State{job.StateRunning} { // running -> scheduled is a snooze
 				_, err := e.s.Finish(e.ctx, store.FinishParams{Now: at(10), Outcomes: []store.Outcome{
-					{ID: a.ID, Attempt: 1, State: job.StateCompleted, Record: record(a, at(10), "completed", "")},
-					{ID: b.ID, Attempt: 1, State: st, RunAt: at(5000), Record: record(b, at(10), st.String(), "")},
+					{ID: a.ID, Attempt: 1, Claim: 1, State: job.StateCompleted, Record: record(a, at(10), "completed", "")},
+					{ID: b.ID, Attempt: 1, Claim: 1, State: st, RunAt: at(5000), Record: record(b, at(10), st.String(), "")},
 				}})
 				var te *job.TransitionError
 				if !errors.As(err, &te) {

@@ -201,9 +201,9 @@ func keyCases() []testCase {
 				a, b = b, a
 			}
 			outs := []store.Outcome{
-				{ID: a.ID, Attempt: a.Attempt, State: job.StateCompleted, Record: record(a, at(3), job.StateCompleted.String(), ""),
+				{ID: a.ID, Attempt: a.Attempt, Claim: a.Claims, State: job.StateCompleted, Record: record(a, at(3), job.StateCompleted.String(), ""),
 					Output: packed("a out\n", "a err\n", "", 0)},
-				{ID: b.ID, Attempt: b.Attempt, State: job.StateScheduled, RunAt: at(500), HoldKeyUntil: at(500),
+				{ID: b.ID, Attempt: b.Attempt, Claim: b.Claims, State: job.StateScheduled, RunAt: at(500), HoldKeyUntil: at(500),
 					Record: job.Attempt{Attempt: b.Attempt, StartedAt: b.StartedAt, Outcome: job.OutcomeSnoozed}},
 			}
 			reached, res, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(3), Outcomes: outs},
@@ -231,7 +231,7 @@ func keyCases() []testCase {
 			// take before the hold ends, and then one job of b.
 			c := res.Jobs[0]
 			_, res, err = fc.FinishClaim(e.ctx, store.FinishParams{Now: at(4), Outcomes: []store.Outcome{{ID: c.ID,
-				Attempt: c.Attempt, State: job.StateCompleted, Record: record(c, at(4), job.StateCompleted.String(), "")}}},
+				Attempt: c.Attempt, Claim: c.Claims, State: job.StateCompleted, Record: record(c, at(4), job.StateCompleted.String(), "")}}},
 				store.ClaimParams{Now: at(4), Limit: 10, Worker: worker1, LeaseUntil: at(4).Add(lease)})
 			if err != nil || len(res.Jobs) != 0 {
 				t.Errorf("FinishClaim while b is held: %v, %v; want no jobs", idsOf(res.Jobs), err)
@@ -293,7 +293,7 @@ func keyCases() []testCase {
 							// Counted off before the finish commits: a
 							// claim after it may take the slot.
 							if _, err := e.s.Finish(e.ctx, store.FinishParams{Now: at(2), Outcomes: []store.Outcome{{
-								ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Record: record(j, at(2), "completed", "")}}}); err != nil {
+								ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted, Record: record(j, at(2), "completed", "")}}}); err != nil {
 								t.Errorf("Finish: %v", err)
 							}
 						}

@@ -19,11 +19,11 @@ func (e *env) heartbeat(p store.HeartbeatParams) store.HeartbeatResult {
 	return res
 }
 
-// leases returns the leases of the running jobs js: their IDs and attempts.
+// leases returns the leases of the running jobs js: their IDs and claims.
 func leases(js ...*job.Job) []store.Lease {
 	out := make([]store.Lease, len(js))
 	for i, j := range js {
-		out[i] = store.Lease{ID: j.ID, Attempt: j.Attempt}
+		out[i] = store.Lease{ID: j.ID, Claim: j.Claims}
 	}
 	return out
 }
@@ -84,8 +84,8 @@ func leaseCases() []testCase {
 			done := e.inState(t0, &job.Job{Kind: "e", Queue: "q4"}, job.StateCompleted)
 			a, b := mine[0], mine[1]
 			before := map[job.ID]*job.Job{b.ID: e.get(b.ID), theirs[0].ID: e.get(theirs[0].ID), d: e.get(d), done.ID: done}
-			ask := append(leases(a, theirs[0]), store.Lease{ID: d}, store.Lease{ID: done.ID, Attempt: done.Attempt},
-				store.Lease{ID: done.ID + 100, Attempt: 1})
+			ask := append(leases(a, theirs[0]), store.Lease{ID: d}, store.Lease{ID: done.ID, Claim: done.Claims},
+				store.Lease{ID: done.ID + 100, Claim: 1})
 			res := e.heartbeat(store.HeartbeatParams{Now: at(1000), Worker: worker1, Jobs: ask, LeaseUntil: at(60000)})
 			wantIDList(t, "Heartbeat cancel", res.Cancel, nil)
 			wantIDList(t, "Heartbeat lost", leaseIDs(res.Lost), []job.ID{theirs[0].ID, d, done.ID, done.ID + 100})
@@ -113,7 +113,7 @@ func leaseCases() []testCase {
 		}},
 		{"HeartbeatAfterLeaseLostReportsIt", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
-			old := store.Lease{ID: id, Attempt: 1}
+			old := store.Lease{ID: id, Claim: 1}
 			e.claimAndExpire(0, id, 0)
 			res := e.heartbeat(store.HeartbeatParams{Now: at(1100), Worker: worker1, Jobs: []store.Lease{old}, LeaseUntil: at(60000)})
 			wantIDList(t, "Heartbeat lost after rescue", leaseIDs(res.Lost), []job.ID{id})
@@ -122,7 +122,7 @@ func leaseCases() []testCase {
 			e.claim(store.ClaimParams{Now: at(1200), Limit: 1, LeaseUntil: at(31200)})
 			res = e.heartbeat(store.HeartbeatParams{Now: at(1300), Worker: worker1, Jobs: []store.Lease{old}, LeaseUntil: at(60000)})
 			if len(res.Lost) != 1 || res.Lost[0] != old {
-				t.Errorf("Heartbeat of attempt 1 while attempt 2 runs: lost %v, want [%v]", res.Lost, old)
+				t.Errorf("Heartbeat of claim 1 while claim 2 runs: lost %v, want [%v]", res.Lost, old)
 			}
 			g := e.get(id)
 			if g.Worker != worker1 || g.Attempt != 2 {
@@ -189,10 +189,10 @@ func leaseCases() []testCase {
 			for _, ms := range []int{11000, 21000} {
 				e.heartbeat(store.HeartbeatParams{Now: at(ms), Worker: worker1, Jobs: leases(e.get(beat), e.get(again)), LeaseUntil: at(ms + 30000)})
 			}
-			// A renewal another worker sent, or for another attempt, is not
+			// A renewal another worker sent, or for another claim, is not
 			// the worker's: it renews nothing and does not count.
 			e.heartbeat(store.HeartbeatParams{Now: at(40000), Worker: worker2, Jobs: leases(e.get(beat)), LeaseUntil: at(70000)})
-			e.heartbeat(store.HeartbeatParams{Now: at(40000), Worker: worker1, Jobs: []store.Lease{{ID: beat, Attempt: 2}}, LeaseUntil: at(70000)})
+			e.heartbeat(store.HeartbeatParams{Now: at(40000), Worker: worker1, Jobs: []store.Lease{{ID: beat, Claim: 2}}, LeaseUntil: at(70000)})
 			wantIDList(t, "Rescue", idsOf(e.rescue(store.RescueParams{Now: at(57500)})), []job.ID{beat, never, again})
 			for id, want := range map[job.ID]time.Duration{beat: 20 * time.Second, never: 0, again: 20 * time.Second} {
 				g := e.get(id)
@@ -209,10 +209,60 @@ func leaseCases() []testCase {
 				t.Errorf("second attempt, never renewed: %s, want a duration of 0", fmtAttempts(g.Attempts))
 			}
 		}},
+		{"EarlierClaimOfSameAttemptIsFenced", func(t *testing.T, e *env) {
+			// A snoozed or released attempt does not count, so the next
+			// claim runs the same attempt number: only the claim number
+			// tells the two leases apart, even for the same worker.
+			for _, st := range []job.State{job.StateScheduled, job.StateAvailable} {
+				queue := "fence-" + st.String()
+				id := e.add(t0, &job.Job{Kind: "k", Queue: queue})
+				first := e.claimExpect(t0, queue, id)
+				if first.Claims != 1 {
+					t.Errorf("%s: first claim: Claims %d, want 1", queue, first.Claims)
+				}
+				ended := job.OutcomeSnoozed
+				if st == job.StateAvailable {
+					ended = job.OutcomeReleased
+				}
+				e.finishOne(at(10), first, store.Outcome{State: st, RunAt: at(20), Record: record(first, at(10), ended, "")})
+				if g := e.get(id); g.Claims != 1 {
+					t.Errorf("%s: after the %s outcome: Claims %d, want 1 (never lowered)", queue, st, g.Claims)
+				}
+				second := e.claimExpect(at(20), queue, id)
+				if second.Attempt != first.Attempt || second.Claims != 2 || second.Worker != first.Worker {
+					t.Fatalf("%s: second claim: attempt %d claims %d worker %q, want attempt %d claims 2 worker %q",
+						queue, second.Attempt, second.Claims, second.Worker, first.Attempt, first.Worker)
+				}
+				before := e.get(id)
+				if before.Claims != second.Claims {
+					t.Errorf("%s: Get: Claims %d, want the claim's %d", queue, before.Claims, second.Claims)
+				}
+				res := e.heartbeat(store.HeartbeatParams{Now: at(30), Worker: worker1, Jobs: leases(first), LeaseUntil: at(90000)})
+				if len(res.Lost) != 1 || res.Lost[0] != (store.Lease{ID: id, Claim: 1}) || len(res.Cancel) != 0 {
+					t.Errorf("%s: Heartbeat of the first claim: %+v, want it lost", queue, res)
+				}
+				e.unchanged(queue+": after a Heartbeat of the first claim", before)
+				late := store.Outcome{ID: id, Attempt: first.Attempt, Claim: first.Claims, State: job.StateCompleted,
+					Record: record(first, at(40), "completed", ""), Output: packed("late\n", "", "", 0)}
+				if ok := e.finish(at(40), late); ok[0] {
+					t.Errorf("%s: Finish of the first claim while the second runs: got true, want false", queue)
+				}
+				e.unchanged(queue+": after a Finish of the first claim", before)
+				if n := len(e.outputs(id, 0)); n != 0 {
+					t.Errorf("%s: Outputs after a refused outcome: got %d, want none", queue, n)
+				}
+				res = e.heartbeat(store.HeartbeatParams{Now: at(50), Worker: worker1, Jobs: leases(second), LeaseUntil: at(90000)})
+				if len(res.Lost) != 0 {
+					t.Errorf("%s: Heartbeat of the second claim: lost %v", queue, res.Lost)
+				}
+				e.finishOne(at(60), second, store.Outcome{State: job.StateCompleted})
+				e.wantState(id, job.StateCompleted)
+			}
+		}},
 		{"FinishAfterRescueIsSkipped", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
 			e.claimAndExpire(0, id, 0)
-			late := store.Outcome{ID: id, Attempt: 1, State: job.StateCompleted, Record: job.Attempt{Attempt: 1, Outcome: "completed"}}
+			late := store.Outcome{ID: id, Attempt: 1, Claim: 1, State: job.StateCompleted, Record: job.Attempt{Attempt: 1, Outcome: "completed"}}
 			if ok := e.finish(at(1500), late); ok[0] {
 				t.Errorf("Finish of a rescued attempt: got true, want false")
 			}

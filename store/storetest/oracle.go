@@ -73,7 +73,7 @@ func oracleCases() []testCase {
 						t.Fatalf("Cancel: %v", err)
 					}
 				}
-				c.o.ID, c.o.Attempt = second.ID, second.Attempt
+				c.o.ID, c.o.Attempt, c.o.Claim = second.ID, second.Attempt, second.Claims
 				c.o.Record = record(second, at(500), c.o.State.String(), c.o.Error)
 				c.want = e.expect(c.id, func(j *job.Job) error {
 					ok, err := store.ApplyFinish(j, c.o, at(500))
@@ -143,7 +143,7 @@ func oracleCases() []testCase {
 				q := "first-" + c.name
 				c.id = e.add(t0, &job.Job{Kind: "k", Queue: q})
 				j := e.claimExpect(at(10), q, c.id)
-				c.o.ID, c.o.Attempt = j.ID, j.Attempt
+				c.o.ID, c.o.Attempt, c.o.Claim = j.ID, j.Attempt, j.Claims
 				c.o.Record = record(j, at(500), c.o.State.String(), c.o.Error)
 				switch c.o.State {
 				case job.StateAvailable:

@@ -142,7 +142,7 @@ func outputCases() []testCase {
 		{"OutputsLeaseLost", func(t *testing.T, e *env) {
 			id := e.add(t0, &job.Job{Kind: "k"})
 			c := e.claimExpect(t0, job.DefaultQueue, id)
-			ok := e.finish(at(10), store.Outcome{ID: id, Attempt: c.Attempt + 1, State: job.StateCompleted,
+			ok := e.finish(at(10), store.Outcome{ID: id, Attempt: c.Attempt + 1, Claim: c.Claims, State: job.StateCompleted,
 				Record: record(c, at(10), "completed", ""), Output: packed("lost\n", "", "", 0)})
 			if ok[0] {
 				t.Fatal("Finish of another attempt applied")

@@ -105,7 +105,7 @@ func queueCases() []testCase {
 			jb := e.claimExpect(t0, "q", b)
 			e.pause(at(1), "q", true)
 			hb := e.heartbeat(store.HeartbeatParams{Now: at(2), Worker: worker1,
-				Jobs: []store.Lease{{ID: a, Attempt: ja.Attempt}}, LeaseUntil: at(60000)})
+				Jobs: []store.Lease{{ID: a, Claim: ja.Claims}}, LeaseUntil: at(60000)})
 			if len(hb.Lost) != 0 {
 				t.Errorf("Heartbeat in a paused queue: lost %v", hb.Lost)
 			}
@@ -328,7 +328,7 @@ func concurrencyLimitCases() []testCase {
 				t.Fatalf("Claim of the free slots: %d jobs, Held %v; want 2, true", len(first.Jobs), first.Held)
 			}
 			a := first.Jobs[0]
-			out := store.Outcome{ID: a.ID, Attempt: a.Attempt, State: job.StateCompleted,
+			out := store.Outcome{ID: a.ID, Attempt: a.Attempt, Claim: a.Claims, State: job.StateCompleted,
 				Record: record(a, at(2), job.StateCompleted.String(), "")}
 			claimP := store.ClaimParams{Now: at(2), Limit: 10, Worker: worker1, LeaseUntil: at(2).Add(lease)}
 			reached, res, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(2), Outcomes: []store.Outcome{out}}, claimP)
@@ -355,7 +355,7 @@ func concurrencyLimitCases() []testCase {
 			}
 			// A refused outcome fails the call: nothing is claimed.
 			b := first.Jobs[1]
-			bad := store.Outcome{ID: b.ID, Attempt: b.Attempt, State: job.StateRunning}
+			bad := store.Outcome{ID: b.ID, Attempt: b.Attempt, Claim: b.Claims, State: job.StateRunning}
 			if _, _, err := fc.FinishClaim(e.ctx, store.FinishParams{Now: at(4), Outcomes: []store.Outcome{bad}},
 				store.ClaimParams{Now: at(4), Limit: 10, Worker: worker1, LeaseUntil: at(4).Add(lease)}); err == nil {
 				t.Errorf("FinishClaim of running -> running: no error")

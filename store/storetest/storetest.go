@@ -210,10 +210,10 @@ func (e *env) finish(now time.Time, outs ...store.Outcome) []bool {
 }
 
 // finishOne applies one outcome to the running job j at now and fails unless
-// it applied. The record and the attempt number are filled from j.
+// it applied. The record, the attempt and the claim are filled from j.
 func (e *env) finishOne(now time.Time, j *job.Job, o store.Outcome) {
 	e.t.Helper()
-	o.ID, o.Attempt = j.ID, j.Attempt
+	o.ID, o.Attempt, o.Claim = j.ID, j.Attempt, j.Claims
 	if reflect.DeepEqual(o.Record, job.Attempt{}) {
 		o.Record = record(j, now, o.State.String(), o.Error)
 	}

@@ -99,7 +99,7 @@ func benchClaim(b testing.TB, s *sqlitestore.Store, n int) []*job.Job {
 func benchFinish(b testing.TB, s *sqlitestore.Store, js []*job.Job) {
 	outs := make([]store.Outcome, len(js))
 	for i, j := range js {
-		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
+		outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted, Result: []byte(`{"ok":true}`),
 			Record: job.Attempt{Attempt: j.Attempt, StartedAt: j.StartedAt, Duration: time.Millisecond, Worker: "w", Outcome: "completed"}}
 	}
 	if _, err := s.Finish(context.Background(), store.FinishParams{Now: benchT0, Outcomes: outs}); err != nil {
@@ -308,7 +308,7 @@ func benchFloor(b *testing.B, wholeRow, record bool) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					args = append(args, int64(j.ID), j.Attempt, nil, rec)
+					args = append(args, int64(j.ID), j.Attempt, j.Claims, nil, rec)
 				}
 				rows, err := tx.Stmt(stmts[2]).Query(append(args, now)...)
 				if err != nil {
