@@ -206,8 +206,8 @@ func TestScaleFileDirect(t *testing.T) {
 		cols = append(cols, c, "typeof("+c+")")
 	}
 	rows.Close()
-	if len(cols) != 2*31 {
-		t.Fatalf("jobs has %d columns, want 31", len(cols)/2)
+	if len(cols) != 2*32 {
+		t.Fatalf("jobs has %d columns, want 32", len(cols)/2)
 	}
 	list := strings.Join(cols, ", ")
 	for _, c := range []struct{ what, a, b string }{
