@@ -602,9 +602,15 @@ type UpdateScheduleParams struct {
 type FireScheduleParams struct {
 	Now      time.Time
 	Name     string
-	FireTime time.Time // must equal the schedule's NextRunAt
+	FireTime time.Time // must equal the schedule's NextRunAt (IfNext, if set)
 	Next     time.Time // the schedule's NextRunAt afterwards (zero: wait for completion)
 	Job      *job.Job  // validated job to enqueue, with Schedule and FireTime set
+	// IfNext, if set, is the NextRunAt the tick is fired from instead of
+	// FireTime, a later tick: a catch-up's first step passes over the
+	// missed ticks it does not run and fires FireTime in one
+	// compare-and-set, so no process sees NextRunAt at FireTime before
+	// it fires. Ignored with Manual, Backfill and Release.
+	IfNext time.Time
 	// SkipIfBusy applies the skip overlap policy to the schedule's last job
 	// (LastJobID): if it is available or running, the tick is skipped
 	// (SkippedTicks+1, LastSkipAt=FireTime); if it is retrying it is
@@ -648,8 +654,18 @@ type FireScheduleParams struct {
 	Release bool
 }
 
+// From returns the NextRunAt FireSchedule compares with: p.IfNext if set,
+// else p.FireTime.
+func (p FireScheduleParams) From() time.Time {
+	if !p.IfNext.IsZero() {
+		return p.IfNext
+	}
+	return p.FireTime
+}
+
 // FireResult is the outcome of Store.FireSchedule. When NextRunAt no longer
-// equalled FireTime (another process handled the tick) all fields are zero.
+// equalled FireTime (or IfNext: another process handled the tick) all
+// fields are zero.
 type FireResult struct {
 	Fired bool
 	ID    job.ID // the job enqueued, when Fired

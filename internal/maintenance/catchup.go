@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 // catchUp handles the ticks sc missed (its NextRunAt and at least one tick
 // after it are at or before now) by its CatchUp policy, other than
 // CatchUpOne, and returns its next tick. Every step is a compare-and-set
-// on NextRunAt: moving it to the first tick to run (UpdateSchedule), then
-// firing each tick to run with the next one as Next (FireSchedule). A
-// process that dies between two steps leaves NextRunAt at the next tick
-// to run, which the next leader fires: each tick runs at most once, and a
-// step another process made first ends the pass.
+// on NextRunAt: firing each tick to run with the next one as Next
+// (FireSchedule; the first from sc.NextRunAt, passing over the ticks not
+// run in the same step), or, with none to run, moving NextRunAt past now
+// (UpdateSchedule). A process that dies between two steps leaves
+// NextRunAt at the next tick to run, which the next leader fires: each
+// tick runs at most once, and a step another process made first ends the
+// pass.
 func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.Rule, now time.Time) (time.Time, error) {
 	after := rule.Next(now)
 	var ticks []time.Time
@@ -47,19 +50,13 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 	} else {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule catching up missed ticks", attrs...)
 	}
-	first := after
-	if len(ticks) > 0 {
-		first = ticks[0]
-	}
-	if !first.Equal(sc.NextRunAt) {
+	if len(ticks) == 0 {
 		if _, err := s.cfg.Store.UpdateSchedule(ctx, store.UpdateScheduleParams{
-			Name: sc.Name, SetNext: true, IfNext: sc.NextRunAt, Next: first,
+			Name: sc.Name, SetNext: true, IfNext: sc.NextRunAt, Next: after,
 		}); err != nil {
 			return time.Time{}, ignoreConflict(err)
 		}
-	}
-	if dropped > 0 { // once: after the compare-and-set this pass won
-		s.catchUpCap(ctx, sc, dropped, len(ticks), now)
+		return after, nil
 	}
 	for i, tick := range ticks {
 		next := after
@@ -70,14 +67,21 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 		if err != nil {
 			return time.Time{}, err
 		}
-		res, err := s.cfg.Store.FireSchedule(ctx, store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: tick, Next: next, Job: j})
+		p := store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: tick, Next: next, Job: j}
+		if i == 0 && !tick.Equal(sc.NextRunAt) {
+			p.IfNext = sc.NextRunAt // over the ticks not run, in the same compare-and-set
+		}
+		res, err := s.cfg.Store.FireSchedule(ctx, p)
 		if err != nil {
 			return time.Time{}, err
 		}
+		if res == (store.FireResult{}) {
+			return time.Time{}, nil // another process moved the schedule: it goes on
+		}
+		if i == 0 && dropped > 0 { // once: after the compare-and-set this pass won
+			s.catchUpCap(ctx, sc, dropped, len(ticks), now)
+		}
 		if !res.Fired {
-			if res == (store.FireResult{}) {
-				return time.Time{}, nil // another process moved the schedule: it goes on
-			}
 			continue
 		}
 		s.log.LogAttrs(ctx, slog.LevelInfo, "schedule fired", slog.String("schedule", sc.Name),
@@ -91,6 +95,32 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 		}
 	}
 	return after, nil
+}
+
+// caughtUpLast reports whether sc's due tick (its NextRunAt, the only one
+// at or before now) is the last tick of an all catch-up another pass is
+// making, or made until it died: the schedule's last job is the previous
+// tick's (LastFireAt, the tick just before NextRunAt) and was enqueued at
+// or after NextRunAt, so that tick was fired late, by a catch-up, after
+// this one was due. Such a tick fires as the catch-up fires it, whatever
+// the overlap policy: through the normal path, the caught-up jobs still
+// waiting would make the skip policy drop it (a tick lost), the cancel
+// policies cancel the previous one, the buffer policies hold it back.
+// Both times come from the catch-up's clock, so another process's clock
+// does not enter. A tick fired on time is enqueued before the next one
+// is due, and a run now or a backfill is not the previous tick's job.
+func (s *Services) caughtUpLast(ctx context.Context, sc *job.Schedule, rule schedule.Rule) (bool, error) {
+	if sc.LastJobID == 0 || sc.LastFireAt.IsZero() || !rule.Next(sc.LastFireAt).Equal(sc.NextRunAt) {
+		return false, nil
+	}
+	last, err := s.cfg.Store.Get(ctx, sc.LastJobID)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return false, nil // purged: it finished long ago
+	case err != nil:
+		return false, err
+	}
+	return last.FireTime.Equal(sc.LastFireAt) && !last.CreatedAt.Before(sc.NextRunAt), nil
 }
 
 // latestTick returns the latest tick of r at or before now, first being

@@ -11,10 +11,10 @@ import (
 )
 
 // FireDue fires every schedule due at now, once each, and returns the
-// earliest upcoming tick (zero if none is known). Catch-up policy: a
-// schedule whose ticks were missed (the process was down) fires once, for
-// the earliest missed tick, and then continues from its first tick after
-// now; missed ticks are never replayed in a burst.
+// earliest upcoming tick (zero if none is known). A schedule whose ticks
+// were missed (no process fired them) follows its catch-up policy: with
+// CatchUpOne (the default) it fires once, for the earliest missed tick,
+// and continues from its first tick after now; the others are catchUp's.
 func (s *Services) FireDue(ctx context.Context, now time.Time) time.Time {
 	scheds, err := s.cfg.Store.ListSchedules(ctx)
 	if err != nil {
@@ -80,6 +80,15 @@ func (s *Services) fire(ctx context.Context, sc *job.Schedule, now time.Time) (t
 	if rule != nil && sc.CatchUp != job.CatchUpOne {
 		if after := rule.Next(sc.NextRunAt); !after.IsZero() && !after.After(now) {
 			return s.catchUp(ctx, sc, rule, now)
+		}
+		if sc.CatchUp == job.CatchUpAll && sc.Overlap != job.OverlapAllow {
+			last, err := s.caughtUpLast(ctx, sc, rule)
+			if err != nil {
+				return time.Time{}, err
+			}
+			if last {
+				return s.catchUp(ctx, sc, rule, now)
+			}
 		}
 	}
 	fireAt := sc.NextRunAt

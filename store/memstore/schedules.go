@@ -115,7 +115,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		}
 	}
 	if !outside {
-		if sc.Paused || !sc.NextRunAt.Equal(p.FireTime) {
+		if sc.Paused || !sc.NextRunAt.Equal(p.From()) {
 			return store.FireResult{}, nil
 		}
 		sc.NextRunAt = p.Next

@@ -311,7 +311,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 		}
 		if !outside {
-			if sc.Paused || !sc.NextRunAt.Equal(fire) {
+			if sc.Paused || !sc.NextRunAt.Equal(micro(p.From())) {
 				return nil // paused meanwhile, or another firing won
 			}
 			var exists bool

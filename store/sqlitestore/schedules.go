@@ -207,7 +207,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			}
 		}
 		if !outside {
-			if sc.Paused || store.UnixNanos(sc.NextRunAt) != fire {
+			if sc.Paused || store.UnixNanos(sc.NextRunAt) != store.UnixNanos(p.From()) {
 				return nil // paused meanwhile, or another firing won
 			}
 			exists, err := fired(w, p.Name, fire)

@@ -291,6 +291,29 @@ func scheduleCases() []testCase {
 			}
 			e.wantSchedule("s", at(180000), at(120000), next.ID)
 		}},
+		{"FireScheduleIfNextPassesOverTicks", func(t *testing.T, e *env) {
+			// A catch-up's first step: from NextRunAt 1m, tick 3m fires and
+			// 2m is passed over, in one compare-and-set.
+			s := newSchedule("s", at(60000))
+			e.addSchedule(s)
+			p := fireParams(t, s, at(200000), at(180000), at(240000))
+			p.IfNext = at(60000)
+			r, err := e.s.FireSchedule(e.ctx, p)
+			if err != nil || !r.Fired {
+				t.Fatalf("FireSchedule of 3m from 1m: got %+v, %v, want fired", r, err)
+			}
+			wantTime(t, "fired job FireTime", e.get(r.ID).FireTime, at(180000))
+			e.wantSchedule("s", at(240000), at(180000), r.ID)
+			// NextRunAt is no longer IfNext, nor FireTime: nothing changes.
+			for _, p := range []store.FireScheduleParams{p, fireParams(t, s, at(200000), at(240000), at(300000))} {
+				p.IfNext = at(60000)
+				if again, err := e.s.FireSchedule(e.ctx, p); err != nil || again != (store.FireResult{}) {
+					t.Errorf("FireSchedule of %v from 1m after the schedule moved: got %+v, %v, want a zero result", p.FireTime, again, err)
+				}
+			}
+			e.wantIDs("after the stale firings", r.ID)
+			e.wantSchedule("s", at(240000), at(180000), r.ID)
+		}},
 		{"FireScheduleStaleFireTimeChangesNothing", func(t *testing.T, e *env) {
 			s := newSchedule("s", at(60000))
 			e.addSchedule(s)
