@@ -143,5 +143,10 @@
 // in turn, so one key's backlog does not sit in front of the others
 // (ExampleClient_SetQueueKeyConcurrency). PauseKey pauses one key; a
 // handler that meets a tenant's rate limit returns HoldKey(d) to snooze
-// its job and hold its key for d. See docs/flow-control.md.
+// its job and hold its key for d. SetQueueKeyRate throttles each key of a
+// queue on its own: at most N starts of one key per period with a burst,
+// by GCRA with one small state per key (gone about two periods after the
+// key's last start); a throttled key waits while the queue's other keys
+// go on, and WaitReason says until when (ExampleClient_SetQueueKeyRate).
+// See docs/flow-control.md.
 package hopper

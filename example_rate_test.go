@@ -91,3 +91,51 @@ func ExampleClient_SetQueueRate_drop() {
 	// cancelled: dropped: queue pings over its rate 1/1m
 	// cancelled: dropped: queue pings over its rate 1/1m
 }
+
+// A queue throttled per key: each tenant may start 2 jobs a second, with
+// a burst of 2. A busy tenant's excess waits and says until when; another
+// tenant is not slowed. The step API obeys it, so a test steps through it
+// by the times it passes.
+func ExampleClient_SetQueueKeyRate() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "sync", func(ctx context.Context, args json.RawMessage) (any, error) { return nil, nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+	if err := c.SetQueueKeyRate(ctx, "api", hopper.Rate{N: 2, Period: time.Second, Burst: 2}); err != nil {
+		panic(err)
+	}
+	enqueue := func(tenant string) hopper.ID {
+		res, err := c.Enqueue(ctx, "sync", nil, &hopper.EnqueueOptions{Queue: "api", Key: "tenant=" + tenant})
+		if err != nil {
+			panic(err)
+		}
+		return res.ID
+	}
+	var last hopper.ID
+	for range 4 {
+		last = enqueue("42")
+	}
+	enqueue("7")
+	now := time.Date(2100, time.January, 1, 12, 0, 0, 0, time.UTC)
+	for _, after := range []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		ran, err := c.RunReady(ctx, now.Add(after))
+		if err != nil {
+			panic(err)
+		}
+		j, _ := c.Get(ctx, last)
+		why, _ := c.WaitReason(ctx, j)
+		if why == "" {
+			why = j.State.String()
+		}
+		fmt.Printf("+%v: ran %d; %s\n", after, len(ran), why)
+	}
+	// Output:
+	// +0s: ran 3; key tenant=42 throttled until 12:00:00.500
+	// +250ms: ran 0; key tenant=42 throttled until 12:00:00.500
+	// +500ms: ran 1; key tenant=42 throttled until 12:00:01
+	// +1s: ran 1; completed
+}

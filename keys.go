@@ -9,7 +9,8 @@ import (
 
 // KeyInfo is the flow-control state of one key (EnqueueOptions.Key) of a
 // queue, shared by every process on the store. Only keys with a state —
-// slots held, a pause or a hold — are listed.
+// slots held, a pause, a hold, or a throttle state (a start within about
+// two periods of its queue's KeyRate) — are listed.
 type KeyInfo struct {
 	Queue, Key string
 	// Running is how many running jobs of the key hold a slot of the
@@ -21,6 +22,9 @@ type KeyInfo struct {
 	// HeldUntil: the key's jobs start no earlier (HoldKey); zero if not
 	// held.
 	HeldUntil time.Time
+	// ThrottledUntil is, while the key's throttle (SetQueueKeyRate)
+	// allows no start, when it next allows one; zero otherwise.
+	ThrottledUntil time.Time
 }
 
 // SetQueueKeyConcurrency caps how many jobs of one key (EnqueueOptions.Key)
@@ -37,6 +41,27 @@ func (c *Client) SetQueueKeyConcurrency(ctx context.Context, queue string, n int
 		return err
 	}
 	return c.setQueue(ctx, store.SetQueueParams{Name: queue, KeyConcurrency: &n})
+}
+
+// SetQueueKeyRate throttles the starts of each key (EnqueueOptions.Key)
+// of a queue, across every process sharing the store: at most r.N per
+// r.Period of one key, up to r.Burst at once, by GCRA as SetQueueRate
+// does for the whole queue — each key with a state of its own, one small
+// row while it starts jobs, deleted about two periods after its last
+// start. The claim checks it inside its transaction, at the store's time
+// (on PostgreSQL the database's clock): a throttled key is skipped as a key
+// at its limit is, its excess waits, its other keys go on, and the workers
+// claim again when it next allows a start. Jobs without a key are not
+// throttled by it; a queue's own rate, its limits and a key's limit apply
+// as well. The zero Rate removes it (and every key's state). r.Drop, or a
+// bad rate, is a *FieldError on "key_rate" or "key_burst"; a store without
+// per-key state fails with ErrNoFlowControl.
+func (c *Client) SetQueueKeyRate(ctx context.Context, queue string, r Rate) error {
+	if _, err := c.keyControl(); err != nil {
+		return err
+	}
+	sr := r.store()
+	return c.setQueue(ctx, store.SetQueueParams{Name: queue, KeyRate: &sr})
 }
 
 // PauseKey pauses one key of a queue, for every process sharing the store:
@@ -79,8 +104,10 @@ func (c *Client) Keys(ctx context.Context, queue string) ([]KeyInfo, error) {
 		return nil, err
 	}
 	out := make([]KeyInfo, len(ks))
+	now := c.now()
 	for i, k := range ks {
-		out[i] = KeyInfo{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused, PausedAt: k.PausedAt, HeldUntil: k.HeldUntil}
+		out[i] = KeyInfo{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused, PausedAt: k.PausedAt, HeldUntil: k.HeldUntil,
+			ThrottledUntil: k.Throttle.Until(now)}
 	}
 	return out, nil
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // ErrNoFlowControl is returned by the queue flow-control methods
-// (PauseQueue, ResumeQueue, SetQueueConcurrency, SetQueueRate) on a store that does not
+// (PauseQueue, ResumeQueue, SetQueueConcurrency, SetQueueRate,
+// SetQueueKeyRate) on a store that does not
 // keep queue state (store.QueueControl): every store of this module keeps
 // it.
 var ErrNoFlowControl = errors.New("the store does not keep queue state (store.QueueControl)")
@@ -41,6 +42,10 @@ type QueueInfo struct {
 	// otherwise).
 	Rate           Rate
 	ThrottledUntil time.Time
+	// KeyRate throttles the starts of each key of the queue across every
+	// process (SetQueueKeyRate; the zero Rate: none). Keys' throttles are
+	// listed by Client.Keys.
+	KeyRate Rate
 	// Counts are the queue's jobs by state (Stats); QueueStates leaves
 	// them out.
 	Counts map[State]int
@@ -75,19 +80,9 @@ func (q QueueInfo) WaitReason() string {
 	case q.AtLimit():
 		return fmt.Sprintf("queue %s at its limit of %d", q.Name, q.Concurrency)
 	case q.IsThrottled():
-		return fmt.Sprintf("queue %s throttled until %s", q.Name, clockTime(q.ThrottledUntil))
+		return fmt.Sprintf("queue %s throttled until %s", q.Name, store.ClockTime(q.ThrottledUntil))
 	}
 	return ""
-}
-
-// clockTime renders t's time of day in UTC, with milliseconds only if it
-// has some ("12:00:03", "12:00:03.250").
-func clockTime(t time.Time) string {
-	t = t.UTC()
-	if t.Nanosecond()/int(time.Millisecond) == 0 {
-		return t.Format(time.TimeOnly)
-	}
-	return t.Format("15:04:05.000")
 }
 
 // QueueStates returns the flow-control state of every queue that has one
@@ -106,7 +101,7 @@ func (c *Client) QueueStates(ctx context.Context) ([]QueueInfo, error) {
 	for i, s := range states {
 		out[i] = QueueInfo{Name: s.Name, Paused: s.Paused, PausedAt: s.PausedAt, Concurrency: s.Concurrency,
 			Slots: s.Running, KeyConcurrency: s.KeyConcurrency, MaxWorkers: c.cfg.Queues[s.Name].MaxWorkers,
-			Rate: rateOf(s.Rate)}
+			Rate: rateOf(s.Rate), KeyRate: rateOf(s.KeyRate)}
 		if !s.Rate.Drop {
 			out[i].ThrottledUntil = s.Throttle().Until(c.now())
 		}
@@ -242,7 +237,8 @@ func (c *Client) queueControl() (store.QueueControl, error) {
 // has come, in words for people ("queue emails paused", "queue emails at
 // its limit of 5", "queue emails throttled until 12:00:03" — the time in
 // UTC, "key tenant=42 at its limit of 2", "key tenant=42 paused", "key
-// tenant=42 held until 2026-01-02T15:04:05Z"), or "" if nothing holds it:
+// tenant=42 held until 2026-01-02T15:04:05Z", "key tenant=42 throttled
+// until 12:00:03"), or "" if nothing holds it:
 // it waits only for a worker, or for its run-at. A job that is not waiting
 // gives "".
 func (c *Client) WaitReason(ctx context.Context, j *Job) (string, error) {

@@ -81,9 +81,7 @@ func TestQueueRate(t *testing.T) {
 // reason, and ProcessNext passes over the dropped jobs.
 func TestQueueRateStep(t *testing.T) {
 	t.Parallel()
-	ws := hopper.NewWorkers()
-	hopper.RegisterRaw(ws, "ok", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
-	c := silentClient(t, hopper.Config{Workers: ws})
+	c := okStepClient(t)
 	ctx := context.Background()
 	if err := c.SetQueueRate(ctx, "q", hopper.Rate{N: 2, Period: time.Second, Burst: 2}); err != nil {
 		t.Fatal(err)
@@ -159,4 +157,152 @@ func TestQueueRateBad(t *testing.T) {
 			t.Errorf("ParseRate(%q): %v, want a *FieldError on rate", in, err)
 		}
 	}
+}
+
+// TestKeyRate: a queue throttled to 10/s per key with a burst of 2, worked
+// by two clients sharing a store with 8 workers each: each key starts 2
+// jobs at once, then one every 100 ms exactly — a hot key's backlog does
+// not slow a cold key, and each start comes when the key's throttle allows
+// it, without a poll; a held job and the key say until when.
+func TestKeyRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		starts := map[string][]time.Time{}
+		ws := hopper.NewWorkers()
+		hopper.Register(ws, "call", func(ctx context.Context, key string) (any, error) {
+			mu.Lock()
+			starts[key] = append(starts[key], time.Now())
+			mu.Unlock()
+			return nil, nil
+		}, nil)
+		ms := memstore.New()
+		a := newClient(t, hopper.Config{Store: ms, Workers: ws, Concurrency: 8})
+		b := newClient(t, hopper.Config{Store: ms, Workers: ws, Concurrency: 8})
+		ctx := context.Background()
+		rate := hopper.Rate{N: 10, Period: time.Second, Burst: 2}
+		if err := a.SetQueueKeyRate(ctx, "api", rate); err != nil {
+			t.Fatal(err)
+		}
+		begin := time.Now()
+		var last hopper.ID
+		for range 12 {
+			last = enqueue(t, a, "call", "hot", &hopper.EnqueueOptions{Queue: "api", Key: "hot"})
+		}
+		for range 3 {
+			enqueue(t, b, "call", "cold", &hopper.EnqueueOptions{Queue: "api", Key: "cold"})
+		}
+		synctest.Wait()
+		j, err := b.Get(ctx, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "key hot throttled until " + begin.Add(100*time.Millisecond).UTC().Format("15:04:05.000")
+		if why, err := b.WaitReason(ctx, j); err != nil || why != want {
+			t.Errorf("WaitReason of a throttled key's job: %q, %v; want %q", why, err, want)
+		}
+		qs, err := b.Queues(ctx)
+		if err != nil || len(qs) != 1 || qs[0].KeyRate != (hopper.Rate{N: 10, Period: time.Second, Burst: 2}) || qs[0].Rate.N != 0 {
+			t.Errorf("Queues: %+v, %v; want api at 10/1s burst 2 per key", qs, err)
+		}
+		ks, err := b.Keys(ctx, "api")
+		if err != nil || len(ks) != 2 || !ks[1].ThrottledUntil.Equal(begin.Add(100*time.Millisecond)) {
+			t.Errorf("Keys: %+v, %v; want cold and hot, hot throttled until +100ms", ks, err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for key, n := range map[string]int{"hot": 12, "cold": 3} {
+			got := starts[key]
+			if len(got) != n {
+				t.Fatalf("key %s: %d jobs started, want %d", key, len(got), n)
+			}
+			slices.SortFunc(got, time.Time.Compare)
+			for i, s := range got {
+				if want := begin.Add(time.Duration(max(i-1, 0)) * 100 * time.Millisecond); !s.Equal(want) {
+					t.Errorf("key %s: start %d at %v, want %v", key, i, s.Sub(begin), want.Sub(begin))
+				}
+			}
+		}
+		stopGracefully(t, a)
+		stopGracefully(t, b)
+	})
+}
+
+// TestKeyRateStep: the step API obeys a throttle per key, so a test steps
+// through it by its now values.
+func TestKeyRateStep(t *testing.T) {
+	t.Parallel()
+	c := okStepClient(t)
+	ctx := context.Background()
+	if err := c.SetQueueKeyRate(ctx, "q", hopper.Rate{N: 2, Period: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "a"})
+	}
+	enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "b"})
+	at := time.Now().Add(time.Hour)
+	if ran, err := c.RunReady(ctx, at); err != nil || len(ran) != 2 {
+		t.Fatalf("RunReady: ran %d, %v; want a's first job and b's", len(ran), err)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, false}, {499 * time.Millisecond, false}, {500 * time.Millisecond, true}, {999 * time.Millisecond, false}, {time.Second, true}, {time.Hour, false}} {
+		j, ok, err := c.ProcessNext(ctx, at.Add(step.after))
+		if err != nil || ok != step.want || ok && j.Key != "a" {
+			t.Fatalf("ProcessNext %v on: %v, %v; want %v (a job of key a)", step.after, ok, err, step.want)
+		}
+	}
+}
+
+// TestKeyRateBad: a bad rate per key is a *FieldError naming its field,
+// and changes nothing; the zero Rate clears it.
+func TestKeyRateBad(t *testing.T) {
+	t.Parallel()
+	c := silentClient(t, hopper.Config{})
+	ctx := context.Background()
+	good := hopper.Rate{N: 5, Period: time.Second, Burst: 2}
+	if err := c.SetQueueKeyRate(ctx, "q", good); err != nil {
+		t.Fatal(err)
+	}
+	for _, c2 := range []struct {
+		r     hopper.Rate
+		field string
+	}{
+		{hopper.Rate{N: 1}, "key_rate"},
+		{hopper.Rate{N: -5, Period: time.Second}, "key_rate"},
+		{hopper.Rate{N: 5, Period: time.Second, Drop: true}, "key_rate"},
+		{hopper.Rate{N: 5, Period: time.Second, Burst: -1}, "key_burst"},
+	} {
+		var fe *hopper.FieldError
+		if err := c.SetQueueKeyRate(ctx, "q", c2.r); !errors.As(err, &fe) || fe.Field != c2.field {
+			t.Errorf("SetQueueKeyRate(%+v): %v, want a *FieldError on %s", c2.r, err, c2.field)
+		}
+	}
+	var fe *hopper.FieldError
+	if err := c.SetQueueKeyRate(ctx, " ", good); !errors.As(err, &fe) || fe.Field != "name" {
+		t.Errorf("SetQueueKeyRate(bad name): %v, want a *FieldError on name", err)
+	}
+	qs, err := c.QueueStates(ctx)
+	if err != nil || len(qs) != 1 || qs[0].KeyRate != good {
+		t.Fatalf("QueueStates after bad rates: %+v, %v; want q at %v per key", qs, err, good)
+	}
+	if err := c.SetQueueKeyRate(ctx, "q", hopper.Rate{}); err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := c.QueueStates(ctx); err != nil || len(qs) != 0 {
+		t.Errorf("QueueStates after clearing: %+v, %v; want none", qs, err)
+	}
+}
+
+// okStepClient returns a client (memory store, not started) whose kind
+// "ok" succeeds, for the step API.
+func okStepClient(t *testing.T) *hopper.Client {
+	t.Helper()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "ok", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, nil }, nil)
+	return silentClient(t, hopper.Config{Workers: ws})
 }

@@ -125,3 +125,26 @@ func TestQueuesPageRate(t *testing.T) {
 		t.Errorf("the throttled job's page does not say until when it waits")
 	}
 }
+
+// TestQueuesPageKeyRate: the queues page shows a queue's rate per key; a
+// job its key's throttle holds says until when on its page.
+func TestQueuesPageKeyRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	if err := e.c.SetQueueKeyRate(context.Background(), "api", hopper.Rate{N: 1, Period: time.Hour, Burst: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		e.enqueue("ok", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=42"})
+	}
+	held := e.enqueue("ok", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=42"})
+	e.run()
+	e.run()
+	page := e.get("/queues", "").want(t, 200).body
+	if want := `<span class="key-rate">1/1h starts per key</span> <span class="muted">burst 2</span>`; !strings.Contains(page, want) {
+		t.Errorf("queues page: no %s", want)
+	}
+	if jp := e.get("/jobs/"+strconv.FormatInt(int64(held), 10), "").want(t, 200).body; !strings.Contains(jp, `id="wait-reason">key tenant=42 throttled until `) {
+		t.Errorf("the throttled key's job's page does not say until when it waits")
+	}
+}

@@ -92,6 +92,33 @@ type limitsRequest struct {
 	Rate  *string `json:"rate"`
 	Burst *int    `json:"burst"`
 	Drop  *bool   `json:"drop"`
+	// KeyRate throttles the starts of each key of the queue:
+	// "N/DURATION" or "none", with KeyBurst (0: 1).
+	KeyRate  *string `json:"key_rate"`
+	KeyBurst *int    `json:"key_burst"`
+}
+
+// keyRate returns the rate per key req sets, if any; key_burst without
+// key_rate is an error on "key_rate", a bad one on "key_rate" or
+// "key_burst".
+func (req limitsRequest) keyRate() (*hopper.Rate, error) {
+	if req.KeyRate == nil {
+		if req.KeyBurst != nil {
+			return nil, invalid("key_rate", "give the rate per key with key_burst (\"key_rate\": \"10/1s\")")
+		}
+		return nil, nil
+	}
+	r, err := store.ParseRate("key_rate", *req.KeyRate)
+	if err != nil {
+		return nil, err
+	}
+	if r.N > 0 && req.KeyBurst != nil {
+		r.Burst = *req.KeyBurst
+	}
+	if err := r.ValidateKey(); err != nil {
+		return nil, err
+	}
+	return &hopper.Rate{N: r.N, Period: r.Period, Burst: r.Burst}, nil
 }
 
 // rate returns the Rate req sets, if any; burst or drop without a rate is
@@ -121,8 +148,9 @@ func (req limitsRequest) rate() (*hopper.Rate, error) {
 // setQueueLimits handles POST /queues/{name}/limits: {"concurrency": N}
 // sets the queue's limit across every process, {"key_concurrency": N} its
 // limit per key (0 removes either); {"rate": "100/1s", "burst": 10,
-// "drop": false} its throttle ("none" removes it). Each is optional, but
-// one must be given; a bad one changes nothing.
+// "drop": false} its throttle, {"key_rate": "10/1s", "key_burst": 2} its
+// throttle per key ("none" removes either). Each is optional, but one must
+// be given; a bad one changes nothing.
 func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r) // a name in the path, checked as any
 	if err != nil {
@@ -140,8 +168,12 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if req.Concurrency == nil && req.KeyConcurrency == nil && rt == nil {
-		return invalid("concurrency", "give the limit, key_concurrency or the rate (0 removes a limit, \"none\" the rate)")
+	krt, err := req.keyRate()
+	if err != nil {
+		return err
+	}
+	if req.Concurrency == nil && req.KeyConcurrency == nil && rt == nil && krt == nil {
+		return invalid("concurrency", "give the limit, key_concurrency, the rate or key_rate (0 removes a limit, \"none\" a rate)")
 	}
 	if req.Concurrency != nil {
 		httpauth.Note(r, "queue", name, "concurrency", *req.Concurrency)
@@ -152,8 +184,11 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	if rt != nil {
 		httpauth.Note(r, "queue", name, "rate", rt.String(), "burst", rt.Burst, "drop", rt.Drop)
 	}
+	if krt != nil {
+		httpauth.Note(r, "queue", name, "key_rate", krt.String(), "key_burst", krt.Burst)
+	}
 	return a.setQueue(w, r, func(c *hopper.Client, ctx context.Context, name string) error {
-		// The limits checked first: the rate is valid already, so a bad
+		// The limits checked first: the rates are valid already, so a bad
 		// one changes nothing.
 		if req.KeyConcurrency != nil {
 			if *req.KeyConcurrency < 0 || *req.KeyConcurrency > store.MaxConcurrency {
@@ -174,7 +209,12 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if rt != nil {
-			return c.SetQueueRate(ctx, name, *rt)
+			if err := c.SetQueueRate(ctx, name, *rt); err != nil {
+				return err
+			}
+		}
+		if krt != nil {
+			return c.SetQueueKeyRate(ctx, name, *krt)
 		}
 		return nil
 	})

@@ -164,3 +164,63 @@ func TestQueueRateAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueKeyRateAPI: POST /queues/{name}/limits sets and clears a rate
+// per key; GET /queues shows it; a throttled key's job says why it waits
+// and the queue's other keys go on; bad input names its field and changes
+// nothing.
+func TestQueueKeyRateAPI(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st})
+			var q statsview.Queue
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1h","key_burst":2}`).ok(200, &q)
+			if q.KeyRate != "1/1h" || q.KeyBurst != 2 || q.Rate != "" {
+				t.Errorf("limits key_rate: %+v, want 1/1h burst 2 per key", q)
+			}
+			var ids []hopper.ID
+			for range 3 {
+				ids = append(ids, e.enqueue(`{"kind":"ok","queue":"mail","key":"tenant=42"}`))
+			}
+			other := e.enqueue(`{"kind":"ok","queue":"mail","key":"tenant=7"}`)
+			ran := map[hopper.ID]bool{}
+			for range 3 {
+				ran[e.run().ID] = true
+			}
+			if !ran[ids[0]] || !ran[ids[1]] || !ran[other] {
+				t.Fatalf("ran %v, want the burst of tenant=42 (%d, %d) and tenant=7's %d", ran, ids[0], ids[1], other)
+			}
+			if _, ok, err := e.c.ProcessNext(t.Context(), time.Now()); ok || err != nil {
+				t.Fatalf("ProcessNext past the key's burst: %v, %v; want nothing", ok, err)
+			}
+			var j struct {
+				State      string `json:"state"`
+				WaitReason string `json:"wait_reason"`
+			}
+			e.do("GET", "/api/v1/jobs/"+strconv.FormatInt(int64(ids[2]), 10), "").ok(200, &j)
+			if j.State != "available" || !strings.HasPrefix(j.WaitReason, "key tenant=42 throttled until ") {
+				t.Errorf("GET the throttled key's job: %+v", j)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_burst":3}`).fails(400, CodeInvalid, "key_rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"fast"}`).fails(400, CodeInvalid, "key_rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/0s"}`).fails(400, CodeInvalid, "key_rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1s","key_burst":-1}`).fails(400, CodeInvalid, "key_burst")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"5/1s","concurrency":-1}`).fails(400, CodeInvalid, "concurrency")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"concurrency":3,"key_rate":"5/1s","key_burst":-1}`).fails(400, CodeInvalid, "key_burst")
+			var qs struct{ Queues []statsview.Queue }
+			e.do("GET", "/api/v1/queues", "").ok(200, &qs)
+			if len(qs.Queues) != 1 || qs.Queues[0].KeyRate != "1/1h" || qs.Queues[0].KeyBurst != 2 || qs.Queues[0].Concurrency != 0 {
+				t.Errorf("GET /queues after refused limits: %+v, want mail at 1/1h burst 2 per key", qs)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"none"}`).ok(200, &q)
+			if q.KeyRate != "" || q.KeyBurst != 0 {
+				t.Errorf("limits key_rate none: %+v, want no rate per key", q)
+			}
+			if got := e.run(); got.ID != ids[2] {
+				t.Errorf("run after removing the rate per key: job %d, want %d", got.ID, ids[2])
+			}
+		})
+	}
+}

@@ -121,6 +121,7 @@ type Metrics struct {
 	paused, held, limit                     *prometheus.Desc // per queue with a state
 	keyLimit, keysBlocked                   *prometheus.Desc // per queue with a limit per key, per queue and reason
 	rate, throttled                         *prometheus.Desc // per throttled queue
+	keyRate                                 *prometheus.Desc // per queue with a throttle per key
 
 	pairs  *pairs // the (queue, kind) labels of the counters and histograms
 	names  *pairs // the remote workers' names (with kind ""), for remote
@@ -194,9 +195,11 @@ func New(o Options) *Metrics {
 		keyLimit: prometheus.NewDesc("hopper_queue_key_concurrency_limit",
 			"The limit per key of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
 		keysBlocked: prometheus.NewDesc("hopper_queue_keys_blocked",
-			"Keys whose jobs may not start now, by queue and reason: limit (at the queue's limit per key), paused, held.", []string{"queue", "reason"}, nil),
+			"Keys whose jobs may not start now, by queue and reason: limit (at the queue's limit per key), paused, held, throttled (by the queue's rate per key).", []string{"queue", "reason"}, nil),
 		rate: prometheus.NewDesc("hopper_queue_rate_limit",
 			"The starts per second each throttled queue allows at its steady rate (hopper queue set --rate), across every process sharing the store.", []string{"queue"}, nil),
+		keyRate: prometheus.NewDesc("hopper_queue_key_rate_limit",
+			"The starts per second each key of a queue with a rate per key may make at its steady rate (hopper queue set --key-rate), across every process sharing the store.", []string{"queue"}, nil),
 		throttled: prometheus.NewDesc("hopper_queue_throttled_jobs",
 			"Jobs ready to run that wait because their queue's throttle allows no start now, by throttled queue (at most the stats max age old).", []string{"queue"}, nil),
 		busy: prometheus.NewDesc("hopper_workers_busy",
@@ -381,7 +384,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.authFailures.Describe(ch)
 	m.remote.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit,
-		m.keyLimit, m.keysBlocked, m.rate, m.throttled} {
+		m.keyLimit, m.keysBlocked, m.rate, m.throttled, m.keyRate} {
 		ch <- d
 	}
 }
@@ -459,6 +462,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.rate, prometheus.GaugeValue, perSec, q.Name)
 			ch <- prometheus.MustNewConstMetric(m.throttled, prometheus.GaugeValue, float64(throttled), q.Name)
 		}
+		if q.KeyRate.N > 0 {
+			perSec := float64(q.KeyRate.N) / q.KeyRate.Period.Seconds()
+			ch <- prometheus.MustNewConstMetric(m.keyRate, prometheus.GaugeValue, perSec, q.Name)
+		}
 	}
 }
 
@@ -480,6 +487,9 @@ func (m *Metrics) collectKeys(ctx context.Context, c *hopper.Client, states []ho
 	for _, k := range keys {
 		r := store.KeyBlocked(store.KeyState{Key: k.Key, Running: k.Running, Paused: k.Paused, HeldUntil: k.HeldUntil},
 			limits[k.Queue], now)
+		if r == "" && k.ThrottledUntil.After(now) {
+			r = "throttled"
+		}
 		if r != "" {
 			blocked[qr{k.Queue, r}]++
 		}

@@ -389,16 +389,7 @@ func TestQueuePausedGauges(t *testing.T) {
 // the ready jobs its throttle holds back.
 func TestQueueThrottledGauges(t *testing.T) {
 	t.Parallel()
-	m := New(Options{})
-	ws := hopper.NewWorkers()
-	hopper.RegisterRaw(ws, "ok", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
-	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: m.OnEvent,
-		OnStoreCall: m.OnStoreCall, Workers: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.StopNow() })
-	m.Attach(c)
+	m, c := okClient(t)
 	ctx := context.Background()
 	if err := c.SetQueueRate(ctx, "api", hopper.Rate{N: 36, Period: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -421,4 +412,48 @@ func TestQueueThrottledGauges(t *testing.T) {
 	if v := got[`hopper_queue_held_jobs{queue="api"}`]; v != 2 {
 		t.Errorf(`hopper_queue_held_jobs{queue="api"} = %v, want 2`, v)
 	}
+}
+
+// TestQueueKeyThrottledGauges: a queue throttled per key has its rate per
+// key per second, and its throttled keys are counted among its blocked
+// keys.
+func TestQueueKeyThrottledGauges(t *testing.T) {
+	t.Parallel()
+	m, c := okClient(t)
+	ctx := context.Background()
+	if err := c.SetQueueKeyRate(ctx, "api", hopper.Rate{N: 36, Period: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "a", "b", "b", "c"} {
+		if _, err := c.Enqueue(ctx, "ok", nil, &hopper.EnqueueOptions{Queue: "api", Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran, err := c.RunReady(ctx, time.Now()); len(ran) != 3 || err != nil {
+		t.Fatalf("RunReady: %d, %v; want one job of each key", len(ran), err)
+	}
+	got := scrape(t, m)
+	if v := got[`hopper_queue_key_rate_limit{queue="api"}`]; v != 0.01 {
+		t.Errorf(`hopper_queue_key_rate_limit{queue="api"} = %v, want 0.01`, v)
+	}
+	if v := got[`hopper_queue_keys_blocked{queue="api",reason="throttled"}`]; v != 3 {
+		t.Errorf(`hopper_queue_keys_blocked{queue="api",reason="throttled"} = %v, want 3`, v)
+	}
+}
+
+// okClient returns Metrics attached to a client (memory store, not
+// started) whose kind "ok" succeeds.
+func okClient(t *testing.T) (*Metrics, *hopper.Client) {
+	t.Helper()
+	m := New(Options{})
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "ok", func(context.Context, json.RawMessage) (any, error) { return nil, nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Logger: slog.New(slog.DiscardHandler), OnEvent: m.OnEvent,
+		OnStoreCall: m.OnStoreCall, Workers: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.StopNow() })
+	m.Attach(c)
+	return m, c
 }

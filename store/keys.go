@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hopperq/hopper/job"
@@ -23,7 +25,11 @@ import (
 //     while that many jobs of its key hold a slot. A job's attempt claimed
 //     while its queue had a limit per key holds one slot of its key until
 //     the attempt ends (finish) or is rescued, never two;
-//   - a queue that has a limit per key, or a paused or held key, is keyed:
+//   - in a queue with a KeyRate (QueueControl), a job with a key does not
+//     start while its key's throttle (KeyState.Throttle) allows no start,
+//     and a claim takes at most the starts it allows;
+//   - a queue that has a limit or a rate per key, or a paused or held key,
+//     is keyed:
 //     a claim serves its keys in turn, in key order from the one after the
 //     key the queue's previous claim served last (wrapping around), one job
 //     of each key a round, each key's jobs in claim order (priority,
@@ -31,7 +37,8 @@ import (
 //     first and which no key rule applies to.
 //
 // Each key with a state has one small row (KeyState); a row with no slot
-// held, no pause and no hold left is deleted.
+// held, no pause and no hold left is deleted. A key's throttle state is a
+// row of its own, deleted once Throttle.Collectable.
 type KeyControl interface {
 	// SetKey changes the state of key p.Key of queue p.Queue as p says
 	// and returns it. Invalid p is a *job.FieldError and changes nothing.
@@ -39,7 +46,8 @@ type KeyControl interface {
 	// available (store.Waker) does so when a key is resumed or released.
 	SetKey(ctx context.Context, p SetKeyParams) (KeyState, error)
 	// ListKeys returns the state of the keys of queue (every queue if
-	// "") that have a row, ordered by queue and key.
+	// "") that have a row — a state or a throttle state — ordered by
+	// queue and key.
 	ListKeys(ctx context.Context, queue string) ([]KeyState, error)
 }
 
@@ -54,10 +62,16 @@ type KeyState struct {
 	// HeldUntil: the key's jobs do not start before it (zero: not held).
 	HeldUntil time.Time
 	UpdatedAt time.Time
+	// Throttle is the key's GCRA state under its queue's KeyRate (its
+	// Rate is the queue's KeyRate, zero without one; TAT 0 before the
+	// key's first start, or once its row was collected). It is kept
+	// apart from the rest, which Idle is about.
+	Throttle Throttle
 }
 
 // Idle reports whether k has nothing left to keep at now: no slot held, no
-// pause, no hold in force. Stores delete such rows.
+// pause, no hold in force. Stores delete such rows (its Throttle has a
+// rule of its own, Throttle.Collectable).
 func (k KeyState) Idle(now time.Time) bool {
 	return k.Running <= 0 && !k.Paused && !k.HeldUntil.After(now)
 }
@@ -119,8 +133,9 @@ func ApplySetKey(k KeyState, p SetKeyParams) KeyState {
 
 // KeyBlocked says why a job of key k (its state) may not start at now in a
 // queue whose limit per key is limit (0: none), or "" if it may: "paused",
-// "held" or "limit". The key "" is never blocked. Claims, WaitReason and
-// the conformance suite all apply this one rule.
+// "held", "limit" or "throttled" (its Throttle allows no start at now).
+// The key "" is never blocked. Claims, WaitReason and the conformance
+// suite all apply this one rule.
 func KeyBlocked(k KeyState, limit int, now time.Time) string {
 	switch {
 	case k.Key == "":
@@ -131,13 +146,16 @@ func KeyBlocked(k KeyState, limit int, now time.Time) string {
 		return "held"
 	case limit > 0 && k.Running >= limit:
 		return "limit"
+	case k.Throttle.Free(UnixNanos(now), 1) == 0:
+		return "throttled"
 	}
 	return ""
 }
 
 // KeyWaitReason words KeyBlocked's answer for people: "key tenant=42 at
 // its limit of 2", "key tenant=42 paused", "key tenant=42 held until
-// 2026-01-02T15:04:05Z"; "" if nothing blocks the key.
+// 2026-01-02T15:04:05Z", "key tenant=42 throttled until 12:00:03"
+// (ClockTime); "" if nothing blocks the key.
 func KeyWaitReason(k KeyState, limit int, now time.Time) string {
 	switch KeyBlocked(k, limit, now) {
 	case "paused":
@@ -146,8 +164,20 @@ func KeyWaitReason(k KeyState, limit int, now time.Time) string {
 		return fmt.Sprintf("key %s held until %s", k.Key, k.HeldUntil.UTC().Format(time.RFC3339))
 	case "limit":
 		return fmt.Sprintf("key %s at its limit of %d", k.Key, limit)
+	case "throttled":
+		return fmt.Sprintf("key %s throttled until %s", k.Key, ClockTime(FromUnixNanos(k.Throttle.Next())))
 	}
 	return ""
+}
+
+// ClockTime renders t's time of day in UTC, with milliseconds only if it
+// has some ("12:00:03", "12:00:03.250"): the time of a wait reason.
+func ClockTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/int(time.Millisecond) == 0 {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format("15:04:05.000")
 }
 
 // NextKey returns, of keys (sorted, distinct), the index of the first one
@@ -171,9 +201,9 @@ func NextKey(keys []string, cursor string, ok func(i int) bool) int {
 // KeyWalk is the pick of a SQL store's claim of one keyed queue, over the
 // reads it gives: the keys in turn from Cursor (NextKey's order: the keys
 // after Cursor, then "", then the keys up to Cursor), those KeyBlocked
-// refuses skipped, each key's jobs up to its free slots, one job of each
-// key a round, at most N in all. A key's backlog costs one read of its
-// first jobs, however long it is.
+// refuses skipped, each key's jobs up to its free slots and the starts its
+// throttle allows, one job of each key a round, at most N in all. A key's
+// backlog costs one read of its first jobs, however long it is.
 type KeyWalk struct {
 	Cursor string
 	Limit  int // the queue's limit per key (0: none)
@@ -182,20 +212,43 @@ type KeyWalk struct {
 	// Next returns the first key (not "") with available jobs after
 	// after, and not after upTo unless upTo is "".
 	Next func(after, upTo string) (key string, ok bool, err error)
-	// State returns a key's state (the zero state, named, without a row).
+	// State returns a key's state (the zero state, named, without a row),
+	// its Throttle set when the queue has a KeyRate.
 	State func(key string) (KeyState, error)
 	// Jobs returns the first n available jobs of key, in claim order.
 	Jobs func(key string, n int) ([]job.ID, error)
 }
 
-// Pick returns the jobs to claim, in turn order, with their keys, and
-// whether a key at its limit (with jobs left) held jobs back.
-func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
+// KeyPick is what KeyWalk.Pick picked.
+type KeyPick struct {
+	// IDs are the jobs to claim, in turn order; Keys their keys.
+	IDs  []job.ID
+	Keys []string
+	// Held reports whether a key at its limit (with jobs left) held jobs
+	// back.
+	Held bool
+	// ThrottledUntil is, if a key's throttle held jobs back, the earliest
+	// time such a key's throttle allows a start, after the picked jobs
+	// started (zero if none did): ClaimResult.ThrottledUntil.
+	ThrottledUntil time.Time
+}
+
+// Pick returns the jobs to claim (KeyPick).
+func (w KeyWalk) Pick() (KeyPick, error) {
 	type keyJobs struct {
-		key string
-		ids []job.ID
+		key       string
+		ids       []job.ID
+		th        Throttle
+		throttled bool // its throttle capped it, and it may have more
 	}
+	var pick KeyPick
 	var walk []keyJobs
+	now := UnixNanos(w.Now)
+	until := func(next int64) {
+		if u := FromUnixNanos(next); next > now && (pick.ThrottledUntil.IsZero() || u.Before(pick.ThrottledUntil)) {
+			pick.ThrottledUntil = u
+		}
+	}
 	visit := func(key string) error {
 		k, err := w.State(key)
 		if err != nil {
@@ -204,7 +257,10 @@ func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
 		switch KeyBlocked(k, w.Limit, w.Now) {
 		case "":
 		case "limit":
-			held = true
+			pick.Held = true
+			return nil
+		case "throttled":
+			until(k.Throttle.Next())
 			return nil
 		default:
 			return nil
@@ -214,14 +270,18 @@ func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
 		if capped {
 			take = w.Limit - k.Running
 		}
-		got, err := w.Jobs(key, take)
+		free := take
+		if key != "" {
+			free = k.Throttle.Free(now, take)
+		}
+		got, err := w.Jobs(key, free)
 		if err != nil {
 			return err
 		}
 		if len(got) > 0 {
-			walk = append(walk, keyJobs{key, got})
+			walk = append(walk, keyJobs{key, got, k.Throttle, free < take && len(got) == free})
 		}
-		held = held || capped && len(got) == take // the key may have more, at its limit now
+		pick.Held = pick.Held || capped && free == take && len(got) == take // the key may have more, at its limit now
 		return nil
 	}
 	scan := func(from, upTo string) error {
@@ -238,23 +298,23 @@ func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
 		return nil
 	}
 	if err := scan(w.Cursor, ""); err != nil {
-		return nil, nil, held, err
+		return pick, err
 	}
 	if len(walk) < w.N {
 		if err := visit(""); err != nil {
-			return nil, nil, held, err
+			return pick, err
 		}
 	}
 	if w.Cursor != "" && len(walk) < w.N {
 		if err := scan("", w.Cursor); err != nil {
-			return nil, nil, held, err
+			return pick, err
 		}
 	}
-	for round := 0; len(ids) < w.N; round++ {
+	for round := 0; len(pick.IDs) < w.N; round++ {
 		took := false
 		for _, kj := range walk {
-			if round < len(kj.ids) && len(ids) < w.N {
-				ids, keys = append(ids, kj.ids[round]), append(keys, kj.key)
+			if round < len(kj.ids) && len(pick.IDs) < w.N {
+				pick.IDs, pick.Keys = append(pick.IDs, kj.ids[round]), append(pick.Keys, kj.key)
 				took = true
 			}
 		}
@@ -262,5 +322,85 @@ func (w KeyWalk) Pick() (ids []job.ID, keys []string, held bool, err error) {
 			break
 		}
 	}
-	return ids, keys, held, nil
+	for _, kj := range walk {
+		if kj.throttled && slices.Contains(pick.IDs, kj.ids[len(kj.ids)-1]) { // every start it allowed was taken
+			until(kj.th.Take(now, len(kj.ids)).Next())
+		}
+	}
+	return pick, nil
+}
+
+// KeyStarts counts the jobs of each key (not "") among jobs, in key order:
+// what a claim adds to its keys' slots, and moves their throttles by.
+func KeyStarts(jobs []*job.Job) (keys []string, n []int) {
+	count := map[string]int{}
+	for _, j := range jobs {
+		if j.Key != "" {
+			count[j.Key]++
+		}
+	}
+	keys = slices.Sorted(maps.Keys(count))
+	n = make([]int, len(keys))
+	for i, k := range keys {
+		n[i] = count[k]
+	}
+	return keys, n
+}
+
+// ScanKeyThrottles reads the rows of a SQL store's query of keys'
+// throttles joined to their queue — queue, key, tat, key_rate_n,
+// key_rate_period (nanoseconds), key_rate_burst — as KeyStates with only
+// Queue, Key and Throttle set (*sql.Rows and pgx.Rows both serve).
+func ScanKeyThrottles(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}) ([]KeyState, error) {
+	var out []KeyState
+	for rows.Next() {
+		var k KeyState
+		var period int64
+		if err := rows.Scan(&k.Queue, &k.Key, &k.Throttle.TAT, &k.Throttle.Rate.N, &period, &k.Throttle.Rate.Burst); err != nil {
+			return nil, err
+		}
+		k.Throttle.Rate.Period = time.Duration(period)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// MergeKeyThrottles returns the key states rows (sorted by queue and key)
+// with the throttle states throttles (sorted the same way, each with only
+// Queue, Key and Throttle set) merged in: ListKeys' answer of a store that
+// keeps the two apart.
+func MergeKeyThrottles(rows, throttles []KeyState) []KeyState {
+	out := make([]KeyState, 0, len(rows)+len(throttles))
+	i, j := 0, 0
+	for i < len(rows) || j < len(throttles) {
+		c := 0
+		switch {
+		case i == len(rows):
+			c = 1
+		case j == len(throttles):
+			c = -1
+		default:
+			if c = strings.Compare(rows[i].Queue, throttles[j].Queue); c == 0 {
+				c = strings.Compare(rows[i].Key, throttles[j].Key)
+			}
+		}
+		switch {
+		case c < 0:
+			out = append(out, rows[i])
+			i++
+		case c > 0:
+			out = append(out, throttles[j])
+			j++
+		default:
+			k := rows[i]
+			k.Throttle = throttles[j].Throttle
+			out = append(out, k)
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }

@@ -42,6 +42,15 @@ import (
 // and drops (ApplyDrop) the next want − allowed available jobs of the
 // queue, in claim order, of the claim's kinds, returning them in
 // ClaimResult.Dropped.
+//
+// A queue with a KeyRate throttles each of its keys the same way, each
+// key's GCRA state its own (KeyState.Throttle, one small row per key that
+// started recently): KeyBlocked refuses a throttled key like a key at its
+// limit, a claim takes at most the starts a key's state allows and moves
+// it by the jobs it took of the key, and a claim that a key's throttle
+// held back sets ClaimResult.ThrottledUntil. A key's excess always waits.
+// A key's row is deleted once Throttle.Collectable, by the claims of its
+// queue (decision 98).
 type QueueControl interface {
 	// SetQueue changes the state of queue p.Name as p says and returns
 	// it. A queue without a row has the zero state (not paused); setting
@@ -90,6 +99,10 @@ type QueueState struct {
 	// says when it next allows a start.
 	Rate Rate
 	TAT  time.Time
+	// KeyRate throttles the starts of each key of the queue (the zero
+	// Rate: none; never Drop): each key keeps a GCRA state of its own
+	// (KeyState.Throttle). A queue with a KeyRate is keyed (KeyControl).
+	KeyRate Rate
 	// PausedAt is when the queue was paused (SetQueueParams.Now), zero if
 	// it is not.
 	PausedAt time.Time
@@ -98,9 +111,9 @@ type QueueState struct {
 }
 
 // Zero reports whether q's settings are those of a queue without a row:
-// not paused, no limit, no limit per key, no rate.
+// not paused, no limit, no limit per key, no rate, no rate per key.
 func (q QueueState) Zero() bool {
-	return !q.Paused && q.Concurrency == 0 && q.KeyConcurrency == 0 && q.Rate.Zero()
+	return !q.Paused && q.Concurrency == 0 && q.KeyConcurrency == 0 && q.Rate.Zero() && q.KeyRate.Zero()
 }
 
 // Throttle returns q's GCRA state.
@@ -124,12 +137,17 @@ type SetQueueParams struct {
 	// keeps its GCRA state while its rate changes, and loses it when the
 	// rate is cleared.
 	Rate *Rate
+	// KeyRate sets the queue's throttle per key (the zero Rate clears it
+	// and deletes every key's state). Each key keeps its state while the
+	// rate changes.
+	KeyRate *Rate
 }
 
 // Validate returns a *job.FieldError unless p names a queue as job.CheckName
 // accepts a queue's name ("name") and its Concurrency is between 0 and
 // MaxConcurrency ("concurrency"), and so is its KeyConcurrency
-// ("key_concurrency"), and its Rate is valid (Rate.Validate).
+// ("key_concurrency"), its Rate is valid (Rate.Validate) and so is its
+// KeyRate (Rate.ValidateKey: "key_rate", "key_burst").
 func (p SetQueueParams) Validate() error {
 	if err := job.CheckName("name", p.Name); err != nil {
 		return err
@@ -142,6 +160,11 @@ func (p SetQueueParams) Validate() error {
 	}
 	if p.Rate != nil {
 		if err := p.Rate.Validate(); err != nil {
+			return err
+		}
+	}
+	if p.KeyRate != nil {
+		if err := p.KeyRate.ValidateKey(); err != nil {
 			return err
 		}
 	}
@@ -175,6 +198,10 @@ func ApplySetQueue(q QueueState, p SetQueueParams) QueueState {
 		if q.Rate.Zero() {
 			q.TAT = time.Time{}
 		}
+		q.UpdatedAt = now
+	}
+	if p.KeyRate != nil && p.KeyRate.Normalized() != q.KeyRate {
+		q.KeyRate = p.KeyRate.Normalized()
 		q.UpdatedAt = now
 	}
 	if q.UpdatedAt.IsZero() {

@@ -22,8 +22,8 @@ import (
 // rate, one Interval apart after the burst.
 //
 // The zero Rate (N = 0) is no throttle. The state is keyed by (queue,
-// key), the empty key being the queue's own, so that a per-key throttle
-// can share it.
+// key), the empty key being the queue's own; a queue's KeyRate throttles
+// each of its keys with a state of its own (decision 98).
 type Rate struct {
 	N      int           // starts per Period (0: no throttle)
 	Period time.Duration // the period N is counted over
@@ -77,19 +77,32 @@ func (r Rate) Normalized() Rate {
 // and MaxRateN ("rate"), Period between MinPeriod and MaxPeriod ("rate"),
 // and Burst between 0 and MaxBurst with Burst × Interval within MaxPeriod
 // ("burst").
-func (r Rate) Validate() error {
+func (r Rate) Validate() error { return r.validate("rate", "burst") }
+
+// ValidateKey is Validate for a queue's rate per key (QueueState.KeyRate),
+// its errors on "key_rate" and "key_burst"; a key's excess always waits,
+// so Drop is an error on "key_rate".
+func (r Rate) ValidateKey() error {
+	if r.Drop {
+		return job.Invalid("key_rate", "a key's excess waits: drop applies to a queue's own rate only")
+	}
+	return r.validate("key_rate", "key_burst")
+}
+
+// validate is Validate with its errors on the fields given.
+func (r Rate) validate(rateField, burstField string) error {
 	if r == (Rate{}) {
 		return nil
 	}
 	switch {
 	case r.N < 1 || r.N > MaxRateN:
-		return job.Invalid("rate", "must allow between 1 and %d starts per period, got %d", MaxRateN, r.N)
+		return job.Invalid(rateField, "must allow between 1 and %d starts per period, got %d", MaxRateN, r.N)
 	case r.Period < MinPeriod || r.Period > MaxPeriod:
-		return job.Invalid("rate", "period must be between %v and %v, got %v", MinPeriod, MaxPeriod, r.Period)
+		return job.Invalid(rateField, "period must be between %v and %v, got %v", MinPeriod, MaxPeriod, r.Period)
 	case r.Burst < 0 || r.Burst > MaxBurst:
-		return job.Invalid("burst", "must be between 0 and %d, got %d", MaxBurst, r.Burst)
+		return job.Invalid(burstField, "must be between 0 and %d, got %d", MaxBurst, r.Burst)
 	case r.burst()*r.Interval() > maxTolerance:
-		return job.Invalid("burst", "a burst of %d at %s spans more than %v", r.Burst, r, MaxPeriod)
+		return job.Invalid(burstField, "a burst of %d at %s spans more than %v", r.Burst, r, MaxPeriod)
 	}
 	return nil
 }
@@ -152,7 +165,7 @@ func ParseRate(field, s string) (Rate, error) {
 	if r.N == 0 {
 		return Rate{}, job.Invalid(field, "must allow at least 1 start per period (or be none), got %q", s)
 	}
-	return r, r.Validate()
+	return r, r.validate(field, "burst") // (no burst yet: only field's errors)
 }
 
 // DropReason is the LastError of a job a claim dropped because its queue
@@ -161,9 +174,9 @@ func DropReason(queue string, r Rate) string {
 	return fmt.Sprintf("dropped: queue %s over its rate %s", queue, r)
 }
 
-// Throttle is the GCRA state of one throttled queue (or, later, key):
-// its Rate and its theoretical arrival time, in Unix nanoseconds (0: no
-// start yet).
+// Throttle is the GCRA state of one throttled queue, or of one key of a
+// queue with a KeyRate: its Rate and its theoretical arrival time, in Unix
+// nanoseconds (0: no start yet).
 type Throttle struct {
 	Rate Rate
 	TAT  int64
@@ -204,6 +217,18 @@ func (t Throttle) Until(now time.Time) time.Time {
 		return FromUnixNanos(next)
 	}
 	return time.Time{}
+}
+
+// Collectable reports whether a key's throttle state may be forgotten at
+// now (Unix nanoseconds): its TAT is more than a Period behind now. A
+// forgotten state is TAT 0, which allows what a TAT at or before now
+// allows (a full burst), so forgetting changes no claim; waiting a Period
+// past the TAT keeps the rows of keys that start steadily from being
+// deleted and written again. Stores collect such rows by the claims of
+// their queue (decision 98): a key idle since its TAT passed loses its row
+// within a Period and the time to its queue's next claim.
+func (t Throttle) Collectable(now int64) bool {
+	return t.TAT < now-int64(t.Rate.Period)
 }
 
 // Bound is the most starts the rate allows in any closed window of

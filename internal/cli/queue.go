@@ -65,6 +65,17 @@ survives restarts, until "hopper queue resume".
 					if v.KeyConcurrency > 0 {
 						perKey = fmt.Sprint(v.KeyConcurrency)
 					}
+					if v.KeyRate != "" {
+						r := v.KeyRate
+						if v.KeyBurst > 1 {
+							r += fmt.Sprintf(" burst %d", v.KeyBurst)
+						}
+						if perKey == "-" {
+							perKey = r
+						} else {
+							perKey += ", " + r
+						}
+					}
 					t.row(v.Name, status, limit, perKey, rateText(v), v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
 				}
 				return t.flush()
@@ -74,11 +85,11 @@ survives restarts, until "hopper queue resume".
 }
 
 func (a *app) queueSetCmd() *cobra.Command {
-	var concurrency, keyConcurrency, burst int
-	var rateFlag string
+	var concurrency, keyConcurrency, burst, keyBurst int
+	var rateFlag, keyRateFlag string
 	var drop bool
 	cmd := &cobra.Command{
-		Use:   "set NAME [--concurrency N] [--key-concurrency N] [--rate N/DURATION [--burst N] [--drop]]",
+		Use:   "set NAME [--concurrency N] [--key-concurrency N] [--rate N/DURATION [--burst N] [--drop]] [--key-rate N/DURATION [--key-burst N]]",
 		Short: "Set a queue's limits, shared by every server working the database",
 		Long: `Set a queue's limits, shared by every server working the database.
 
@@ -104,16 +115,27 @@ the rate allows; with --drop it is dropped instead: cancelled with the
 error "dropped: queue NAME over its rate N/DURATION", never run.
 --rate none removes the throttle.
 
+--key-rate N/DURATION throttles the starts of each key (enqueue --key) the
+same way, across every server: at most N per DURATION of one key,
+--key-burst N of them at once (default 1). Each key keeps one small row
+while it starts jobs, gone about two periods after its last start. A
+throttled key waits as a key at its limit does: the queue's other keys go
+on. The excess of a key always waits. --key-rate none removes it.
+
 Exit code: 0 if the queue has the limits given.`,
 		Args: exactArgs(1, "a queue NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, name := cmd.Context(), args[0]
 			setC, setK, setRate := cmd.Flags().Changed("concurrency"), cmd.Flags().Changed("key-concurrency"), cmd.Flags().Changed("rate")
+			setKeyRate := cmd.Flags().Changed("key-rate")
 			if !setRate && (cmd.Flags().Changed("burst") || drop) {
 				return usagef("--burst and --drop go with --rate N/DURATION")
 			}
-			if !setC && !setK && !setRate {
-				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit), or --rate N/DURATION (none removes it)")
+			if !setKeyRate && cmd.Flags().Changed("key-burst") {
+				return usagef("--key-burst goes with --key-rate N/DURATION")
+			}
+			if !setC && !setK && !setRate && !setKeyRate {
+				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit), or --rate N/DURATION or --key-rate N/DURATION (none removes it)")
 			}
 			var rt hopper.Rate
 			if setRate {
@@ -128,6 +150,19 @@ Exit code: 0 if the queue has the limits given.`,
 					return usagef("bad --%s: %s", fieldOf(err), reason(err))
 				}
 			}
+			var krt hopper.Rate
+			if setKeyRate {
+				var err error
+				if krt, err = hopper.ParseRate(keyRateFlag); err != nil {
+					return usagef("bad --key-rate %q: %s", keyRateFlag, reason(err))
+				}
+				if krt.N > 0 {
+					krt.Burst = keyBurst
+				}
+				if err := krt.Validate(); err != nil {
+					return usagef("bad --key-%s: %s", fieldOf(err), reason(err))
+				}
+			}
 			return a.withSession(ctx, openOpts{access: create}, func(s *session) error {
 				var err error
 				if setC {
@@ -138,6 +173,9 @@ Exit code: 0 if the queue has the limits given.`,
 				}
 				if err == nil && setRate {
 					err = s.SetQueueRate(ctx, name, rt)
+				}
+				if err == nil && setKeyRate {
+					err = s.SetQueueKeyRate(ctx, name, krt)
 				}
 				if fe := (*hopper.FieldError)(nil); errors.As(err, &fe) {
 					switch fe.Field {
@@ -161,6 +199,9 @@ Exit code: 0 if the queue has the limits given.`,
 					}
 					if setRate {
 						out["rate"], out["burst"], out["drop"] = rt.String(), rt.Burst, rt.Drop
+					}
+					if setKeyRate {
+						out["key_rate"], out["key_burst"] = krt.String(), krt.Burst
 					}
 					return printJSON(a.Out, out)
 				}
@@ -190,6 +231,14 @@ Exit code: 0 if the queue has the limits given.`,
 					fmt.Fprintf(a.Out, "queue %s: at most %s starts across every server, %d at once; the excess %s\n",
 						name, rt, max(rt.Burst, 1), excess)
 				}
+				switch {
+				case !setKeyRate:
+				case krt.N == 0:
+					fmt.Fprintf(a.Out, "queue %s: no rate limit per key\n", name)
+				default:
+					fmt.Fprintf(a.Out, "queue %s: at most %s starts of each key across every server, %d at once; the excess waits\n",
+						name, krt, max(krt.Burst, 1))
+				}
 				return nil
 			})
 		},
@@ -199,6 +248,8 @@ Exit code: 0 if the queue has the limits given.`,
 	cmd.Flags().StringVar(&rateFlag, "rate", "", "at most N starts per DURATION across every server, as N/DURATION (100/1s); none removes the throttle")
 	cmd.Flags().IntVar(&burst, "burst", 0, "with --rate: how many may start at once (default 1)")
 	cmd.Flags().BoolVar(&drop, "drop", false, "with --rate: drop (cancel) the excess instead of holding it")
+	cmd.Flags().StringVar(&keyRateFlag, "key-rate", "", "at most N starts of each key per DURATION across every server, as N/DURATION (10/1s); none removes it")
+	cmd.Flags().IntVar(&keyBurst, "key-burst", 0, "with --key-rate: how many of one key may start at once (default 1)")
 	return cmd
 }
 

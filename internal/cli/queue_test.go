@@ -157,3 +157,41 @@ func TestQueueRateCommand(t *testing.T) {
 	hop(t, db, "queue", "set", "d", "--rate", "1/1s", "--burst", "-1").fails(t, ExitUsage, "bad --burst")
 	hop(t, db, "queue", "set", "d", "--burst", "3").fails(t, ExitUsage, "--burst and --drop go with --rate")
 }
+
+// TestQueueKeyRateCommand: hopper queue set --key-rate throttles each key
+// of a queue: past a key's burst its job waits while
+// another key's runs; queue list shows the rate per key; --key-rate none
+// removes it; bad rates and a burst without a rate are usage errors that
+// name the flag and change nothing.
+func TestQueueKeyRateCommand(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "api", "--key-rate", "1/1h").ok(t).
+		has(t, "queue api: at most 1/1h starts of each key across every server, 1 at once; the excess waits")
+	first := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=42", "exec", "--", "true").id(t)
+	second := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=42", "exec", "--", "true").id(t)
+	other := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=7", "exec", "--", "true").id(t)
+	work(t, db, first, other)
+	if j := getJobJSON(t, db, second); j.State.String() != "available" {
+		t.Fatalf("the throttled key's job is %s, want available", j.State)
+	}
+	hop(t, db, "queue", "list").ok(t).has(t, "PER KEY", "1/1h")
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyRate != "1/1h" || qs[0].KeyBurst != 1 || qs[0].Rate != "" {
+		t.Fatalf("queue list --json: %+v, want api at 1/1h per key", qs)
+	}
+	hop(t, db, "queue", "set", "api", "--key-concurrency", "2", "--key-rate", "5/1s", "--key-burst", "3").ok(t)
+	hop(t, db, "queue", "list").ok(t).has(t, "2, 5/1s burst 3")
+	hop(t, db, "queue", "set", "api", "--key-rate", "fast").fails(t, ExitUsage, `bad --key-rate "fast"`)
+	hop(t, db, "queue", "set", "api", "--key-rate", "1/0s").fails(t, ExitUsage, `bad --key-rate "1/0s"`)
+	hop(t, db, "queue", "set", "api", "--key-rate", "1/1s", "--key-burst", "-1").fails(t, ExitUsage, "bad --key-burst")
+	hop(t, db, "queue", "set", "api", "--concurrency", "1", "--key-rate", "1/1s", "--key-burst", "-1").fails(t, ExitUsage, "bad --key-burst")
+	hop(t, db, "queue", "set", "api", "--key-burst", "3").fails(t, ExitUsage, "--key-burst goes with --key-rate")
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyRate != "5/1s" || qs[0].KeyBurst != 3 || qs[0].Concurrency != 0 {
+		t.Fatalf("queue list --json after refused input: %+v, want api at 5/1s burst 3 per key, no limit", qs)
+	}
+	hop(t, db, "queue", "set", "api", "--key-rate", "none").ok(t).has(t, "queue api: no rate limit per key")
+	work(t, db, second)
+}

@@ -27,6 +27,10 @@ type Queue struct {
 	Burst          int        `json:"burst,omitempty"`
 	Drop           bool       `json:"drop,omitempty"`
 	ThrottledUntil *time.Time `json:"throttled_until,omitempty"`
+	// KeyRate is the queue's throttle per key as N/PERIOD (absent: none),
+	// KeyBurst how many of one key may start at once.
+	KeyRate  string `json:"key_rate,omitempty"`
+	KeyBurst int    `json:"key_burst,omitempty"`
 	// WaitReason says why its ready jobs wait, if they do ("queue mail
 	// paused", "queue mail at its limit of 5", "queue mail throttled
 	// until 12:00:03").
@@ -58,6 +62,9 @@ func QueueOf(q hopper.QueueInfo) Queue {
 	if !q.ThrottledUntil.IsZero() {
 		t := q.ThrottledUntil.UTC()
 		v.ThrottledUntil = &t
+	}
+	if q.KeyRate.N > 0 {
+		v.KeyRate, v.KeyBurst = q.KeyRate.String(), q.KeyRate.Burst
 	}
 	v.Throttled = q.Throttled
 	for _, s := range job.States {
@@ -91,6 +98,9 @@ type Key struct {
 	Paused    bool       `json:"paused"`
 	PausedAt  *time.Time `json:"paused_at,omitempty"`
 	HeldUntil *time.Time `json:"held_until,omitempty"`
+	// ThrottledUntil is, while the key's throttle allows no start, when
+	// it next allows one.
+	ThrottledUntil *time.Time `json:"throttled_until,omitempty"`
 }
 
 // KeyOf returns k's view.
@@ -103,6 +113,10 @@ func KeyOf(k hopper.KeyInfo) Key {
 	if !k.HeldUntil.IsZero() {
 		t := k.HeldUntil.UTC()
 		v.HeldUntil = &t
+	}
+	if !k.ThrottledUntil.IsZero() {
+		t := k.ThrottledUntil.UTC()
+		v.ThrottledUntil = &t
 	}
 	return v
 }

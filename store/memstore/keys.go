@@ -50,7 +50,17 @@ func (l *lane) dropKeyIfEmpty(key string) {
 	if h := l.byKey[key]; h != nil && h.len() == 0 {
 		delete(l.byKey, key)
 		if i, ok := slices.BinarySearch(l.keyList, key); ok {
-			l.keyList = slices.Delete(l.keyList, i, i+1)
+			// Shift the shorter side: the keys are served in order, so
+			// the one emptied is mostly near the front, and a backlog of
+			// 100,000 keys each emptied in turn would move the whole list
+			// each time.
+			if i < len(l.keyList)/2 {
+				copy(l.keyList[1:i+1], l.keyList[:i])
+				l.keyList[0] = ""
+				l.keyList = l.keyList[1:]
+			} else {
+				l.keyList = slices.Delete(l.keyList, i, i+1)
+			}
 		}
 	}
 }
@@ -80,10 +90,10 @@ func (s *Store) rekey(queue string) {
 	}
 }
 
-// keyedQueue reports whether queue is keyed: it has a limit per key, or a
-// paused or held key.
+// keyedQueue reports whether queue is keyed: it has a limit or a rate per
+// key, or a paused or held key.
 func (s *Store) keyedQueue(queue string) bool {
-	if s.queues[queue].KeyConcurrency > 0 {
+	if q := s.queues[queue]; q.KeyConcurrency > 0 || !q.KeyRate.Zero() {
 		return true
 	}
 	for k, st := range s.keys {
@@ -149,23 +159,36 @@ func (s *Store) takeKeySlot(e *entry, now time.Time) {
 
 // keyCandidate is the next job a keyed lane gives a claim: the first
 // job of its first key, in turn from cursor, that may start at now.
-// blocked reports whether a key with jobs was at its limit.
-func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, blocked bool) {
-	limit := s.queues[l.queue].KeyConcurrency
+// blocked reports whether a key with jobs was at its limit; until is the
+// earliest time a throttled key with jobs allows a start (0 if none was
+// throttled).
+func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, blocked bool, until int64) {
+	q := s.queues[l.queue]
 	ok := func(key string) bool {
-		k := s.keys[qkey{l.queue, key}]
-		if k == nil {
-			return true
+		var k store.KeyState
+		if row := s.keys[qkey{l.queue, key}]; row != nil {
+			if row.Idle(now) { // a passed hold: collected
+				delete(s.keys, qkey{l.queue, key})
+			} else {
+				k = *row
+			}
 		}
-		if k.Idle(now) { // a passed hold: collected
-			delete(s.keys, qkey{l.queue, key})
-			return true
+		if q.KeyRate.Zero() && k.Key == "" {
+			return true // no row, no throttle
 		}
-		switch store.KeyBlocked(*k, limit, now) {
+		k.Key = key
+		if !q.KeyRate.Zero() {
+			k.Throttle = s.keyThrottle(l.queue, key, q.KeyRate)
+		}
+		switch store.KeyBlocked(k, q.KeyConcurrency, now) {
 		case "":
 			return true
 		case "limit":
 			blocked = true
+		case "throttled":
+			if next := k.Throttle.Next(); until == 0 || next < until {
+				until = next
+			}
 		}
 		return false
 	}
@@ -177,18 +200,18 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 	}
 	for _, k := range l.keyList[start:] {
 		if ok(k) {
-			return l.byKey[k], k, blocked
+			return l.byKey[k], k, blocked, until
 		}
 	}
 	if l.ready.len() > 0 {
-		return &l.ready, "", blocked
+		return &l.ready, "", blocked, until
 	}
 	for _, k := range l.keyList[:start] {
 		if ok(k) {
-			return l.byKey[k], k, blocked
+			return l.byKey[k], k, blocked, until
 		}
 	}
-	return nil, "", blocked
+	return nil, "", blocked, until
 }
 
 // keyBefore reports whether key a comes before key b in the turn order
@@ -239,11 +262,14 @@ func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, e
 			out = append(out, *k)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.KeyState) int {
+	byQueueKey := func(a, b store.KeyState) int {
 		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Key, b.Key)
-	})
-	return out, nil
+	}
+	slices.SortFunc(out, byQueueKey)
+	th := s.keyThrottles(queue)
+	slices.SortFunc(th, byQueueKey)
+	return store.MergeKeyThrottles(out, th), nil
 }

@@ -51,6 +51,7 @@ type Store struct {
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	keys      map[qkey]*store.KeyState    // keys with a state (keys.go)
 	cursor    map[string]string           // per keyed queue, the key its latest claim served last
+	keyTATs   map[string]*keyTATs         // per queue with a KeyRate, its keys' throttle states (keythrottle.go)
 	outputs   map[job.ID][]kept           // attempts' outputs by job, by attempt (output.go)
 	// scratch is the spare array a first attempt's record is appended to
 	// (finishView); update copies it out if it must be kept.
@@ -364,6 +365,10 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 	for _, l := range ls {
 		s.promote(l, now)
 	}
+	if len(s.keyTATs) > 0 {
+		s.collectKeyThrottles(now)
+	}
+	var keyUntil int64 // the earliest a throttled key allows a start
 	var res store.ClaimResult
 	var slab []job.Job // the returned copies, allocated together
 	var v job.Job
@@ -386,8 +391,12 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 			h, key := &l.ready, ""
 			if l.keyed {
 				var blocked bool
-				h, key, blocked = s.keyCandidate(l, s.cursor[l.queue], p.Now)
+				var until int64
+				h, key, blocked, until = s.keyCandidate(l, s.cursor[l.queue], p.Now)
 				res.Held = res.Held || blocked
+				if until != 0 && (keyUntil == 0 || until < keyUntil) {
+					keyUntil = until
+				}
 				if h == nil {
 					continue
 				}
@@ -417,6 +426,7 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 			}
 			s.cursor[best.queue] = bestKey
 			s.takeKeySlot(e, p.Now)
+			s.takeKeyThrottle(e, now)
 		}
 		if taken != nil {
 			taken[best.queue]++
@@ -453,6 +463,9 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 	}
 	if err := s.endThrottle(ls, taken, p, &res); err != nil {
 		return store.ClaimResult{}, err
+	}
+	if u := store.FromUnixNanos(keyUntil); keyUntil > now && (res.ThrottledUntil.IsZero() || u.Before(res.ThrottledUntil)) {
+		res.ThrottledUntil = u
 	}
 	var next int64
 	for _, l := range ls {

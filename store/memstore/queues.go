@@ -29,6 +29,9 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		}
 		s.queues[p.Name] = q
 	}
+	if q.KeyRate.Zero() {
+		delete(s.keyTATs, p.Name)
+	}
 	s.rekey(p.Name)
 	s.paused, s.limited, s.throttled = 0, 0, 0
 	for _, q := range s.queues {

@@ -260,7 +260,7 @@ func sqlLimited(names string) string {
 //
 // Keyed queues (keys.go) are left out too: claimKeyed claims them.
 func sqlNotPaused(name string) string {
-	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND (pq.paused OR pq.key_concurrency > 0))
+	return `NOT EXISTS (SELECT 1 FROM {schema}.queues pq WHERE pq.name = ` + name + ` AND (pq.paused OR pq.key_concurrency > 0 OR pq.key_rate_n > 0))
 		AND NOT EXISTS (SELECT 1 FROM {schema}.queue_keys pk WHERE pk.queue = ` + name + ` AND (pk.paused OR pk.held_until IS NOT NULL))`
 }
 

@@ -24,10 +24,10 @@ var _ store.KeyControl = (*Store)(nil)
 // keys in turn (store.KeyWalk): one probe of jobs_key per key, one read of
 // its row, its first jobs. The slots are counted in queue_keys.running:
 // the claim adds them, the trigger of schema 9 takes them off when the
-// attempt leaves running.
+// attempt leaves running. A key's throttle is in keythrottle.go.
 
 // sqlKeyedQueues are the names of the keyed queues.
-const sqlKeyedQueues = `SELECT name FROM {schema}.queues WHERE key_concurrency > 0
+const sqlKeyedQueues = `SELECT name FROM {schema}.queues WHERE key_concurrency > 0 OR key_rate_n > 0
 	UNION SELECT queue FROM {schema}.queue_keys WHERE paused OR held_until IS NOT NULL`
 
 // sqlKeyedOf lists the keyed queues of $1 (NULL: any).
@@ -127,7 +127,11 @@ func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, e
 	if err := rows.Err(); err != nil {
 		return nil, s.translate(err)
 	}
-	return out, nil
+	th, err := s.listKeyThrottles(ctx, queue)
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	return store.MergeKeyThrottles(out, th), nil
 }
 
 // holdKeys applies the HoldKeyUntil of the outcomes that reached a state
@@ -185,6 +189,8 @@ type keyedQueue struct {
 	free   int    // the most jobs the claim may take of it
 	slots  bool   // it has a concurrency limit: its jobs take a slot
 	hasRow bool
+	// keyRate is its rate per key (zero: none).
+	keyRate store.Rate
 }
 
 // claimKeyed claims at most limit jobs of the keyed queues names (sorted)
@@ -206,7 +212,13 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 		if err != nil {
 			return err
 		}
+		now := store.UnixNanos(micro(p.Now))
 		for _, q := range qs {
+			if !q.keyRate.Zero() {
+				if err := s.collectKeyThrottles(ctx, tx, q.name, q.keyRate, now); err != nil {
+					return err
+				}
+			}
 			if limit-len(jobs) <= 0 {
 				break
 			}
@@ -229,7 +241,15 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 			}
 			walk := store.KeyWalk{
 				Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
-				State: func(key string) (store.KeyState, error) { return s.loadKey(ctx, tx, q.name, key, false) },
+				State: func(key string) (store.KeyState, error) {
+					k, err := s.loadKey(ctx, tx, q.name, key, false)
+					if err != nil || q.keyRate.Zero() || key == "" {
+						return k, err
+					}
+					k.Throttle.Rate = q.keyRate
+					k.Throttle.TAT, err = s.keyTAT(ctx, tx, q.name, key)
+					return k, err
+				},
 				Next: func(after, upTo string) (string, bool, error) {
 					var key string
 					err := tx.QueryRow(ctx, s.q(`SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> ''
@@ -252,11 +272,15 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 					return pgx.CollectRows(rows, pgx.RowTo[job.ID])
 				},
 			}
-			ids, keys, h, err := walk.Pick()
-			held = held || h
+			pick, err := walk.Pick()
+			held = held || pick.Held
+			if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(until)) {
+				until = u
+			}
 			if err != nil {
 				return err
 			}
+			ids, keys := pick.IDs, pick.Keys
 			if len(ids) == 0 {
 				continue
 			}
@@ -266,6 +290,11 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 			}
 			if len(got) == 0 {
 				continue
+			}
+			if !q.keyRate.Zero() {
+				if err := s.takeKeyThrottles(ctx, tx, q.name, q.keyRate, got, now); err != nil {
+					return err
+				}
 			}
 			if err := s.countKeyed(ctx, tx, q, got, keys[len(keys)-1], p); err != nil {
 				return err
@@ -289,7 +318,8 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 // each with the most jobs a claim may take of it, their rows locked in
 // name order.
 func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, names []string) ([]keyedQueue, error) {
-	rows, err := tx.Query(ctx, s.q(`SELECT name, paused, key_concurrency, key_cursor, concurrency, running
+	rows, err := tx.Query(ctx, s.q(`SELECT name, paused, key_concurrency, key_cursor, concurrency, running,
+			key_rate_n, key_rate_period, key_rate_burst
 		FROM {schema}.queues WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`), names)
 	if err != nil {
 		return nil, err
@@ -298,15 +328,19 @@ func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, n
 		paused               bool
 		limit, conc, running int
 		cursor               string
+		keyRate              store.Rate
 	}
 	found := map[string]row{}
 	for rows.Next() {
 		var name string
 		var r row
-		if err := rows.Scan(&name, &r.paused, &r.limit, &r.cursor, &r.conc, &r.running); err != nil {
+		var keyPeriod int64
+		if err := rows.Scan(&name, &r.paused, &r.limit, &r.cursor, &r.conc, &r.running,
+			&r.keyRate.N, &keyPeriod, &r.keyRate.Burst); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		r.keyRate.Period = time.Duration(keyPeriod)
 		found[name] = r
 	}
 	rows.Close()
@@ -319,7 +353,7 @@ func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, n
 		if r.paused {
 			continue
 		}
-		q := keyedQueue{name: name, limit: r.limit, cursor: r.cursor, free: p.Limit, hasRow: ok}
+		q := keyedQueue{name: name, limit: r.limit, cursor: r.cursor, free: p.Limit, hasRow: ok, keyRate: r.keyRate}
 		if ql, ok := p.QueueLimits[name]; ok {
 			q.free = min(q.free, ql)
 		}

@@ -14,19 +14,20 @@ var _ store.QueueControl = (*Store)(nil)
 // sqlQueueState selects a queue's state from its row q and its own
 // throttle's row t.
 const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.running, q.updated_at, q.key_concurrency,
-	q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, coalesce(t.tat, 0)
+	q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, coalesce(t.tat, 0), q.key_rate_n, q.key_rate_period, q.key_rate_burst
 	FROM {schema}.queues q LEFT JOIN {schema}.throttles t ON t.queue = q.name AND t.key = ''`
 
 func scanQueue(r pgx.Row) (store.QueueState, error) {
 	var q store.QueueState
 	var pausedAt, updatedAt pgtype.Timestamptz
-	var period, tat int64
+	var period, tat, keyPeriod int64
 	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt, &q.KeyConcurrency,
-		&q.Rate.N, &period, &q.Rate.Burst, &q.Rate.Drop, &tat); err != nil {
+		&q.Rate.N, &period, &q.Rate.Burst, &q.Rate.Drop, &tat, &q.KeyRate.N, &keyPeriod, &q.KeyRate.Burst); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = fromTS(pausedAt), fromTS(updatedAt)
 	q.Rate.Period, q.TAT = time.Duration(period), store.FromUnixNanos(tat)
+	q.KeyRate.Period = time.Duration(keyPeriod)
 	return q, nil
 }
 
@@ -66,9 +67,11 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		// A row in the zero state that still counts slots stays until
 		// they are given back; ListQueues leaves it out.
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5,
-			key_concurrency = $6, rate_n = $7, rate_period = $8, rate_burst = $9, rate_drop = $10
+			key_concurrency = $6, rate_n = $7, rate_period = $8, rate_burst = $9, rate_drop = $10,
+			key_rate_n = $11, key_rate_period = $12, key_rate_burst = $13
 			WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt),
-			out.KeyConcurrency, out.Rate.N, int64(out.Rate.Period), out.Rate.Burst, out.Rate.Drop)
+			out.KeyConcurrency, out.Rate.N, int64(out.Rate.Period), out.Rate.Burst, out.Rate.Drop,
+			out.KeyRate.N, int64(out.KeyRate.Period), out.KeyRate.Burst)
 		return err
 	})
 	if err != nil {
@@ -76,7 +79,7 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 	}
 	if (cur.Paused && !out.Paused) || (cur.Concurrency > 0 && (out.Concurrency == 0 || out.Concurrency > cur.Concurrency)) ||
 		(cur.KeyConcurrency > 0 && (out.KeyConcurrency == 0 || out.KeyConcurrency > cur.KeyConcurrency)) ||
-		(!cur.Rate.Zero() && out.Rate != cur.Rate) {
+		(!cur.Rate.Zero() && out.Rate != cur.Rate) || (!cur.KeyRate.Zero() && out.KeyRate != cur.KeyRate) {
 		s.notify() // held jobs may start
 	}
 	if out.Concurrency == 0 {
@@ -95,7 +98,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]store.QueueState, error) {
 		return out, nil
 	}
 	rows, err := s.pool.Query(ctx, s.q(sqlQueueState+`
-		WHERE q.paused OR q.concurrency > 0 OR q.key_concurrency > 0 OR q.rate_n > 0 ORDER BY q.name`))
+		WHERE q.paused OR q.concurrency > 0 OR q.key_concurrency > 0 OR q.rate_n > 0 OR q.key_rate_n > 0 ORDER BY q.name`))
 	if err != nil {
 		return nil, s.translate(err)
 	}

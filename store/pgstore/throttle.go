@@ -110,9 +110,15 @@ func splitDropped(rows []*job.Job) (claimed, dropped []*job.Job) {
 
 // setThrottle keeps the throttles row of q's own throttle, in SetQueue's
 // transaction: present while q has a rate (its state kept across rate
-// changes), deleted once it has none.
+// changes), deleted once it has none. The rows of q's keys go when it has
+// no rate per key.
 func (s *Store) setThrottle(ctx context.Context, tx pgx.Tx, q store.QueueState) error {
 	var err error
+	if q.KeyRate.Zero() {
+		if _, err = tx.Exec(ctx, s.q(`DELETE FROM {schema}.throttles WHERE queue = $1 AND key <> ''`), q.Name); err != nil {
+			return err
+		}
+	}
 	if q.Rate.Zero() {
 		_, err = tx.Exec(ctx, s.q(`DELETE FROM {schema}.throttles WHERE queue = $1 AND key = ''`), q.Name)
 	} else {

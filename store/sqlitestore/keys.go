@@ -21,10 +21,11 @@ var _ store.KeyControl = (*Store)(nil)
 // (queue_keys) and takes at most the key's free slots of its jobs, then
 // takes one job of each key a round. The slots are counted in
 // queue_keys.running: the claim adds them, the triggers of schema 12 take
-// them off when the attempt leaves running.
+// them off when the attempt leaves running. A key's throttle is in
+// keythrottle.go.
 
 // sqlKeyedQueues are the names of the keyed queues.
-const sqlKeyedQueues = `SELECT name FROM queues WHERE key_concurrency > 0
+const sqlKeyedQueues = `SELECT name FROM queues WHERE key_concurrency > 0 OR key_rate_n > 0
 	UNION SELECT queue FROM queue_keys WHERE paused <> 0 OR held_until <> 0`
 
 const keyCols = `queue, key, running, paused, paused_at, held_until, updated_at`
@@ -106,7 +107,11 @@ func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, e
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
-	return out, nil
+	th, err := s.listKeyThrottles(ctx, queue)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	return store.MergeKeyThrottles(out, th), nil
 }
 
 // holdKeys applies the HoldKeyUntil of the outcomes that reached a state
@@ -141,6 +146,8 @@ type keyedQueue struct {
 	limit  int    // per key, 0: none
 	cursor string // the key its latest claim served last
 	free   int    // the most jobs the claim may take of it
+	// keyRate is its rate per key (zero: none).
+	keyRate store.Rate
 }
 
 // sqlClaimKeyed claims the jobs ?5 (a JSON array of IDs) as sqlClaim, and
@@ -154,19 +161,25 @@ const sqlClaimKeyed = sqlClaimSet + `, key_slot = (flow_key <> '' AND ?6 > 0)
 // keys in turn (store.KeyControl), each throttled one (in gates, the
 // claim's throttled queues) at most as many as its rate allows (the gate
 // records them for endThrottle). held reports whether a key at its limit
-// held jobs back.
-func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (jobs []*job.Job, held bool, err error) {
+// held jobs back; until, when the first key a throttle per key held back
+// allows a start (zero if none).
+func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (jobs []*job.Job, held bool, until time.Time, err error) {
 	qs, err := keyedQueues(w, p)
 	if err != nil || len(qs) == 0 {
-		return nil, false, err
+		return nil, false, until, err
 	}
 	now := store.UnixNanos(p.Now)
 	for _, q := range qs {
+		if !q.keyRate.Zero() {
+			if err := w.collectKeyThrottles(q.name, q.keyRate, now); err != nil {
+				return nil, held, until, err
+			}
+		}
 		if limit-len(jobs) <= 0 {
 			break
 		}
 		if err := throttleKeyed(w, &q, gates, now); err != nil {
-			return nil, held, err
+			return nil, held, until, err
 		}
 		n := min(limit-len(jobs), q.free)
 		if n <= 0 {
@@ -174,20 +187,29 @@ func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []ga
 		}
 		if _, err := w.exec(`DELETE FROM queue_keys WHERE queue = ? AND running <= 0 AND paused = 0 AND held_until <> 0 AND held_until <= ?`,
 			q.name, now); err != nil {
-			return nil, false, err
+			return nil, false, until, err
 		}
-		ids, keys, h, err := w.keyedCandidates(q, p, n)
-		held = held || h
+		pick, err := w.keyedCandidates(q, p, n)
+		held = held || pick.Held
+		if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(until)) {
+			until = u
+		}
 		if err != nil {
-			return nil, held, err
+			return nil, held, until, err
 		}
+		ids, keys := pick.IDs, pick.Keys
 		if len(ids) == 0 {
 			continue
 		}
 		got, err := w.queryClaimed(p, sqlClaimKeyed, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker,
 			idList(ids), q.limit)
 		if err != nil {
-			return nil, held, err
+			return nil, held, until, err
+		}
+		if !q.keyRate.Zero() {
+			if err := w.takeKeyThrottles(q.name, q.keyRate, got, now); err != nil {
+				return nil, held, until, err
+			}
 		}
 		// RETURNING has no order: restore the turn order.
 		pos := make(map[job.ID]int, len(ids))
@@ -205,16 +227,16 @@ func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []ga
 			for key, n := range taken {
 				if _, err := w.exec(`INSERT INTO queue_keys (queue, key, running, updated_at) VALUES (?, ?, ?, ?)
 					ON CONFLICT (queue, key) DO UPDATE SET running = running + excluded.running`, q.name, key, n, now); err != nil {
-					return nil, held, err
+					return nil, held, until, err
 				}
 			}
 		}
 		if _, err := w.exec(`UPDATE queues SET key_cursor = ? WHERE name = ?`, keys[len(keys)-1], q.name); err != nil {
-			return nil, held, err
+			return nil, held, until, err
 		}
 		jobs = append(jobs, got...)
 	}
-	return jobs, held, nil
+	return jobs, held, until, nil
 }
 
 // keyedQueues returns the keyed queues p looks at that are not paused,
@@ -223,7 +245,8 @@ func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []ga
 func keyedQueues(w *writer, p store.ClaimParams) ([]keyedQueue, error) {
 	rows, err := w.query(`SELECT k.name, coalesce(q.key_concurrency, 0), coalesce(q.key_cursor, ''),
 			CASE WHEN q.concurrency > 0 THEN q.concurrency - coalesce((SELECT sum(r.n) FROM lane_counts r
-				WHERE r.state = 'running' AND r.queue = q.name), 0) END
+				WHERE r.state = 'running' AND r.queue = q.name), 0) END,
+			coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0)
 		FROM (`+sqlKeyedQueues+`) k LEFT JOIN queues q ON q.name = k.name
 		WHERE coalesce(q.paused, 0) = 0 AND (?1 IS NULL OR k.name IN (SELECT value FROM json_each(?1)))
 		ORDER BY k.name`, queuesArg(p.Queues))
@@ -235,9 +258,11 @@ func keyedQueues(w *writer, p store.ClaimParams) ([]keyedQueue, error) {
 	for rows.Next() {
 		q := keyedQueue{free: p.Limit}
 		var free sql.NullInt64
-		if err := rows.Scan(&q.name, &q.limit, &q.cursor, &free); err != nil {
+		var keyPeriod int64
+		if err := rows.Scan(&q.name, &q.limit, &q.cursor, &free, &q.keyRate.N, &keyPeriod, &q.keyRate.Burst); err != nil {
 			return nil, err
 		}
+		q.keyRate.Period = time.Duration(keyPeriod)
 		if ql, ok := p.QueueLimits[q.name]; ok {
 			q.free = min(q.free, ql)
 		}
@@ -258,12 +283,20 @@ func queuesArg(queues []string) any {
 
 // keyedCandidates picks at most n jobs of the keyed queue q for p, keys
 // in turn (store.KeyWalk): each key's next job by jobs_key, its state by
-// its row.
-func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (ids []job.ID, keys []string, held bool, err error) {
+// its row (and its throttle's, if q has a rate per key).
+func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (store.KeyPick, error) {
 	kinds := kindsArg(p.Kinds)
 	walk := store.KeyWalk{
 		Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
-		State: func(key string) (store.KeyState, error) { return w.loadKey(q.name, key) },
+		State: func(key string) (store.KeyState, error) {
+			k, err := w.loadKey(q.name, key)
+			if err != nil || q.keyRate.Zero() || key == "" {
+				return k, err
+			}
+			k.Throttle.Rate = q.keyRate
+			k.Throttle.TAT, err = w.keyTAT(q.name, key)
+			return k, err
+		},
 		Next: func(after, upTo string) (string, bool, error) {
 			var key string
 			err := w.scanRow(`SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1

@@ -66,8 +66,14 @@ func throttleKeyed(w *writer, q *keyedQueue, gates []gate, now int64) error {
 }
 
 // setThrottle keeps the throttles row of q's own throttle: present, with
-// its state, while q has a rate; deleted once it has none.
+// its state, while q has a rate; deleted once it has none. The rows of
+// q's keys go when it has no rate per key.
 func (w *writer) setThrottle(q store.QueueState) error {
+	if q.KeyRate.Zero() {
+		if _, err := w.exec(`DELETE FROM throttles WHERE queue = ? AND key <> ''`, q.Name); err != nil {
+			return err
+		}
+	}
 	if q.Rate.Zero() {
 		_, err := w.exec(`DELETE FROM throttles WHERE queue = ? AND key = ''`, q.Name)
 		return err

@@ -1,0 +1,17 @@
+-- A queue's throttle per key (store.QueueState.KeyRate, decision 98): at
+-- most key_rate_n starts per key_rate_period (nanoseconds) of each key of
+-- the queue, key_rate_burst at once. key_rate_n = 0: none. The excess of a
+-- key always waits (there is no drop per key).
+--
+-- Each key's GCRA state is its row (queue, key) of throttles, written by
+-- the keyed claims that start its jobs (under the lock of the queue's
+-- row). throttles_idle finds the rows whose TAT is more than a period
+-- behind, which the claims of their queue delete, so that a key idle for
+-- two periods has no row and no claim reads through the queue's other keys
+-- to find them.
+
+ALTER TABLE {schema}.queues ADD COLUMN key_rate_n integer NOT NULL DEFAULT 0;
+ALTER TABLE {schema}.queues ADD COLUMN key_rate_period bigint NOT NULL DEFAULT 0;
+ALTER TABLE {schema}.queues ADD COLUMN key_rate_burst integer NOT NULL DEFAULT 0;
+
+CREATE INDEX throttles_idle ON {schema}.throttles (queue, tat) WHERE key <> '';
