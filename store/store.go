@@ -652,6 +652,31 @@ type FireScheduleParams struct {
 	// nothing changes (FireResult zero, but Busy when the last job is
 	// unfinished). Next, Manual, SkipIfBusy and Buffer are ignored.
 	Release bool
+	// With are more validated jobs (checked as Enqueue checks its own,
+	// before any change) enqueued in the same transaction as the step,
+	// only when the step fires, skips or buffers (FireResult.Fired,
+	// Skipped or Buffered), never when nothing changes (the
+	// compare-and-set lost, the schedule paused, the tick's job there
+	// already, Existed): a catch-up's notification that it went over its
+	// cap is stored exactly when its first firing is. Their Schedule and
+	// FireTime are kept as given.
+	With []*job.Job
+}
+
+// CheckWith checks p.With's jobs with CheckNewJob.
+func (p FireScheduleParams) CheckWith() error {
+	for i, j := range p.With {
+		if err := CheckNewJob(j, i, len(p.With)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Changed reports whether the step changed the schedule, so that
+// FireScheduleParams.With is enqueued: it fired, skipped or buffered.
+func (r FireResult) Changed() bool {
+	return r.Fired || r.Skipped || r.Buffered
 }
 
 // From returns the NextRunAt FireSchedule compares with: p.IfNext if set,

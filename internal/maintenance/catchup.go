@@ -20,7 +20,9 @@ import (
 // (UpdateSchedule). A process that dies between two steps leaves
 // NextRunAt at the next tick to run, which the next leader fires: each
 // tick runs at most once, and a step another process made first ends the
-// pass.
+// pass. A pass over its cap stores its notification (catch_up_over_cap)
+// in the first step's transaction (FireScheduleParams.With): it exists
+// exactly when that step won.
 func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.Rule, now time.Time) (time.Time, error) {
 	after := rule.Next(now)
 	var ticks []time.Time
@@ -58,6 +60,10 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 		}
 		return after, nil
 	}
+	var capJobs []*job.Job // the over-cap notification, with the first firing
+	if dropped > 0 {
+		capJobs = s.catchUpCapJobs(ctx, sc, dropped, len(ticks), now)
+	}
 	for i, tick := range ticks {
 		next := after
 		if i+1 < len(ticks) {
@@ -68,8 +74,11 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 			return time.Time{}, err
 		}
 		p := store.FireScheduleParams{Now: now, Name: sc.Name, FireTime: tick, Next: next, Job: j}
-		if i == 0 && !tick.Equal(sc.NextRunAt) {
-			p.IfNext = sc.NextRunAt // over the ticks not run, in the same compare-and-set
+		if i == 0 {
+			if !tick.Equal(sc.NextRunAt) {
+				p.IfNext = sc.NextRunAt // over the ticks not run, in the same compare-and-set
+			}
+			p.With = capJobs // stored only if this compare-and-set wins
 		}
 		res, err := s.cfg.Store.FireSchedule(ctx, p)
 		if err != nil {
@@ -78,8 +87,8 @@ func (s *Services) catchUp(ctx context.Context, sc *job.Schedule, rule schedule.
 		if res == (store.FireResult{}) {
 			return time.Time{}, nil // another process moved the schedule: it goes on
 		}
-		if i == 0 && dropped > 0 { // once: after the compare-and-set this pass won
-			s.catchUpCap(ctx, sc, dropped, len(ticks), now)
+		if i == 0 && len(capJobs) > 0 && s.cfg.OnNotified != nil {
+			s.cfg.OnNotified()
 		}
 		if !res.Fired {
 			continue

@@ -66,21 +66,28 @@ func (s *Services) notified(ids []job.ID) {
 // incident, for the channels that take it: those taking every subject and
 // those of the schedule sc (nil: none). Errors are logged.
 func (s *Services) Notify(ctx context.Context, sc *job.Schedule, n *job.Notification) {
+	now := s.cfg.Now()
+	s.enqueue(ctx, s.eventJobs(ctx, sc, n, now), now, n.Event)
+}
+
+// eventJobs returns the notification jobs of n, an event without an
+// incident, made at now, for the channels that take it (as Notify); an
+// error is logged, and no jobs returned.
+func (s *Services) eventJobs(ctx context.Context, sc *job.Schedule, n *job.Notification, now time.Time) []*job.Job {
 	chans, err := s.channels(ctx)
 	if err != nil || len(chans) == 0 {
-		return
+		return nil
 	}
 	var named []string
 	if sc != nil && sc.Monitor != nil {
 		named = sc.Monitor.Channels
 	}
-	now := s.cfg.Now()
 	jobs, err := s.notificationJobs(chans, named, n, now)
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "notification", slog.String("event", n.Event), slog.String("error", err.Error()))
-		return
+		return nil
 	}
-	s.enqueue(ctx, jobs, now, n.Event)
+	return jobs
 }
 
 // NotifyDead wakes the notifier of dead jobs (NoteDeaths): a job died in
@@ -223,9 +230,9 @@ func (s *Services) enqueue(ctx context.Context, jobs []*job.Job, now time.Time, 
 	s.notified(ids)
 }
 
-// catchUpCap notifies that sc's catch-up at now left dropped ticks over
-// its cap.
-func (s *Services) catchUpCap(ctx context.Context, sc *job.Schedule, dropped, cap int, now time.Time) {
-	s.Notify(ctx, sc, &job.Notification{Event: job.NotifyCatchUpCap, Status: job.StatusEvent, Subject: job.ScheduleSubject(sc.Name),
-		Schedule: sc.Name, At: now, Detail: fmt.Sprintf("catch-up ran the latest %d missed ticks; %d older ones over the cap were not run", cap, dropped)})
+// catchUpCapJobs returns the jobs that notify that sc's catch-up at now
+// left dropped ticks over its cap (eventJobs).
+func (s *Services) catchUpCapJobs(ctx context.Context, sc *job.Schedule, dropped, cap int, now time.Time) []*job.Job {
+	return s.eventJobs(ctx, sc, &job.Notification{Event: job.NotifyCatchUpCap, Status: job.StatusEvent, Subject: job.ScheduleSubject(sc.Name),
+		Schedule: sc.Name, At: now, Detail: fmt.Sprintf("catch-up ran the latest %d missed ticks; %d older ones over the cap were not run", cap, dropped)}, now)
 }

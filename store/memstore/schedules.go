@@ -97,10 +97,22 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if err := store.CheckNewJob(p.Job, 0, 1); err != nil {
 		return store.FireResult{}, err
 	}
+	if err := p.CheckWith(); err != nil {
+		return store.FireResult{}, err
+	}
 	if err := s.lock(); err != nil {
 		return store.FireResult{}, err
 	}
 	defer s.mu.Unlock()
+	res, err := s.fire(p)
+	if err == nil && res.Changed() {
+		s.insertAll(p.With)
+	}
+	return res, err
+}
+
+// fire makes FireSchedule's step, but for p.With, under s.mu.
+func (s *Store) fire(p store.FireScheduleParams) (store.FireResult, error) {
 	sc := s.schedules[p.Name]
 	if sc == nil {
 		return store.FireResult{}, fmt.Errorf("schedule %q: %w", p.Name, job.ErrNotFound)

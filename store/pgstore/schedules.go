@@ -272,10 +272,17 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if err != nil {
 		return store.FireResult{}, err
 	}
+	if err := p.CheckWith(); err != nil {
+		return store.FireResult{}, err
+	}
 	now, fire, next := micro(p.Now), micro(p.FireTime), micro(p.Next)
 	outside := p.Manual || p.Backfill // a run outside the chain of ticks
-	var res store.FireResult
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var (
+		res      store.FireResult
+		withRows *newRows
+		withOut  []store.EnqueueResult
+	)
+	step := func(tx pgx.Tx) error {
 		res = store.FireResult{}
 		// Another process holding the row (firing, pausing) lets go within
 		// milliseconds, unless it is frozen or cut off mid-transaction: wait
@@ -379,6 +386,15 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 		}
 		res.Fired, res.ID = err == nil, out[0].ID
 		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		withRows, withOut = nil, nil
+		if err := step(tx); err != nil || !res.Changed() {
+			return err
+		}
+		var err error
+		_, withRows, withOut, err = s.insertNotify(ctx, tx, p.With)
+		return err
 	})
 	if err != nil {
 		return store.FireResult{}, s.translate(err)
@@ -386,6 +402,7 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if res.Fired {
 		s.notifyKeys(lowestKeys(rows.jobs, rows.states, func(int) int64 { return int64(res.ID) }))
 	}
+	s.wakeFor(withRows, withOut)
 	return res, nil
 }
 

@@ -186,10 +186,13 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 	if err != nil {
 		return store.FireResult{}, err
 	}
+	if err := p.CheckWith(); err != nil {
+		return store.FireResult{}, err
+	}
 	now, fire, next := p.Now.UTC(), store.UnixNanos(p.FireTime), store.UnixNanos(p.Next)
 	outside := p.Manual || p.Backfill // a run outside the chain of ticks
 	var res store.FireResult
-	err = s.write(ctx, func(w *writer) error {
+	step := func(w *writer) error {
 		res = store.FireResult{}
 		sc, err := w.loadSchedule(p.Name)
 		if err != nil {
@@ -279,6 +282,13 @@ func (s *Store) FireSchedule(ctx context.Context, p store.FireScheduleParams) (s
 			skipped_ticks = 0, last_skip_at = 0 WHERE name = ?`, next, fire, int64(ids[0]), p.Name)
 		}
 		res.Fired, res.ID = true, ids[0]
+		return err
+	}
+	err = s.write(ctx, func(w *writer) error {
+		if err := step(w); err != nil || !res.Changed() {
+			return err
+		}
+		_, err := insertJobs(w, p.With)
 		return err
 	})
 	if err != nil {

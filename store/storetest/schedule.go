@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -313,6 +314,67 @@ func scheduleCases() []testCase {
 			}
 			e.wantIDs("after the stale firings", r.ID)
 			e.wantSchedule("s", at(240000), at(180000), r.ID)
+		}},
+		{"FireScheduleWithEnqueuesOnlyWhenTheStepWins", func(t *testing.T, e *env) {
+			// A catch-up's first step carries its over-cap notification:
+			// stored with the step when it fires or skips, never when its
+			// compare-and-set loses, nor when With is invalid.
+			s := newSchedule("s", at(60000))
+			e.addSchedule(s)
+			note := func(n int) []*job.Job {
+				var js []*job.Job
+				for i := range n {
+					js = append(js, validated(t, at(200000), &job.Job{Kind: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
+				}
+				return js
+			}
+			notes := func() int {
+				n := 0
+				for _, j := range e.all() {
+					if j.Kind == "note" {
+						n++
+						if j.Schedule != "" || !j.FireTime.IsZero() {
+							t.Errorf("With job %d: schedule %q, fire time %v, want neither", j.ID, j.Schedule, j.FireTime)
+						}
+					}
+				}
+				return n
+			}
+			bad := fireParams(t, s, at(200000), at(180000), at(240000))
+			bad.IfNext, bad.With = at(60000), []*job.Job{{Kind: "note"}}
+			var fe *job.FieldError
+			if r, err := e.s.FireSchedule(e.ctx, bad); !errors.As(err, &fe) || r != (store.FireResult{}) {
+				t.Errorf("FireSchedule with an unvalidated With job: got %+v, %v, want a *job.FieldError", r, err)
+			}
+			e.wantIDs("after the invalid With")
+			e.wantSchedule("s", at(60000), time.Time{}, 0)
+
+			p := fireParams(t, s, at(200000), at(180000), at(240000))
+			p.IfNext, p.With = at(60000), note(2)
+			r, err := e.s.FireSchedule(e.ctx, p)
+			if err != nil || !r.Fired {
+				t.Fatalf("FireSchedule with With: got %+v, %v, want fired", r, err)
+			}
+			if n := notes(); n != 2 {
+				t.Errorf("With jobs after the winning step: got %d, want 2", n)
+			}
+			e.wantSchedule("s", at(240000), at(180000), r.ID)
+			p.With = note(2)
+			if again, err := e.s.FireSchedule(e.ctx, p); err != nil || again != (store.FireResult{}) {
+				t.Errorf("FireSchedule after the schedule moved: got %+v, %v, want a zero result", again, err)
+			}
+			if n := notes(); n != 2 {
+				t.Errorf("With jobs after the lost compare-and-set: got %d, want still 2", n)
+			}
+			// The tick's job is still available: skipped, With stored.
+			sp := fireParams(t, s, at(240000), at(240000), at(300000))
+			sp.SkipIfBusy, sp.With = true, note(1)
+			if sk, err := e.s.FireSchedule(e.ctx, sp); err != nil || !sk.Skipped {
+				t.Fatalf("FireSchedule with SkipIfBusy and With: got %+v, %v, want skipped", sk, err)
+			}
+			if n := notes(); n != 3 {
+				t.Errorf("With jobs after the skipped step: got %d, want 3", n)
+			}
 		}},
 		{"FireScheduleStaleFireTimeChangesNothing", func(t *testing.T, e *env) {
 			s := newSchedule("s", at(60000))
