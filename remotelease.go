@@ -765,11 +765,21 @@ func (c *Client) finishRemote(ctx context.Context, worker, owner, field string, 
 	return c.recordRemote(ctx, now, ls, tokens, jobs, outs)
 }
 
+// remoteFinishTimeout bounds the write of a remote worker's outcomes once
+// its request is gone.
+const remoteFinishTimeout = 30 * time.Second
+
 // recordRemote writes the outcomes outs of the leases ls (named by tokens,
 // of jobs) and reports their transitions. An outcome the store did not
 // apply (a duplicate request of the same outcome won the race) is left
-// out; a *LeaseError if none applied.
+// out; a *LeaseError if none applied. The write is not cancelled with
+// ctx: a worker that goes away while its outcome is written (a request
+// cancelled by its closed connection) must not leave an outcome the store
+// committed unreported — a store may commit and still report the
+// cancellation — so it runs to its end, bounded by remoteFinishTimeout.
 func (c *Client) recordRemote(ctx context.Context, now time.Time, ls []store.Lease, tokens []string, jobs []*job.Job, outs []store.Outcome) ([]Finished, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteFinishTimeout)
+	defer cancel()
 	reached, err := c.store.Finish(ctx, store.FinishParams{Now: now, Outcomes: outs})
 	if err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/backoff"
 	"github.com/hopperq/hopper/job"
+	"github.com/hopperq/hopper/store"
+	"github.com/hopperq/hopper/store/memstore"
 )
 
 // remoteFetch fetches up to max jobs at once as worker w.
@@ -163,6 +166,64 @@ func TestRemoteLeaseTimeout(t *testing.T) {
 		defer mu.Unlock()
 		if !slices.Equal(refused, []hopper.ID{id}) {
 			t.Fatalf("OnRefused saw %v, want [%d]", refused, id)
+		}
+	})
+}
+
+// goneAfterFinish is a store whose Finish commits and then reports the
+// caller's context error once the caller has gone, as a PostgreSQL batch
+// read after its commit can: a remote worker killed while its complete
+// was being written.
+type goneAfterFinish struct {
+	store.Store
+	gone atomic.Pointer[context.CancelFunc]
+}
+
+func (s *goneAfterFinish) Finish(ctx context.Context, p store.FinishParams) ([]job.State, error) {
+	r, err := s.Store.Finish(ctx, p)
+	if cancel := s.gone.Load(); err == nil && cancel != nil {
+		(*cancel)()
+		return r, ctx.Err()
+	}
+	return r, err
+}
+
+// TestRemoteOutcomeRecordedWhenTheWorkerGoes: an outcome the store
+// committed is reported — its transition logged and observed — even if
+// the remote worker's request is cancelled while it is written (its
+// connection closed by a kill -9). Found by
+// TestPostgresWorkerFencingUnderFaults: a job completed in the store with
+// no completion event.
+func TestRemoteOutcomeRecordedWhenTheWorkerGoes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := &goneAfterFinish{Store: memstore.New()}
+		events := make(chan hopper.Event, 16)
+		c := newClient(t, hopper.Config{Store: st, OnEvent: func(ev hopper.Event) {
+			if ev.Type == job.EventCompleted {
+				events <- ev
+			}
+		}})
+		w := registerRemote(t, c)
+		id := enqueue(t, c, "mail", nil, nil)
+		ls := remoteFetch(t, c, w, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		st.gone.Store(&cancel)
+		fin, err := c.CompleteJobs(ctx, w, "", []hopper.Completion{{Token: ls[0].Token}})
+		if err != nil || len(fin) != 1 || fin[0].State != hopper.StateCompleted {
+			t.Fatalf("CompleteJobs with the request gone: %+v, %v; want it completed", fin, err)
+		}
+		synctest.Wait()
+		select {
+		case ev := <-events:
+			if ev.Job.ID != id {
+				t.Fatalf("completed event of job %d, want %d", ev.Job.ID, id)
+			}
+		default:
+			t.Fatal("no completed event for a completion the store committed")
+		}
+		if j := getJob(t, c, id); j.State != hopper.StateCompleted {
+			t.Fatalf("job %s, want completed", j.State)
 		}
 	})
 }

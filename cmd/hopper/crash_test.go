@@ -61,6 +61,7 @@ type hop struct {
 	servers int
 	env     []string   // added to the environment of the commands it runs
 	files   []*os.File // given to serve as descriptors 3, 4, … (cmd.ExtraFiles), as a shell or a service manager may
+	tee     *watcher   // if set, also gets every whole line of every server's log, as it arrives
 }
 
 // newHop returns a hop on the SQLite file hopper.db in dir, with its
@@ -141,6 +142,7 @@ func (c *hop) serve(workers int, flags ...string) *server {
 	}
 	c.t.Cleanup(func() { log.Close() })
 	w := newWatcher(log)
+	w.tee = c.tee
 	cmd := exec.Command(c.bin, append([]string{"--db", c.db, "serve", "--workers", strconv.Itoa(workers), "--log-level", "debug"}, flags...)...)
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdout, cmd.Stderr = log, w
@@ -170,6 +172,7 @@ type watcher struct {
 	lines           []string
 	completed, dead int
 	changed         chan struct{} // closed and replaced at every line
+	tee             *watcher      // if set, also gets each whole line: one view of several processes' logs
 }
 
 func newWatcher(out io.Writer) *watcher {
@@ -198,6 +201,9 @@ func (w *watcher) Write(p []byte) (int, error) {
 		}
 		close(w.changed)
 		w.changed = make(chan struct{})
+		if w.tee != nil {
+			w.tee.Write([]byte(line + "\n"))
+		}
 	}
 	return len(p), nil
 }

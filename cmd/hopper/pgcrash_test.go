@@ -72,17 +72,7 @@ func newPGCluster(t *testing.T, flags ...string) *pgCluster {
 		t.Fatalf("connect to the server of %s: %v", pgtest.EnvURL, err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	logs, err := os.MkdirTemp("", "hopper-pgcrash-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server logs kept in %s", logs)
-			return
-		}
-		os.RemoveAll(logs)
-	})
+	logs := keptDir(t, "hopper-pgcrash-")
 	// The http jobs of these tests call a recorder on loopback, which the
 	// http policy refuses unless allowed (the commands that enqueue check
 	// it too).
@@ -97,6 +87,25 @@ func newPGCluster(t *testing.T, flags ...string) *pgCluster {
 		}
 	})
 	return cl
+}
+
+// keptDir returns a new directory (named prefix and a random suffix)
+// removed at the end of the test unless it failed: then the test logs
+// where it is kept.
+func keptDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 var servingRE = regexp.MustCompile(`worker_id=(\S+) pid=(\d+)`)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/pgtest"
 )
 
 // partitionProxy forwards TCP connections from a loopback address to a
@@ -121,8 +123,41 @@ var refusedLineRE = regexp.MustCompile(`msg="remote outcome refused: lease lost"
 // jobs, 5 kills and 2 partitions.
 func TestWorkerFencingUnderFaults(t *testing.T) {
 	t.Parallel()
+	interp := clients[0].need(t)
+	h, s := serveWorkers(t)
+	testWorkerFencing(t, interp, h, []*apiServer{s}, s.log)
+}
+
+// TestPostgresWorkerFencingUnderFaults is TestWorkerFencingUnderFaults
+// with three hopper serve processes on one PostgreSQL schema, each worker
+// (and each replacement of a killed one) reaching the next of them in
+// turn: a worker stays with the server it registered with (its remote key
+// is that process's), and the fencing holds across the servers, the
+// rescues made by whichever leads the maintenance.
+func TestPostgresWorkerFencingUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it; skipped with -short")
+	}
+	pgtest.ServerURL(t)
+	t.Parallel()
+	interp := clients[0].need(t)
+	h := newHop(t, keptDir(t, "hopper-pgfaults-"))
+	h.db = pgtest.StoreURL(t, 5)
+	h.env = []string{workerTokens}
+	h.tee = newWatcher(io.Discard) // the three servers' logs as one
+	h.run("", "migrate")
+	servers := make([]*apiServer, 3)
+	for i := range servers {
+		servers[i] = h.serveWorkers()
+	}
+	testWorkerFencing(t, interp, h, servers, h.tee)
+}
+
+// testWorkerFencing is the body of the fencing tests: the workers reach
+// servers in turn, and log is the servers' log (every transition of the
+// jobs, whichever server made it).
+func testWorkerFencing(t *testing.T, interp string, h *hop, servers []*apiServer, log *watcher) {
 	py := clients[0]
-	interp := py.need(t)
 	jobs, kills, partitions := 1000, 2, 1
 	if os.Getenv("HOPPER_FAULTS_FULL") != "" {
 		jobs, kills, partitions = 10_000, 5, 2
@@ -131,7 +166,7 @@ func TestWorkerFencingUnderFaults(t *testing.T) {
 	// rescueSlack is what a loaded machine (CI's, or 6 builds on 2 cores)
 	// may add to the rescuer's tick and the log line's time.
 	const rescueSlack = time.Second
-	h, s := serveWorkers(t)
+	s := servers[0]
 	for i := 0; i < jobs; i += 1000 {
 		var b strings.Builder
 		b.WriteString(`{"jobs":[`)
@@ -150,13 +185,15 @@ func TestWorkerFencingUnderFaults(t *testing.T) {
 	cmds := make([]*exec.Cmd, nWorkers)
 	outs := make([]*watcher, nWorkers)
 	started := 0
+	// startWorker starts worker i, with a proxy of its own to the next
+	// server in turn, the one it stays with.
 	startWorker := func(i int) {
+		to := servers[started%len(servers)]
 		started++
-		cmds[i], outs[i] = py.start(t, interp, &apiServer{server: s.server, url: proxies[i].url()}, h.logs, started)
+		proxies[i] = newPartitionProxy(t, strings.TrimPrefix(to.url, "http://"))
+		cmds[i], outs[i] = py.start(t, interp, &apiServer{server: to.server, url: proxies[i].url()}, h.logs, started)
 	}
-	target := strings.TrimPrefix(s.url, "http://")
 	for i := range proxies {
-		proxies[i] = newPartitionProxy(t, target)
 		startWorker(i)
 	}
 	// The faults, kills and partitions interleaved (kill, partition,
@@ -176,7 +213,7 @@ func TestWorkerFencingUnderFaults(t *testing.T) {
 	var faultAt []time.Time    // when each fault began
 	for k, kill := range faults {
 		at := jobs * (k + 1) / (len(faults) + 2)
-		s.log.until(t, 5*time.Minute, fmt.Sprintf("%d jobs completed", at), func(c, _ int) bool { return c >= at })
+		log.until(t, 5*time.Minute, fmt.Sprintf("%d jobs completed", at), func(c, _ int) bool { return c >= at })
 		i := k % nWorkers
 		faultAt = append(faultAt, time.Now())
 		if kill {
@@ -197,13 +234,13 @@ func TestWorkerFencingUnderFaults(t *testing.T) {
 		waitFor(t, outs[i], "a job started on the worker to cut", func() bool { return countLines(outs[i], "started slow job") > starts })
 		proxies[i].cut()
 		time.Sleep(lease + 2*rescue)
-		waitFor(t, s.log, "the server to hold no lease of the partitioned worker", func() bool { return heldBy(s.log, wid) == 0 })
+		waitFor(t, log, "the server to hold no lease of the partitioned worker", func() bool { return heldBy(log, wid) == 0 })
 		proxies[i].heal()
 	}
-	s.log.until(t, 5*time.Minute, "every job completed", func(c, _ int) bool { return c >= jobs })
+	log.until(t, 5*time.Minute, "every job completed", func(c, _ int) bool { return c >= jobs })
 
 	// The log of every transition, read once.
-	lines := s.log.all()
+	lines := log.all()
 	completed := map[hopper.ID]int{}
 	rescuedAt := map[hopper.ID]time.Time{}
 	var slowRescues []string

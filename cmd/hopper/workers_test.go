@@ -43,8 +43,18 @@ func serveWorkers(t *testing.T) (*hop, *apiServer) {
 		t.Skip("builds the binary and runs it; skipped with -short")
 	}
 	c := newHop(t, t.TempDir())
-	c.env = []string{"HOPPER_TOKENS=admin:" + wAdmin + ",w=worker:" + wWorker + ",w2=worker:" + wOther + ",mail=worker/emails:" + wMail}
-	return c, c.serveHTTP("--external-kinds", remoteKinds, "--lease", "2s", "--rescue-interval", "500ms")
+	c.env = []string{workerTokens}
+	return c, c.serveWorkers()
+}
+
+// workerTokens is the environment entry of the worker tests' tokens.
+const workerTokens = "HOPPER_TOKENS=admin:" + wAdmin + ",w=worker:" + wWorker + ",w2=worker:" + wOther + ",mail=worker/emails:" + wMail
+
+// serveWorkers starts hopper serve --http on c's database as the function
+// serveWorkers does (c.env must hold workerTokens).
+func (c *hop) serveWorkers() *apiServer {
+	c.t.Helper()
+	return c.serveHTTP("--external-kinds", remoteKinds, "--lease", "2s", "--rescue-interval", "500ms")
 }
 
 // call sends a request with token and decodes the answer into v (if not
