@@ -269,27 +269,8 @@ func TestPlansStaleStatistics(t *testing.T) {
 		for i := range n {
 			atts[i], strs[i] = 1, "completed"
 		}
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, st["nestedloops"]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", pgx.QueryExecModeSimpleProtocol,
+		return explainGeneric(t, c, st["nestedloops"], "fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true}, claims)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
 	}
 	insert(1, 150)
 	explain([]int64{1, 2, 3}) // the plan is made now, on 150 jobs
@@ -330,28 +311,8 @@ func TestClaimPlanStaleStatistics(t *testing.T) {
 	}
 	explain := func(limit int32) string {
 		t.Helper()
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, st["claimplan"]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-			t.Fatal(err)
-		}
 		ts := pgtype.Timestamptz{Time: t0, Valid: true}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE cl($1, $2, $3, $4, $5, $6)", pgx.QueryExecModeSimpleProtocol,
-			ts, "w", ts, limit, []string{}, []int32{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
+		return explainGeneric(t, c, st["claimplan"], "cl($1, $2, $3, $4, $5, $6)", ts, "w", ts, limit, []string{}, []int32{})
 	}
 	insert(150)
 	explain(1) // the plan is made now, on 150 jobs
@@ -361,4 +322,33 @@ func TestClaimPlanStaleStatistics(t *testing.T) {
 		t.Errorf("a claim scans the whole jobs table with a plan made when it was small:\n%s", plan)
 	}
 	t.Logf("claim on 5,150 jobs, planned at 150:\n%s", plan)
+}
+
+// explainGeneric returns EXPLAIN (ANALYZE, COSTS OFF) of EXECUTE call (a
+// statement prepared on c) with args, in a transaction rolled back
+// afterwards that first runs settings (the statement's own SET LOCALs) and
+// forces a generic plan, as a cached prepared statement gets.
+func explainGeneric(t *testing.T, c *pgx.Conn, settings, call string, args ...any) string {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, settings); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE "+call, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
