@@ -147,6 +147,7 @@
 // queue on its own: at most N starts of one key per period with a burst,
 // by GCRA with one small state per key (gone about two periods after the
 // key's last start); a throttled key waits while the queue's other keys
-// go on, and WaitReason says until when (ExampleClient_SetQueueKeyRate).
-// See docs/flow-control.md.
+// go on, and WaitReason says until when (ExampleClient_SetQueueKeyRate);
+// with Rate.Drop a key's excess is dropped instead, cancelled with its
+// reason (ExampleClient_SetQueueKeyRate_drop). See docs/flow-control.md.
 package hopper

@@ -139,3 +139,47 @@ func ExampleClient_SetQueueKeyRate() {
 	// +500ms: ran 1; key tenant=42 throttled until 12:00:01
 	// +1s: ran 1; completed
 }
+
+// A queue that drops each key's excess: a tenant's job that its rate does
+// not let start when a worker would take it is cancelled with the reason,
+// never run; another tenant is not touched.
+func ExampleClient_SetQueueKeyRate_drop() {
+	ctx := context.Background()
+	ws := hopper.NewWorkers()
+	hopper.RegisterRaw(ws, "sync", func(ctx context.Context, args json.RawMessage) (any, error) { return nil, nil }, nil)
+	c, err := hopper.NewClient(hopper.Config{Workers: ws, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop(ctx)
+	if err := c.SetQueueKeyRate(ctx, "api", hopper.Rate{N: 1, Period: time.Minute, Drop: true}); err != nil {
+		panic(err)
+	}
+	var ids []hopper.ID
+	for _, tenant := range []string{"42", "42", "42", "7"} {
+		res, err := c.Enqueue(ctx, "sync", nil, &hopper.EnqueueOptions{Queue: "api", Key: "tenant=" + tenant})
+		if err != nil {
+			panic(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	ran, err := c.RunReady(ctx, time.Date(2100, time.January, 1, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ran:", len(ran))
+	for _, id := range ids {
+		j, _ := c.Get(ctx, id)
+		if j.LastError == "" {
+			fmt.Printf("%s: %s\n", j.Key, j.State)
+		} else {
+			fmt.Printf("%s: %s: %s\n", j.Key, j.State, j.LastError)
+		}
+	}
+	// Output:
+	// ran: 2
+	// tenant=42: completed
+	// tenant=42: cancelled: dropped: key tenant=42 of queue api over its rate 1/1m
+	// tenant=42: cancelled: dropped: key tenant=42 of queue api over its rate 1/1m
+	// tenant=7: completed
+}

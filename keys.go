@@ -51,11 +51,22 @@ func (c *Client) SetQueueKeyConcurrency(ctx context.Context, queue string, n int
 // start. The claim checks it inside its transaction, at the store's time
 // (on PostgreSQL the database's clock): a throttled key is skipped as a key
 // at its limit is, its excess waits, its other keys go on, and the workers
-// claim again when it next allows a start. Jobs without a key are not
-// throttled by it; a queue's own rate, its limits and a key's limit apply
-// as well. The zero Rate removes it (and every key's state). r.Drop, or a
-// bad rate, is a *FieldError on "key_rate" or "key_burst"; a store without
-// per-key state fails with ErrNoFlowControl.
+// claim again when it next allows a start.
+//
+// With r.Drop a key's excess is dropped instead: a job of the key that a
+// claim would start but for the key's rate — its turn came, its key is
+// neither paused, held nor at its limit, the queue neither paused nor at
+// its limit, and a worker was free for it — is cancelled with the
+// LastError "dropped: key KEY of queue NAME over its rate N/PERIOD", never
+// run (an EventCancelled reports it). A claim drops at most as many jobs
+// of a key as it could have started of it, and the workers claim again at
+// once. Jobs that wait for anything else are not dropped.
+//
+// Jobs without a key are not throttled by it; a queue's own rate, its
+// limits and a key's limit apply as well. The zero Rate removes it (and
+// every key's state). A bad rate is a *FieldError on "key_rate" or
+// "key_burst"; a store without per-key state fails with
+// ErrNoFlowControl.
 func (c *Client) SetQueueKeyRate(ctx context.Context, queue string, r Rate) error {
 	if _, err := c.keyControl(); err != nil {
 		return err

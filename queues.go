@@ -43,7 +43,8 @@ type QueueInfo struct {
 	Rate           Rate
 	ThrottledUntil time.Time
 	// KeyRate throttles the starts of each key of the queue across every
-	// process (SetQueueKeyRate; the zero Rate: none). Keys' throttles are
+	// process (SetQueueKeyRate; the zero Rate: none); with KeyRate.Drop
+	// each key's excess is dropped rather than held. Keys' throttles are
 	// listed by Client.Keys.
 	KeyRate Rate
 	// Counts are the queue's jobs by state (Stats); QueueStates leaves

@@ -20,9 +20,10 @@ type Rate struct {
 	Burst int
 	// Drop cancels the excess instead of holding it back: a job the rate
 	// does not let start when a worker would take it is cancelled with
-	// the LastError "dropped: queue NAME over its rate N/PERIOD", never
-	// run. Without Drop the excess waits, available, and starts as the
-	// rate allows.
+	// the LastError "dropped: queue NAME over its rate N/PERIOD" (as a
+	// rate per key, SetQueueKeyRate: "dropped: key KEY of queue NAME over
+	// its rate N/PERIOD"), never run. Without Drop the excess waits,
+	// available, and starts as the rate allows.
 	Drop bool
 }
 

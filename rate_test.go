@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store/memstore"
 )
 
@@ -258,6 +259,114 @@ func TestKeyRateStep(t *testing.T) {
 	}
 }
 
+// TestKeyRateDrop: a queue whose rate per key drops its excess, worked by
+// a client with 4 workers: each key's first job starts, the other jobs of
+// a key over its rate are cancelled with the reason — each reported as an
+// EventCancelled — and never run; another key is not touched, and a key
+// starts again once its rate allows.
+func TestKeyRateDrop(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		ran := map[string]int{}
+		ws := hopper.NewWorkers()
+		hopper.Register(ws, "call", func(ctx context.Context, key string) (any, error) {
+			mu.Lock()
+			ran[key]++
+			mu.Unlock()
+			return nil, nil
+		}, nil)
+		c := newClient(t, hopper.Config{Store: memstore.New(), Workers: ws, Concurrency: 4})
+		ctx := context.Background()
+		rate := hopper.Rate{N: 1, Period: time.Minute, Drop: true}
+		if err := c.SetQueueKeyRate(ctx, "api", rate); err != nil {
+			t.Fatal(err)
+		}
+		sub := c.Subscribe(job.EventCancelled)
+		defer sub.Unsubscribe()
+		var hot []hopper.ID
+		for range 3 {
+			hot = append(hot, enqueue(t, c, "call", "tenant=42", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=42"}))
+		}
+		enqueue(t, c, "call", "tenant=7", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=7"})
+		synctest.Wait()
+		const reason = "dropped: key tenant=42 of queue api over its rate 1/1m"
+		for _, id := range hot[1:] {
+			select {
+			case ev := <-sub.C:
+				if ev.Job.ID != id || ev.Job.State != hopper.StateCancelled || ev.Job.LastError != reason {
+					t.Errorf("event %s of job %d (%s, %q), want job %d cancelled with %q",
+						ev.Type, ev.Job.ID, ev.Job.State, ev.Job.LastError, id, reason)
+				}
+			default:
+				t.Fatalf("no EventCancelled for the dropped job %d", id)
+			}
+			j, err := c.Get(ctx, id)
+			if err != nil || j.State != hopper.StateCancelled || j.LastError != reason || j.Attempt != 0 {
+				t.Errorf("dropped job %d: %+v, %v; want cancelled with %q, never run", id, j, err, reason)
+			}
+		}
+		qs, err := c.Queues(ctx)
+		if err != nil || len(qs) != 1 || qs[0].KeyRate != (hopper.Rate{N: 1, Period: time.Minute, Burst: 1, Drop: true}) {
+			t.Errorf("Queues: %+v, %v; want api at 1/1m per key, dropping", qs, err)
+		}
+		time.Sleep(time.Minute)
+		last := enqueue(t, c, "call", "tenant=42", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=42"})
+		synctest.Wait()
+		if j, err := c.Get(ctx, last); err != nil || j.State != hopper.StateCompleted {
+			t.Errorf("tenant=42's job a minute on: %+v, %v; want completed", j, err)
+		}
+		mu.Lock()
+		if ran["tenant=42"] != 2 || ran["tenant=7"] != 1 {
+			t.Errorf("ran %v, want tenant=42 twice (its first job and the one a minute on) and tenant=7 once", ran)
+		}
+		mu.Unlock()
+		stopGracefully(t, c)
+	})
+}
+
+// TestKeyRateDropStep: the step API drops a key's excess as the pool does,
+// and ProcessNext passes over the jobs it drops to the next one it may
+// start.
+func TestKeyRateDropStep(t *testing.T) {
+	t.Parallel()
+	c := okStepClient(t)
+	ctx := context.Background()
+	if err := c.SetQueueKeyRate(ctx, "q", hopper.Rate{N: 1, Period: time.Hour, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	var d []hopper.ID
+	for range 3 {
+		d = append(d, enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "d"}))
+	}
+	enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "z"})
+	at := time.Now().Add(time.Hour)
+	for _, want := range []string{"d", "z"} { // keys in turn: the cursor is at z
+		if j, ok, err := c.ProcessNext(ctx, at); err != nil || !ok || j.Key != want {
+			t.Fatalf("ProcessNext: %+v, %v, %v; want a job of key %s", j, ok, err, want)
+		}
+	}
+	s := enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "s"})
+	// From z the turn wraps to d, over its rate: d's next job is dropped,
+	// and the claim goes on to s.
+	if j, ok, err := c.ProcessNext(ctx, at); err != nil || !ok || j.ID != s {
+		t.Fatalf("ProcessNext over d's excess: %+v, %v, %v; want job %d of key s", j, ok, err, s)
+	}
+	j, err := c.Get(ctx, d[1])
+	if err != nil || j.State != hopper.StateCancelled || j.LastError != "dropped: key d of queue q over its rate 1/1h" {
+		t.Errorf("d's second job: %+v, %v; want cancelled, dropped", j, err)
+	}
+	if j, err := c.Get(ctx, d[2]); err != nil || j.State != hopper.StateAvailable {
+		t.Errorf("d's third job: %+v, %v; want available (the claim stopped at s)", j, err)
+	}
+	if j, ok, err := c.ProcessNext(ctx, at); err != nil || ok {
+		t.Errorf("ProcessNext with only d's excess left: %+v, %v, %v; want nothing run", j, ok, err)
+	}
+	if j, err := c.Get(ctx, d[2]); err != nil || j.State != hopper.StateCancelled {
+		t.Errorf("d's third job: %+v, %v; want dropped", j, err)
+	}
+}
+
 // TestKeyRateBad: a bad rate per key is a *FieldError naming its field,
 // and changes nothing; the zero Rate clears it.
 func TestKeyRateBad(t *testing.T) {
@@ -274,7 +383,6 @@ func TestKeyRateBad(t *testing.T) {
 	}{
 		{hopper.Rate{N: 1}, "key_rate"},
 		{hopper.Rate{N: -5, Period: time.Second}, "key_rate"},
-		{hopper.Rate{N: 5, Period: time.Second, Drop: true}, "key_rate"},
 		{hopper.Rate{N: 5, Period: time.Second, Burst: -1}, "key_burst"},
 	} {
 		var fe *hopper.FieldError

@@ -147,4 +147,14 @@ func TestQueuesPageKeyRate(t *testing.T) {
 	if jp := e.get("/jobs/"+strconv.FormatInt(int64(held), 10), "").want(t, 200).body; !strings.Contains(jp, `id="wait-reason">key tenant=42 throttled until `) {
 		t.Errorf("the throttled key's job's page does not say until when it waits")
 	}
+	if strings.Contains(page, "excess dropped") {
+		t.Errorf("queues page: a rate per key that holds its excess is shown as dropping it")
+	}
+	if err := e.c.SetQueueKeyRate(context.Background(), "api", hopper.Rate{N: 1, Period: time.Hour, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	page = e.get("/queues", "").want(t, 200).body
+	if want := `<span class="key-rate">1/1h starts per key</span> <span class="muted">a key's excess dropped</span>`; !strings.Contains(page, want) {
+		t.Errorf("queues page with key_drop: no %s", want)
+	}
 }

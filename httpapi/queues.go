@@ -93,18 +93,20 @@ type limitsRequest struct {
 	Burst *int    `json:"burst"`
 	Drop  *bool   `json:"drop"`
 	// KeyRate throttles the starts of each key of the queue:
-	// "N/DURATION" or "none", with KeyBurst (0: 1).
+	// "N/DURATION" or "none", with KeyBurst (0: 1) and KeyDrop (drop each
+	// key's excess rather than hold it).
 	KeyRate  *string `json:"key_rate"`
 	KeyBurst *int    `json:"key_burst"`
+	KeyDrop  *bool   `json:"key_drop"`
 }
 
-// keyRate returns the rate per key req sets, if any; key_burst without
-// key_rate is an error on "key_rate", a bad one on "key_rate" or
-// "key_burst".
+// keyRate returns the rate per key req sets, if any; key_burst or
+// key_drop without key_rate is an error on "key_rate", a bad one on
+// "key_rate" or "key_burst".
 func (req limitsRequest) keyRate() (*hopper.Rate, error) {
 	if req.KeyRate == nil {
-		if req.KeyBurst != nil {
-			return nil, invalid("key_rate", "give the rate per key with key_burst (\"key_rate\": \"10/1s\")")
+		if req.KeyBurst != nil || req.KeyDrop != nil {
+			return nil, invalid("key_rate", "give the rate per key with key_burst or key_drop (\"key_rate\": \"10/1s\")")
 		}
 		return nil, nil
 	}
@@ -115,10 +117,13 @@ func (req limitsRequest) keyRate() (*hopper.Rate, error) {
 	if r.N > 0 && req.KeyBurst != nil {
 		r.Burst = *req.KeyBurst
 	}
+	if r.N > 0 && req.KeyDrop != nil {
+		r.Drop = *req.KeyDrop
+	}
 	if err := r.ValidateKey(); err != nil {
 		return nil, err
 	}
-	return &hopper.Rate{N: r.N, Period: r.Period, Burst: r.Burst}, nil
+	return &hopper.Rate{N: r.N, Period: r.Period, Burst: r.Burst, Drop: r.Drop}, nil
 }
 
 // rate returns the Rate req sets, if any; burst or drop without a rate is
@@ -148,8 +153,8 @@ func (req limitsRequest) rate() (*hopper.Rate, error) {
 // setQueueLimits handles POST /queues/{name}/limits: {"concurrency": N}
 // sets the queue's limit across every process, {"key_concurrency": N} its
 // limit per key (0 removes either); {"rate": "100/1s", "burst": 10,
-// "drop": false} its throttle, {"key_rate": "10/1s", "key_burst": 2} its
-// throttle per key ("none" removes either). Each is optional, but one must
+// "drop": false} its throttle, {"key_rate": "10/1s", "key_burst": 2,
+// "key_drop": false} its throttle per key ("none" removes either). Each is optional, but one must
 // be given; a bad one changes nothing.
 func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r) // a name in the path, checked as any
@@ -185,7 +190,7 @@ func (a *api) setQueueLimits(w http.ResponseWriter, r *http.Request) error {
 		httpauth.Note(r, "queue", name, "rate", rt.String(), "burst", rt.Burst, "drop", rt.Drop)
 	}
 	if krt != nil {
-		httpauth.Note(r, "queue", name, "key_rate", krt.String(), "key_burst", krt.Burst)
+		httpauth.Note(r, "queue", name, "key_rate", krt.String(), "key_burst", krt.Burst, "key_drop", krt.Drop)
 	}
 	return a.setQueue(w, r, func(c *hopper.Client, ctx context.Context, name string) error {
 		// The limits checked first: the rates are valid already, so a bad

@@ -224,3 +224,54 @@ func TestQueueKeyRateAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueKeyDropAPI: key_drop on the limits route drops each key's
+// excess with its reason, GET /queues reports it, key_rate without
+// key_drop holds the excess again, and key_drop without key_rate is
+// refused.
+func TestQueueKeyDropAPI(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOpts{store: st})
+			var q statsview.Queue
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1h","key_drop":true}`).ok(200, &q)
+			if q.KeyRate != "1/1h" || !q.KeyDrop || q.Drop {
+				t.Errorf("limits key_drop: %+v, want 1/1h per key, key_drop", q)
+			}
+			var ids []hopper.ID
+			for range 3 {
+				ids = append(ids, e.enqueue(`{"kind":"ok","queue":"mail","key":"tenant=42"}`))
+			}
+			if got := e.run(); got.ID != ids[0] {
+				t.Fatalf("run: job %d, want tenant=42's first %d", got.ID, ids[0])
+			}
+			if _, ok, err := e.c.ProcessNext(t.Context(), time.Now()); ok || err != nil {
+				t.Fatalf("ProcessNext past the key's rate: %v, %v; want its excess dropped, nothing run", ok, err)
+			}
+			for _, id := range ids[1:] {
+				if j := e.job(id); j.State != hopper.StateCancelled || j.LastError != "dropped: key tenant=42 of queue mail over its rate 1/1h" {
+					t.Errorf("a dropped job: %s, %q", j.State, j.LastError)
+				}
+			}
+			var qs struct{ Queues []statsview.Queue }
+			e.do("GET", "/api/v1/queues", "").ok(200, &qs)
+			if len(qs.Queues) != 1 || !qs.Queues[0].KeyDrop || qs.Queues[0].Counts["cancelled"] != 2 {
+				t.Errorf("GET /queues: %+v, want mail with key_drop and 2 cancelled", qs)
+			}
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_drop":true}`).fails(400, CodeInvalid, "key_rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1h"}`).ok(200, &q)
+			if q.KeyDrop {
+				t.Errorf("limits key_rate without key_drop: %+v, want the excess held", q)
+			}
+			held := e.enqueue(`{"kind":"ok","queue":"mail","key":"tenant=42"}`)
+			if _, ok, err := e.c.ProcessNext(t.Context(), time.Now()); ok || err != nil {
+				t.Fatalf("ProcessNext with the excess held: %v, %v; want nothing", ok, err)
+			}
+			if j := e.job(held); j.State != hopper.StateAvailable {
+				t.Errorf("a held key's job: %s, want available", j.State)
+			}
+		})
+	}
+}

@@ -27,7 +27,8 @@ import (
 //     the attempt ends (finish) or is rescued, never two;
 //   - in a queue with a KeyRate (QueueControl), a job with a key does not
 //     start while its key's throttle (KeyState.Throttle) allows no start,
-//     and a claim takes at most the starts it allows;
+//     and a claim takes at most the starts it allows (with the KeyRate's
+//     Drop, the jobs it comes to past them are dropped: QueueControl);
 //   - a queue that has a limit or a rate per key, or a paused or held key,
 //     is keyed:
 //     a claim serves its keys in turn, in key order from the one after the
@@ -204,6 +205,13 @@ func NextKey(keys []string, cursor string, ok func(i int) bool) int {
 // refuses skipped, each key's jobs up to its free slots and the starts its
 // throttle allows, one job of each key a round, at most N in all. A key's
 // backlog costs one read of its first jobs, however long it is.
+//
+// Under a KeyRate with Drop (the Rate of a State's Throttle), a key that
+// only its throttle blocks is not skipped, and a key is not capped by its
+// throttle: its share is its free slots, as if it had no throttle, and of
+// the jobs the walk picks of it those past the starts its throttle allows
+// are to be dropped (KeyPick.Drops). Starts and drops together are at
+// most N.
 type KeyWalk struct {
 	Cursor string
 	Limit  int // the queue's limit per key (0: none)
@@ -224,6 +232,13 @@ type KeyPick struct {
 	// IDs are the jobs to claim, in turn order; Keys their keys.
 	IDs  []job.ID
 	Keys []string
+	// Drops are the jobs to drop (KeyDropReason), in turn order, under a
+	// KeyRate with Drop; DropKeys their keys.
+	Drops    []job.ID
+	DropKeys []string
+	// Last is the key of the last job picked, claimed or dropped: the
+	// queue's next cursor ("" if none was picked).
+	Last string
 	// Held reports whether a key at its limit (with jobs left) held jobs
 	// back.
 	Held bool
@@ -238,6 +253,7 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 	type keyJobs struct {
 		key       string
 		ids       []job.ID
+		starts    int // ids[:starts] start, the rest are dropped
 		th        Throttle
 		throttled bool // its throttle capped it, and it may have more
 	}
@@ -260,8 +276,10 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 			pick.Held = true
 			return nil
 		case "throttled":
-			until(k.Throttle.Next())
-			return nil
+			if !k.Throttle.Rate.Drop {
+				until(k.Throttle.Next())
+				return nil
+			}
 		default:
 			return nil
 		}
@@ -270,16 +288,19 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 		if capped {
 			take = w.Limit - k.Running
 		}
-		free := take
+		free, read := take, take
 		if key != "" {
 			free = k.Throttle.Free(now, take)
+			if !k.Throttle.Rate.Drop {
+				read = free
+			}
 		}
-		got, err := w.Jobs(key, free)
+		got, err := w.Jobs(key, read)
 		if err != nil {
 			return err
 		}
 		if len(got) > 0 {
-			walk = append(walk, keyJobs{key, got, k.Throttle, free < take && len(got) == free})
+			walk = append(walk, keyJobs{key, got, min(free, len(got)), k.Throttle, read == free && free < take && len(got) == free})
 		}
 		pick.Held = pick.Held || capped && free == take && len(got) == take // the key may have more, at its limit now
 		return nil
@@ -310,12 +331,16 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 			return pick, err
 		}
 	}
-	for round := 0; len(pick.IDs) < w.N; round++ {
+	for round := 0; len(pick.IDs)+len(pick.Drops) < w.N; round++ {
 		took := false
 		for _, kj := range walk {
-			if round < len(kj.ids) && len(pick.IDs) < w.N {
-				pick.IDs, pick.Keys = append(pick.IDs, kj.ids[round]), append(pick.Keys, kj.key)
-				took = true
+			if round < len(kj.ids) && len(pick.IDs)+len(pick.Drops) < w.N {
+				if round < kj.starts {
+					pick.IDs, pick.Keys = append(pick.IDs, kj.ids[round]), append(pick.Keys, kj.key)
+				} else {
+					pick.Drops, pick.DropKeys = append(pick.Drops, kj.ids[round]), append(pick.DropKeys, kj.key)
+				}
+				pick.Last, took = kj.key, true
 			}
 		}
 		if !took {
@@ -349,8 +374,9 @@ func KeyStarts(jobs []*job.Job) (keys []string, n []int) {
 
 // ScanKeyThrottles reads the rows of a SQL store's query of keys'
 // throttles joined to their queue — queue, key, tat, key_rate_n,
-// key_rate_period (nanoseconds), key_rate_burst — as KeyStates with only
-// Queue, Key and Throttle set (*sql.Rows and pgx.Rows both serve).
+// key_rate_period (nanoseconds), key_rate_burst, key_rate_drop — as
+// KeyStates with only Queue, Key and Throttle set (*sql.Rows and pgx.Rows
+// both serve).
 func ScanKeyThrottles(rows interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -360,7 +386,8 @@ func ScanKeyThrottles(rows interface {
 	for rows.Next() {
 		var k KeyState
 		var period int64
-		if err := rows.Scan(&k.Queue, &k.Key, &k.Throttle.TAT, &k.Throttle.Rate.N, &period, &k.Throttle.Rate.Burst); err != nil {
+		if err := rows.Scan(&k.Queue, &k.Key, &k.Throttle.TAT, &k.Throttle.Rate.N, &period, &k.Throttle.Rate.Burst,
+			&k.Throttle.Rate.Drop); err != nil {
 			return nil, err
 		}
 		k.Throttle.Rate.Period = time.Duration(period)

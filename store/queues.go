@@ -48,7 +48,17 @@ import (
 // started recently): KeyBlocked refuses a throttled key like a key at its
 // limit, a claim takes at most the starts a key's state allows and moves
 // it by the jobs it took of the key, and a claim that a key's throttle
-// held back sets ClaimResult.ThrottledUntil. A key's excess always waits.
+// held back sets ClaimResult.ThrottledUntil. A key's excess waits, unless
+// the KeyRate has Drop: then the claim walks the queue's keys in turn as
+// if no key were throttled (KeyWalk), and each job it so comes to whose
+// key's throttle allows no more starts is dropped (ApplyDrop, with
+// KeyDropReason) instead of started, returned in ClaimResult.Dropped. A
+// key's share of the walk is what it could start but for its throttle:
+// at most its free slots under KeyConcurrency; the queue's starts and
+// drops together are at most what the claim may start of it (its Limit,
+// its QueueLimits for the queue, its free slots, its own rate's
+// allowance). So a key paused, held or at its limit drops nothing, and
+// neither does a queue paused, at its limit or held by its own rate.
 // A key's row is deleted once Throttle.Collectable, by the claims of its
 // queue (decision 98).
 type QueueControl interface {
@@ -100,8 +110,9 @@ type QueueState struct {
 	Rate Rate
 	TAT  time.Time
 	// KeyRate throttles the starts of each key of the queue (the zero
-	// Rate: none; never Drop): each key keeps a GCRA state of its own
-	// (KeyState.Throttle). A queue with a KeyRate is keyed (KeyControl).
+	// Rate: none; with Drop, each key's excess is dropped): each key
+	// keeps a GCRA state of its own (KeyState.Throttle). A queue with a
+	// KeyRate is keyed (KeyControl).
 	KeyRate Rate
 	// PausedAt is when the queue was paused (SetQueueParams.Now), zero if
 	// it is not.

@@ -333,9 +333,10 @@ type ClaimResult struct {
 	// then. Zero if no throttle held a job back.
 	ThrottledUntil time.Time
 	// Dropped are the jobs the claim dropped, as it left them (cancelled,
-	// LastError DropReason): ready jobs of a queue whose Rate drops its
-	// excess, which the claim would have taken but for the rate. The
-	// caller should claim again at once when it is not empty.
+	// LastError DropReason or KeyDropReason): ready jobs of a queue whose
+	// Rate drops its excess, or of a key of a queue whose KeyRate does,
+	// which the claim would have taken but for the rate. The caller
+	// should claim again at once when it is not empty.
 	Dropped []*job.Job
 }
 

@@ -32,8 +32,10 @@ type Rate struct {
 	Burst int
 	// Drop makes the queue drop its excess instead of holding it: the
 	// ready jobs a claim would take but for the rate are cancelled with
-	// the reason DropReason, not run (ClaimResult.Dropped). A throttle
-	// without Drop never drops a job: the excess waits, available.
+	// the reason DropReason, not run (ClaimResult.Dropped). On a queue's
+	// KeyRate it drops each key's excess (KeyDropReason, KeyWalk). A
+	// throttle without Drop never drops a job: the excess waits,
+	// available.
 	Drop bool
 }
 
@@ -80,14 +82,9 @@ func (r Rate) Normalized() Rate {
 func (r Rate) Validate() error { return r.validate("rate", "burst") }
 
 // ValidateKey is Validate for a queue's rate per key (QueueState.KeyRate),
-// its errors on "key_rate" and "key_burst"; a key's excess always waits,
-// so Drop is an error on "key_rate".
-func (r Rate) ValidateKey() error {
-	if r.Drop {
-		return job.Invalid("key_rate", "a key's excess waits: drop applies to a queue's own rate only")
-	}
-	return r.validate("key_rate", "key_burst")
-}
+// its errors on "key_rate" and "key_burst" (Drop is allowed: it drops
+// each key's excess).
+func (r Rate) ValidateKey() error { return r.validate("key_rate", "key_burst") }
 
 // validate is Validate with its errors on the fields given.
 func (r Rate) validate(rateField, burstField string) error {
@@ -172,6 +169,14 @@ func ParseRate(field, s string) (Rate, error) {
 // was over its rate (Rate.Drop).
 func DropReason(queue string, r Rate) string {
 	return fmt.Sprintf("dropped: queue %s over its rate %s", queue, r)
+}
+
+// KeyDropReason is the LastError of a job of key a claim dropped because
+// the key was over its queue's rate per key r (Rate.Drop on
+// QueueState.KeyRate): "dropped: key tenant=42 of queue api over its rate
+// 1/1m".
+func KeyDropReason(queue, key string, r Rate) string {
+	return fmt.Sprintf("dropped: key %s of queue %s over its rate %s", key, queue, r)
 }
 
 // Throttle is the GCRA state of one throttled queue, or of one key of a

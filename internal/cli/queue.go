@@ -70,6 +70,9 @@ survives restarts, until "hopper queue resume".
 						if v.KeyBurst > 1 {
 							r += fmt.Sprintf(" burst %d", v.KeyBurst)
 						}
+						if v.KeyDrop {
+							r += " drop"
+						}
 						if perKey == "-" {
 							perKey = r
 						} else {
@@ -87,9 +90,9 @@ survives restarts, until "hopper queue resume".
 func (a *app) queueSetCmd() *cobra.Command {
 	var concurrency, keyConcurrency, burst, keyBurst int
 	var rateFlag, keyRateFlag string
-	var drop bool
+	var drop, keyDrop bool
 	cmd := &cobra.Command{
-		Use:   "set NAME [--concurrency N] [--key-concurrency N] [--rate N/DURATION [--burst N] [--drop]] [--key-rate N/DURATION [--key-burst N]]",
+		Use:   "set NAME [--concurrency N] [--key-concurrency N] [--rate N/DURATION [--burst N] [--drop]] [--key-rate N/DURATION [--key-burst N] [--key-drop]]",
 		Short: "Set a queue's limits, shared by every server working the database",
 		Long: `Set a queue's limits, shared by every server working the database.
 
@@ -120,7 +123,12 @@ same way, across every server: at most N per DURATION of one key,
 --key-burst N of them at once (default 1). Each key keeps one small row
 while it starts jobs, gone about two periods after its last start. A
 throttled key waits as a key at its limit does: the queue's other keys go
-on. The excess of a key always waits. --key-rate none removes it.
+on. With --key-drop a key's excess is dropped instead: a job of the key
+that a claim would start but for the key's rate is cancelled with the
+error "dropped: key KEY of queue NAME over its rate N/DURATION", never
+run; jobs that wait for anything else (a key's limit or pause, the
+queue's) are not. --key-rate N/DURATION without --key-drop holds the
+excess again; --key-rate none removes the rate per key.
 
 Exit code: 0 if the queue has the limits given.`,
 		Args: exactArgs(1, "a queue NAME"),
@@ -131,8 +139,8 @@ Exit code: 0 if the queue has the limits given.`,
 			if !setRate && (cmd.Flags().Changed("burst") || drop) {
 				return usagef("--burst and --drop go with --rate N/DURATION")
 			}
-			if !setKeyRate && cmd.Flags().Changed("key-burst") {
-				return usagef("--key-burst goes with --key-rate N/DURATION")
+			if !setKeyRate && (cmd.Flags().Changed("key-burst") || keyDrop) {
+				return usagef("--key-burst and --key-drop go with --key-rate N/DURATION")
 			}
 			if !setC && !setK && !setRate && !setKeyRate {
 				return usagef("queue set needs --concurrency N or --key-concurrency N (0 removes a limit), or --rate N/DURATION or --key-rate N/DURATION (none removes it)")
@@ -157,7 +165,7 @@ Exit code: 0 if the queue has the limits given.`,
 					return usagef("bad --key-rate %q: %s", keyRateFlag, reason(err))
 				}
 				if krt.N > 0 {
-					krt.Burst = keyBurst
+					krt.Burst, krt.Drop = keyBurst, keyDrop
 				}
 				if err := krt.Validate(); err != nil {
 					return usagef("bad --key-%s: %s", fieldOf(err), reason(err))
@@ -201,7 +209,7 @@ Exit code: 0 if the queue has the limits given.`,
 						out["rate"], out["burst"], out["drop"] = rt.String(), rt.Burst, rt.Drop
 					}
 					if setKeyRate {
-						out["key_rate"], out["key_burst"] = krt.String(), krt.Burst
+						out["key_rate"], out["key_burst"], out["key_drop"] = krt.String(), krt.Burst, krt.Drop
 					}
 					return printJSON(a.Out, out)
 				}
@@ -236,8 +244,12 @@ Exit code: 0 if the queue has the limits given.`,
 				case krt.N == 0:
 					fmt.Fprintf(a.Out, "queue %s: no rate limit per key\n", name)
 				default:
-					fmt.Fprintf(a.Out, "queue %s: at most %s starts of each key across every server, %d at once; the excess waits\n",
-						name, krt, max(krt.Burst, 1))
+					excess := "waits"
+					if krt.Drop {
+						excess = "is dropped"
+					}
+					fmt.Fprintf(a.Out, "queue %s: at most %s starts of each key across every server, %d at once; a key's excess %s\n",
+						name, krt, max(krt.Burst, 1), excess)
 				}
 				return nil
 			})
@@ -250,6 +262,7 @@ Exit code: 0 if the queue has the limits given.`,
 	cmd.Flags().BoolVar(&drop, "drop", false, "with --rate: drop (cancel) the excess instead of holding it")
 	cmd.Flags().StringVar(&keyRateFlag, "key-rate", "", "at most N starts of each key per DURATION across every server, as N/DURATION (10/1s); none removes it")
 	cmd.Flags().IntVar(&keyBurst, "key-burst", 0, "with --key-rate: how many of one key may start at once (default 1)")
+	cmd.Flags().BoolVar(&keyDrop, "key-drop", false, "with --key-rate: drop (cancel) each key's excess instead of holding it")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/hopperq/hopper"
@@ -167,7 +168,7 @@ func TestQueueKeyRateCommand(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	hop(t, db, "queue", "set", "api", "--key-rate", "1/1h").ok(t).
-		has(t, "queue api: at most 1/1h starts of each key across every server, 1 at once; the excess waits")
+		has(t, "queue api: at most 1/1h starts of each key across every server, 1 at once; a key's excess waits")
 	first := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=42", "exec", "--", "true").id(t)
 	second := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=42", "exec", "--", "true").id(t)
 	other := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=7", "exec", "--", "true").id(t)
@@ -187,11 +188,57 @@ func TestQueueKeyRateCommand(t *testing.T) {
 	hop(t, db, "queue", "set", "api", "--key-rate", "1/0s").fails(t, ExitUsage, `bad --key-rate "1/0s"`)
 	hop(t, db, "queue", "set", "api", "--key-rate", "1/1s", "--key-burst", "-1").fails(t, ExitUsage, "bad --key-burst")
 	hop(t, db, "queue", "set", "api", "--concurrency", "1", "--key-rate", "1/1s", "--key-burst", "-1").fails(t, ExitUsage, "bad --key-burst")
-	hop(t, db, "queue", "set", "api", "--key-burst", "3").fails(t, ExitUsage, "--key-burst goes with --key-rate")
+	hop(t, db, "queue", "set", "api", "--key-burst", "3").fails(t, ExitUsage, "--key-burst and --key-drop go with --key-rate")
 	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
 	if len(qs) != 1 || qs[0].KeyRate != "5/1s" || qs[0].KeyBurst != 3 || qs[0].Concurrency != 0 {
 		t.Fatalf("queue list --json after refused input: %+v, want api at 5/1s burst 3 per key, no limit", qs)
 	}
 	hop(t, db, "queue", "set", "api", "--key-rate", "none").ok(t).has(t, "queue api: no rate limit per key")
 	work(t, db, second)
+}
+
+// TestQueueKeyDropCommand: hopper queue set --key-rate --key-drop drops
+// each key's excess with its reason while another key's job runs; queue
+// list and its JSON show it; --key-rate without --key-drop holds the
+// excess again; --key-drop without --key-rate is a usage error.
+func TestQueueKeyDropCommand(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "api", "--key-rate", "1/1h", "--key-drop").ok(t).
+		has(t, "queue api: at most 1/1h starts of each key across every server, 1 at once; a key's excess is dropped")
+	var ids []hopper.ID
+	for _, key := range []string{"tenant=42", "tenant=42", "tenant=42", "tenant=7"} {
+		ids = append(ids, hop(t, db, "enqueue", "--queue", "api", "--key", key, "exec", "--", "true").id(t))
+	}
+	hop(t, db, "queue", "list").ok(t).has(t, "PER KEY", "1/1h drop")
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyRate != "1/1h" || !qs[0].KeyDrop || qs[0].Drop {
+		t.Fatalf("queue list --json: %+v, want api at 1/1h per key, key_drop", qs)
+	}
+	states := map[string]int{}
+	for _, j := range work(t, db, ids...) {
+		states[j.Key+" "+j.State.String()]++
+		if j.State == hopper.StateCancelled && j.LastError != "dropped: key tenant=42 of queue api over its rate 1/1h" {
+			t.Errorf("dropped job %d: last error %q", j.ID, j.LastError)
+		}
+	}
+	if want := map[string]int{"tenant=42 completed": 1, "tenant=42 cancelled": 2, "tenant=7 completed": 1}; !maps.Equal(states, want) {
+		t.Errorf("jobs at 1/1h per key with --key-drop: %v, want %v", states, want)
+	}
+	hop(t, db, "queue", "set", "api", "--key-drop").fails(t, ExitUsage, "--key-burst and --key-drop go with --key-rate")
+	var set map[string]any
+	hop(t, db, "--json", "queue", "set", "api", "--key-rate", "1/1h").ok(t).decode(&set)
+	if set["key_drop"] != false {
+		t.Errorf("queue set --json without --key-drop: %v, want key_drop false", set)
+	}
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyDrop {
+		t.Fatalf("queue list --json after --key-rate without --key-drop: %+v, want the excess held", qs)
+	}
+	held := hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=42", "exec", "--", "true").id(t)
+	work(t, db, hop(t, db, "enqueue", "--queue", "api", "--key", "tenant=9", "exec", "--", "true").id(t))
+	if j := getJobJSON(t, db, held); j.State.String() != "available" {
+		t.Errorf("tenant=42's job with the excess held: %s, want available", j.State)
+	}
 }

@@ -28,9 +28,11 @@ type Queue struct {
 	Drop           bool       `json:"drop,omitempty"`
 	ThrottledUntil *time.Time `json:"throttled_until,omitempty"`
 	// KeyRate is the queue's throttle per key as N/PERIOD (absent: none),
-	// KeyBurst how many of one key may start at once.
+	// KeyBurst how many of one key may start at once, KeyDrop whether a
+	// key's excess is dropped rather than held.
 	KeyRate  string `json:"key_rate,omitempty"`
 	KeyBurst int    `json:"key_burst,omitempty"`
+	KeyDrop  bool   `json:"key_drop,omitempty"`
 	// WaitReason says why its ready jobs wait, if they do ("queue mail
 	// paused", "queue mail at its limit of 5", "queue mail throttled
 	// until 12:00:03").
@@ -64,7 +66,7 @@ func QueueOf(q hopper.QueueInfo) Queue {
 		v.ThrottledUntil = &t
 	}
 	if q.KeyRate.N > 0 {
-		v.KeyRate, v.KeyBurst = q.KeyRate.String(), q.KeyRate.Burst
+		v.KeyRate, v.KeyBurst, v.KeyDrop = q.KeyRate.String(), q.KeyRate.Burst, q.KeyRate.Drop
 	}
 	v.Throttled = q.Throttled
 	for _, s := range job.States {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
 
@@ -158,13 +159,17 @@ func (s *Store) takeKeySlot(e *entry, now time.Time) {
 }
 
 // keyCandidate is the next job a keyed lane gives a claim: the first
-// job of its first key, in turn from cursor, that may start at now.
-// blocked reports whether a key with jobs was at its limit; until is the
-// earliest time a throttled key with jobs allows a start (0 if none was
-// throttled).
-func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, blocked bool, until int64) {
+// job of its first key, in turn from cursor, that may start at now — or,
+// under a KeyRate with Drop, that its throttle alone blocks and that is
+// to be dropped (drop), while the key's running jobs and the claim's
+// drops of it stay below its limit (store.QueueControl). blocked reports
+// whether a key with jobs was at its limit; until is the earliest time a
+// throttled key with jobs allows a start (0 if none was throttled and
+// held).
+func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, drop, blocked bool, until int64) {
 	q := s.queues[l.queue]
 	ok := func(key string) bool {
+		drop = false
 		var k store.KeyState
 		if row := s.keys[qkey{l.queue, key}]; row != nil {
 			if row.Idle(now) { // a passed hold: collected
@@ -186,6 +191,10 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 		case "limit":
 			blocked = true
 		case "throttled":
+			if q.KeyRate.Drop {
+				drop = q.KeyConcurrency == 0 || k.Running+s.keyDrops[qkey{l.queue, key}] < q.KeyConcurrency
+				return drop
+			}
 			if next := k.Throttle.Next(); until == 0 || next < until {
 				until = next
 			}
@@ -200,18 +209,50 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 	}
 	for _, k := range l.keyList[start:] {
 		if ok(k) {
-			return l.byKey[k], k, blocked, until
+			return l.byKey[k], k, drop, blocked, until
 		}
 	}
 	if l.ready.len() > 0 {
-		return &l.ready, "", blocked, until
+		return &l.ready, "", false, blocked, until
 	}
 	for _, k := range l.keyList[:start] {
 		if ok(k) {
-			return l.byKey[k], k, blocked, until
+			return l.byKey[k], k, drop, blocked, until
 		}
 	}
-	return nil, "", blocked, until
+	return nil, "", false, blocked, until
+}
+
+// dropKeyed drops e, a job of key popped from its heap by a claim at now
+// because its key's throttle (a KeyRate with Drop) allows no start
+// (store.ApplyDrop, store.KeyDropReason), and adds it to res.Dropped.
+func (s *Store) dropKeyed(e *entry, key string, now time.Time, res *store.ClaimResult) error {
+	var v job.Job
+	e.view(&v)
+	if err := store.ApplyDrop(&v, now, store.KeyDropReason(e.l.queue, key, s.queues[e.l.queue].KeyRate)); err != nil {
+		return err // an available job can always be cancelled
+	}
+	s.update(e, &v)
+	if s.keyDrops == nil {
+		s.keyDrops = make(map[qkey]int)
+	}
+	s.keyDrops[qkey{e.l.queue, key}]++
+	j := new(job.Job)
+	e.fill(j)
+	res.Dropped = append(res.Dropped, j)
+	return nil
+}
+
+// keyDropsIn counts the jobs of queue the latest claim dropped for their
+// keys' throttles.
+func (s *Store) keyDropsIn(queue string) int {
+	n := 0
+	for k, d := range s.keyDrops {
+		if k.queue == queue {
+			n += d
+		}
+	}
+	return n
 }
 
 // keyBefore reports whether key a comes before key b in the turn order

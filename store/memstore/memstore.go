@@ -48,6 +48,7 @@ type Store struct {
 	gates     []gate                      // the throttled queues of the latest claim (queues.go)
 	slotBuf   map[string]int              // the limits of the latest claim (queues.go)
 	takenBuf  map[string]int              // the jobs the latest claim took per limited queue
+	keyDrops  map[qkey]int                // the jobs the latest claim dropped per key (keys.go)
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	keys      map[qkey]*store.KeyState    // keys with a state (keys.go)
 	cursor    map[string]string           // per keyed queue, the key its latest claim served last
@@ -369,14 +370,16 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 		s.collectKeyThrottles(now)
 	}
 	var keyUntil int64 // the earliest a throttled key allows a start
+	clear(s.keyDrops)
 	var res store.ClaimResult
 	var slab []job.Job // the returned copies, allocated together
 	var v job.Job
-	for len(res.Jobs) < p.Limit {
+	for len(res.Jobs)+len(res.Dropped) < p.Limit { // (only keys' drops so far)
 		var (
 			best     *lane
 			bestHeap *jobHeap
 			bestKey  string
+			bestDrop bool
 		)
 		for _, l := range ls {
 			if s.held(l.queue) {
@@ -388,11 +391,11 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 					continue
 				}
 			}
-			h, key := &l.ready, ""
+			h, key, drop := &l.ready, "", false
 			if l.keyed {
 				var blocked bool
 				var until int64
-				h, key, blocked, until = s.keyCandidate(l, s.cursor[l.queue], p.Now)
+				h, key, drop, blocked, until = s.keyCandidate(l, s.cursor[l.queue], p.Now)
 				res.Held = res.Held || blocked
 				if until != 0 && (keyUntil == 0 || until < keyUntil) {
 					keyUntil = until
@@ -413,7 +416,7 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 			case !h.less(h.head(), bestHeap.head()):
 				continue
 			}
-			best, bestHeap, bestKey = l, h, key
+			best, bestHeap, bestKey, bestDrop = l, h, key, drop
 		}
 		if best == nil {
 			break
@@ -425,6 +428,15 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 				s.cursor = make(map[string]string)
 			}
 			s.cursor[best.queue] = bestKey
+			if bestDrop {
+				if taken != nil {
+					taken[best.queue]++ // a drop counts against the queue's share (endThrottle takes it off)
+				}
+				if err := s.dropKeyed(e, bestKey, p.Now, &res); err != nil {
+					return store.ClaimResult{}, err
+				}
+				continue
+			}
 			s.takeKeySlot(e, p.Now)
 			s.takeKeyThrottle(e, now)
 		}

@@ -154,6 +154,9 @@ func (s *Store) endThrottle(ls []*lane, taken map[string]int, p store.ClaimParam
 	now := store.UnixNanos(p.Now)
 	for _, g := range s.gates {
 		q := s.queues[g.queue]
+		if len(s.keyDrops) > 0 {
+			taken[g.queue] -= s.keyDropsIn(g.queue) // starts only
+		}
 		th := q.Throttle().Take(now, taken[g.queue])
 		q.TAT = store.FromUnixNanos(th.TAT)
 		s.queues[g.queue] = q

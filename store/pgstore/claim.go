@@ -481,24 +481,23 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 // the keyed step failed and the plain claim took nothing: jobs claimed
 // are handed over.
 func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.ClaimResult, error) {
-	var more []*job.Job
+	var more store.ClaimResult
 	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
 		slices.Sort(c.keyed)
-		var held bool
-		var until time.Time
 		var err error
-		more, held, until, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
+		more, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
 		if err != nil && len(res.Jobs) == 0 {
 			c.failed()
 			return store.ClaimResult{}, c.s.translate(err)
 		}
-		res.Held = res.Held || held
-		if !until.IsZero() && (res.ThrottledUntil.IsZero() || until.Before(res.ThrottledUntil)) {
-			res.ThrottledUntil = until
+		res.Held = res.Held || more.Held
+		if u := more.ThrottledUntil; !u.IsZero() && (res.ThrottledUntil.IsZero() || u.Before(res.ThrottledUntil)) {
+			res.ThrottledUntil = u
 		}
 	}
 	c.done(res) // the floors follow the plain claim's jobs
-	res.Jobs = append(res.Jobs, more...)
+	res.Jobs = append(res.Jobs, more.Jobs...)
+	res.Dropped = append(res.Dropped, more.Dropped...)
 	return res, nil
 }
 

@@ -195,16 +195,19 @@ type keyedQueue struct {
 
 // claimKeyed claims at most limit jobs of the keyed queues names (sorted)
 // for p, keys in turn (store.KeyControl), a throttled one at most as many
-// as its rate allows (throttleKeyed). held reports whether a key at its
-// limit held jobs back; until, when a throttle that held jobs back next
+// as its rate allows (throttleKeyed), and drops the excess of the keys of
+// a queue whose rate per key drops it (the drops count against limit as
+// starts do). The result's Held reports whether a key at its limit held
+// jobs back; its ThrottledUntil, when a throttle that held jobs back next
 // allows a start (zero if none did).
-func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (jobs []*job.Job, held bool, until time.Time, err error) {
+func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (res store.ClaimResult, err error) {
 	var kinds []string
 	if len(p.Kinds) > 0 {
 		kinds = dedupe(p.Kinds)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		jobs, held, until = nil, false, time.Time{}
+		res = store.ClaimResult{}
+		until := &res.ThrottledUntil
 		if _, err := tx.Exec(ctx, sqlClaimPlan); err != nil {
 			return err
 		}
@@ -219,7 +222,8 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 					return err
 				}
 			}
-			if limit-len(jobs) <= 0 {
+			left := limit - len(res.Jobs) - len(res.Dropped)
+			if left <= 0 {
 				break
 			}
 			th, err := s.throttleKeyed(ctx, tx, &q, p.Now)
@@ -227,11 +231,11 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 				return err
 			}
 			if th != nil {
-				if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(until)) {
-					until = u
+				if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
+					*until = u
 				}
 			}
-			n := min(limit-len(jobs), q.free)
+			n := min(left, q.free)
 			if n <= 0 {
 				continue
 			}
@@ -273,45 +277,50 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 				},
 			}
 			pick, err := walk.Pick()
-			held = held || pick.Held
-			if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(until)) {
-				until = u
+			res.Held = res.Held || pick.Held
+			if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
+				*until = u
 			}
 			if err != nil {
 				return err
 			}
-			ids, keys := pick.IDs, pick.Keys
-			if len(ids) == 0 {
+			if len(pick.Drops) > 0 {
+				dropped, err := s.dropKeyed(ctx, tx, q.name, q.keyRate, pick, p.Now)
+				if err != nil {
+					return err
+				}
+				res.Dropped = append(res.Dropped, dropped...)
+			}
+			var got []*job.Job
+			if len(pick.IDs) > 0 {
+				if got, err = s.claimIDs(ctx, tx, p, q, pick.IDs); err != nil {
+					return err
+				}
+			}
+			if len(got)+len(pick.Drops) == 0 {
 				continue
 			}
-			got, err := s.claimIDs(ctx, tx, p, q, ids)
-			if err != nil {
-				return err
-			}
-			if len(got) == 0 {
-				continue
-			}
-			if !q.keyRate.Zero() {
+			if len(got) > 0 && !q.keyRate.Zero() {
 				if err := s.takeKeyThrottles(ctx, tx, q.name, q.keyRate, got, now); err != nil {
 					return err
 				}
 			}
-			if err := s.countKeyed(ctx, tx, q, got, keys[len(keys)-1], p); err != nil {
+			if err := s.countKeyed(ctx, tx, q, got, pick.Last, p); err != nil {
 				return err
 			}
-			if th != nil {
+			if th != nil && len(got) > 0 {
 				if err := s.takeKeyed(ctx, tx, q.name, th, len(got)); err != nil {
 					return err
 				}
 			}
-			jobs = append(jobs, got...)
+			res.Jobs = append(res.Jobs, got...)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, time.Time{}, err
+		return store.ClaimResult{}, err
 	}
-	return jobs, held, until, nil
+	return res, nil
 }
 
 // lockKeyed returns the keyed queues names that are not paused, by name,
@@ -319,7 +328,7 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 // name order.
 func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, names []string) ([]keyedQueue, error) {
 	rows, err := tx.Query(ctx, s.q(`SELECT name, paused, key_concurrency, key_cursor, concurrency, running,
-			key_rate_n, key_rate_period, key_rate_burst
+			key_rate_n, key_rate_period, key_rate_burst, key_rate_drop
 		FROM {schema}.queues WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`), names)
 	if err != nil {
 		return nil, err
@@ -336,7 +345,7 @@ func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, n
 		var r row
 		var keyPeriod int64
 		if err := rows.Scan(&name, &r.paused, &r.limit, &r.cursor, &r.conc, &r.running,
-			&r.keyRate.N, &keyPeriod, &r.keyRate.Burst); err != nil {
+			&r.keyRate.N, &keyPeriod, &r.keyRate.Burst, &r.keyRate.Drop); err != nil {
 			rows.Close()
 			return nil, err
 		}

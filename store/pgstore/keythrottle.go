@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -15,7 +17,8 @@ import (
 // previous one left), reads a key's state from its throttles row (queue,
 // key) beside its queue_keys row (KeyWalk caps the key with it and skips it
 // while it allows no start), moves the rows of the keys it took jobs of
-// (takeKeyThrottles), and deletes the rows of the queue that are a period
+// (takeKeyThrottles), drops the jobs KeyWalk picked to drop under a rate
+// with Drop (dropKeyed), and deletes the rows of the queue that are a period
 // behind (collectKeyThrottles, through the partial index throttles_idle of
 // migration 17: no scan of the queue's keys). The times are the claim's
 // now at the database's precision (micro), as the queue's own throttle's.
@@ -57,10 +60,36 @@ func (s *Store) takeKeyThrottles(ctx context.Context, tx pgx.Tx, queue string, r
 	return err
 }
 
+// dropKeyed drops, in tx, the jobs pick.Drops of queue, whose rate per
+// key r has Drop, at now (store.ApplyDrop, with store.KeyDropReason), in
+// one statement, and returns them in pick's order.
+func (s *Store) dropKeyed(ctx context.Context, tx pgx.Tx, queue string, r store.Rate, pick store.KeyPick, now time.Time) ([]*job.Job, error) {
+	ids := make([]int64, len(pick.Drops))
+	reasons := make([]string, len(pick.Drops))
+	pos := make(map[job.ID]int, len(pick.Drops))
+	for i, id := range pick.Drops {
+		ids[i], reasons[i], pos[id] = int64(id), store.KeyDropReason(queue, pick.DropKeys[i], r), i
+	}
+	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'cancelled', finished_at = $1, last_error = d.reason
+		FROM unnest($2::bigint[], $3::text[]) AS d(id, reason)
+		WHERE j.id = d.id AND j.state = 'available'
+		RETURNING `+jobColsOf("j")), ts(now), ids, reasons)
+	if err != nil {
+		return nil, err
+	}
+	got, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(got, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
+	return got, nil
+}
+
 // listKeyThrottles returns the throttle states of the keys of queue (every
 // queue if ""), by queue and key.
 func (s *Store) listKeyThrottles(ctx context.Context, queue string) ([]store.KeyState, error) {
-	rows, err := s.pool.Query(ctx, s.q(`SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst
+	rows, err := s.pool.Query(ctx, s.q(`SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst,
+			q.key_rate_drop
 		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
 		WHERE t.key <> '' AND ($1 = '' OR t.queue = $1) ORDER BY t.queue, t.key`), queue)
 	if err != nil {

@@ -14,7 +14,8 @@ var _ store.QueueControl = (*Store)(nil)
 // sqlQueueState selects a queue's state from its row q and its own
 // throttle's row t.
 const sqlQueueState = `SELECT q.name, q.paused, q.paused_at, q.concurrency, q.running, q.updated_at, q.key_concurrency,
-	q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, coalesce(t.tat, 0), q.key_rate_n, q.key_rate_period, q.key_rate_burst
+	q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, coalesce(t.tat, 0), q.key_rate_n, q.key_rate_period, q.key_rate_burst,
+	q.key_rate_drop
 	FROM {schema}.queues q LEFT JOIN {schema}.throttles t ON t.queue = q.name AND t.key = ''`
 
 func scanQueue(r pgx.Row) (store.QueueState, error) {
@@ -22,7 +23,8 @@ func scanQueue(r pgx.Row) (store.QueueState, error) {
 	var pausedAt, updatedAt pgtype.Timestamptz
 	var period, tat, keyPeriod int64
 	if err := r.Scan(&q.Name, &q.Paused, &pausedAt, &q.Concurrency, &q.Running, &updatedAt, &q.KeyConcurrency,
-		&q.Rate.N, &period, &q.Rate.Burst, &q.Rate.Drop, &tat, &q.KeyRate.N, &keyPeriod, &q.KeyRate.Burst); err != nil {
+		&q.Rate.N, &period, &q.Rate.Burst, &q.Rate.Drop, &tat, &q.KeyRate.N, &keyPeriod, &q.KeyRate.Burst,
+		&q.KeyRate.Drop); err != nil {
 		return q, err
 	}
 	q.PausedAt, q.UpdatedAt = fromTS(pausedAt), fromTS(updatedAt)
@@ -68,10 +70,10 @@ func (s *Store) SetQueue(ctx context.Context, p store.SetQueueParams) (store.Que
 		// they are given back; ListQueues leaves it out.
 		_, err = tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET paused = $2, paused_at = $3, concurrency = $4, updated_at = $5,
 			key_concurrency = $6, rate_n = $7, rate_period = $8, rate_burst = $9, rate_drop = $10,
-			key_rate_n = $11, key_rate_period = $12, key_rate_burst = $13
+			key_rate_n = $11, key_rate_period = $12, key_rate_burst = $13, key_rate_drop = $14
 			WHERE name = $1`), out.Name, out.Paused, ts(out.PausedAt), out.Concurrency, ts(out.UpdatedAt),
 			out.KeyConcurrency, out.Rate.N, int64(out.Rate.Period), out.Rate.Burst, out.Rate.Drop,
-			out.KeyRate.N, int64(out.KeyRate.Period), out.KeyRate.Burst)
+			out.KeyRate.N, int64(out.KeyRate.Period), out.KeyRate.Burst, out.KeyRate.Drop)
 		return err
 	})
 	if err != nil {

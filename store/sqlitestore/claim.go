@@ -278,13 +278,14 @@ func (s *Store) claim(w *writer, p store.ClaimParams, filter []any) (store.Claim
 	})
 	// 4. The keyed queues (keys.go), with what is left, keys in turn.
 	if len(jobs) < p.Limit {
-		keyed, held, until, err := s.claimKeyed(w, p, p.Limit-len(jobs), gates)
-		res.Held = res.Held || held
+		keyed, err := s.claimKeyed(w, p, p.Limit-len(jobs), gates)
+		res.Held = res.Held || keyed.Held
 		if err != nil {
 			return res, err
 		}
-		jobs = append(jobs, keyed...)
-		res.ThrottledUntil = until // endThrottle keeps the earlier
+		jobs = append(jobs, keyed.Jobs...)
+		res.Dropped = keyed.Dropped
+		res.ThrottledUntil = keyed.ThrottledUntil // endThrottle keeps the earlier
 	}
 	c := counter{d: w.req}
 	for _, j := range jobs {

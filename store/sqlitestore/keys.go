@@ -160,55 +160,71 @@ const sqlClaimKeyed = sqlClaimSet + `, key_slot = (flow_key <> '' AND ?6 > 0)
 // claimKeyed claims at most limit jobs of the keyed queues p looks at,
 // keys in turn (store.KeyControl), each throttled one (in gates, the
 // claim's throttled queues) at most as many as its rate allows (the gate
-// records them for endThrottle). held reports whether a key at its limit
-// held jobs back; until, when the first key a throttle per key held back
-// allows a start (zero if none).
-func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (jobs []*job.Job, held bool, until time.Time, err error) {
+// records them for endThrottle), and drops the excess of the keys of a
+// queue whose rate per key drops it (the drops count against limit as
+// starts do). The result's Held reports whether a key at its limit held
+// jobs back; its ThrottledUntil, when the first key a throttle per key
+// held back allows a start (zero if none).
+func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (res store.ClaimResult, err error) {
 	qs, err := keyedQueues(w, p)
 	if err != nil || len(qs) == 0 {
-		return nil, false, until, err
+		return res, err
 	}
 	now := store.UnixNanos(p.Now)
 	for _, q := range qs {
 		if !q.keyRate.Zero() {
 			if err := w.collectKeyThrottles(q.name, q.keyRate, now); err != nil {
-				return nil, held, until, err
+				return res, err
 			}
 		}
-		if limit-len(jobs) <= 0 {
+		left := limit - len(res.Jobs) - len(res.Dropped)
+		if left <= 0 {
 			break
 		}
 		if err := throttleKeyed(w, &q, gates, now); err != nil {
-			return nil, held, until, err
+			return res, err
 		}
-		n := min(limit-len(jobs), q.free)
+		n := min(left, q.free)
 		if n <= 0 {
 			continue
 		}
 		if _, err := w.exec(`DELETE FROM queue_keys WHERE queue = ? AND running <= 0 AND paused = 0 AND held_until <> 0 AND held_until <= ?`,
 			q.name, now); err != nil {
-			return nil, false, until, err
+			return res, err
 		}
 		pick, err := w.keyedCandidates(q, p, n)
-		held = held || pick.Held
-		if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(until)) {
-			until = u
+		res.Held = res.Held || pick.Held
+		if u := pick.ThrottledUntil; !u.IsZero() && (res.ThrottledUntil.IsZero() || u.Before(res.ThrottledUntil)) {
+			res.ThrottledUntil = u
 		}
 		if err != nil {
-			return nil, held, until, err
+			return res, err
 		}
-		ids, keys := pick.IDs, pick.Keys
+		if len(pick.IDs)+len(pick.Drops) == 0 {
+			continue
+		}
+		if len(pick.Drops) > 0 {
+			dropped, err := w.dropKeyed(q.name, q.keyRate, pick, now)
+			if err != nil {
+				return res, err
+			}
+			res.Dropped = append(res.Dropped, dropped...)
+		}
+		if _, err := w.exec(`UPDATE queues SET key_cursor = ? WHERE name = ?`, pick.Last, q.name); err != nil {
+			return res, err
+		}
+		ids := pick.IDs
 		if len(ids) == 0 {
 			continue
 		}
 		got, err := w.queryClaimed(p, sqlClaimKeyed, store.UnixNanos(p.Now), p.Worker, store.UnixNanos(p.LeaseUntil), s.worker,
 			idList(ids), q.limit)
 		if err != nil {
-			return nil, held, until, err
+			return res, err
 		}
 		if !q.keyRate.Zero() {
 			if err := w.takeKeyThrottles(q.name, q.keyRate, got, now); err != nil {
-				return nil, held, until, err
+				return res, err
 			}
 		}
 		// RETURNING has no order: restore the turn order.
@@ -227,16 +243,13 @@ func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []ga
 			for key, n := range taken {
 				if _, err := w.exec(`INSERT INTO queue_keys (queue, key, running, updated_at) VALUES (?, ?, ?, ?)
 					ON CONFLICT (queue, key) DO UPDATE SET running = running + excluded.running`, q.name, key, n, now); err != nil {
-					return nil, held, until, err
+					return res, err
 				}
 			}
 		}
-		if _, err := w.exec(`UPDATE queues SET key_cursor = ? WHERE name = ?`, keys[len(keys)-1], q.name); err != nil {
-			return nil, held, until, err
-		}
-		jobs = append(jobs, got...)
+		res.Jobs = append(res.Jobs, got...)
 	}
-	return jobs, held, until, nil
+	return res, nil
 }
 
 // keyedQueues returns the keyed queues p looks at that are not paused,
@@ -246,7 +259,8 @@ func keyedQueues(w *writer, p store.ClaimParams) ([]keyedQueue, error) {
 	rows, err := w.query(`SELECT k.name, coalesce(q.key_concurrency, 0), coalesce(q.key_cursor, ''),
 			CASE WHEN q.concurrency > 0 THEN q.concurrency - coalesce((SELECT sum(r.n) FROM lane_counts r
 				WHERE r.state = 'running' AND r.queue = q.name), 0) END,
-			coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0)
+			coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0),
+			coalesce(q.key_rate_drop, 0)
 		FROM (`+sqlKeyedQueues+`) k LEFT JOIN queues q ON q.name = k.name
 		WHERE coalesce(q.paused, 0) = 0 AND (?1 IS NULL OR k.name IN (SELECT value FROM json_each(?1)))
 		ORDER BY k.name`, queuesArg(p.Queues))
@@ -259,7 +273,8 @@ func keyedQueues(w *writer, p store.ClaimParams) ([]keyedQueue, error) {
 		q := keyedQueue{free: p.Limit}
 		var free sql.NullInt64
 		var keyPeriod int64
-		if err := rows.Scan(&q.name, &q.limit, &q.cursor, &free, &q.keyRate.N, &keyPeriod, &q.keyRate.Burst); err != nil {
+		if err := rows.Scan(&q.name, &q.limit, &q.cursor, &free, &q.keyRate.N, &keyPeriod, &q.keyRate.Burst,
+			&q.keyRate.Drop); err != nil {
 			return nil, err
 		}
 		q.keyRate.Period = time.Duration(keyPeriod)

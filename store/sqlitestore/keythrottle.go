@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -13,7 +14,8 @@ import (
 // per key is keyed; claimKeyed, in the claim's write transaction, reads a
 // key's state from its throttles row (queue, key) beside its queue_keys row
 // (KeyWalk caps the key with it and skips it while it allows no start),
-// moves the rows of the keys it took jobs of (takeKeyThrottles), and
+// moves the rows of the keys it took jobs of (takeKeyThrottles), drops
+// the jobs KeyWalk picked to drop under a rate with Drop (dropKeyed), and
 // deletes the rows of its queue that are a period behind
 // (collectKeyThrottles, through the partial index throttles_idle of
 // schema 20: no scan of the queue's keys).
@@ -50,10 +52,51 @@ func (w *writer) takeKeyThrottles(queue string, r store.Rate, got []*job.Job, no
 	return nil
 }
 
+// sqlDropKeyed is store.ApplyDrop on the jobs ?3 (a JSON array of IDs)
+// still available: ?1 now, ?2 the reason.
+const sqlDropKeyed = `UPDATE jobs SET state = 'cancelled', finished_at = ?1, last_error = ?2
+	WHERE id IN (SELECT value FROM json_each(?3)) AND state = 'available'
+	RETURNING ` + jobCols
+
+// dropKeyed drops the jobs pick.Drops of queue, whose rate per key r has
+// Drop, at now (store.ApplyDrop with store.KeyDropReason), one statement
+// per key, and returns them in pick's order.
+func (w *writer) dropKeyed(queue string, r store.Rate, pick store.KeyPick, now int64) ([]*job.Job, error) {
+	byKey := map[string][]job.ID{}
+	var keys []string
+	for i, id := range pick.Drops {
+		k := pick.DropKeys[i]
+		if byKey[k] == nil {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], id)
+	}
+	var out []*job.Job
+	for _, k := range keys {
+		got, err := w.queryJobs(sqlDropKeyed, now, store.KeyDropReason(queue, k, r), idList(byKey[k]))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	pos := make(map[job.ID]int, len(pick.Drops))
+	for i, id := range pick.Drops {
+		pos[id] = i
+	}
+	slices.SortFunc(out, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
+	c := counter{d: w.req}
+	for _, j := range out {
+		c.job(job.StateAvailable, job.StateCancelled, j.Queue, j.Kind)
+	}
+	c.flush()
+	return out, nil
+}
+
 // listKeyThrottles returns the throttle states of the keys of queue (every
 // queue if ""), by queue and key, from s's read pool.
 func (s *Store) listKeyThrottles(ctx context.Context, queue string) ([]store.KeyState, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst
+	rows, err := s.rdb.QueryContext(ctx, `SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst,
+			q.key_rate_drop
 		FROM throttles t JOIN queues q ON q.name = t.queue
 		WHERE t.key <> '' AND (?1 = '' OR t.queue = ?1) ORDER BY t.queue, t.key`, queue)
 	if err != nil {

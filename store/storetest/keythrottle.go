@@ -232,7 +232,6 @@ func keyThrottleCases() []testCase {
 				r     store.Rate
 				field string
 			}{
-				{store.Rate{N: 1, Period: time.Second, Drop: true}, "key_rate"},
 				{store.Rate{N: -1, Period: time.Second}, "key_rate"},
 				{store.Rate{N: 1, Period: time.Microsecond}, "key_rate"},
 				{store.Rate{N: 1, Period: time.Second, Burst: -1}, "key_burst"},
