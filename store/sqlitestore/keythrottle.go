@@ -18,7 +18,7 @@ import (
 // the jobs KeyWalk picked to drop under a rate with Drop (dropKeyed), and
 // deletes the rows of its queue that are a period behind
 // (collectKeyThrottles, through the partial index throttles_idle of
-// schema 20: no scan of the queue's keys).
+// schema 21: no scan of the queue's keys).
 
 // keyTAT returns the TAT of key of queue (0 without a row).
 func (w *writer) keyTAT(queue, key string) (int64, error) {
