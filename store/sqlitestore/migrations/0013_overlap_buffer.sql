@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 14.
+-- Hopper SQLite schema, version 13.
 --
 -- schedules.overlap gains 'buffer-one', 'buffer-all' (a tick that comes
 -- while the previous job is unfinished waits for it) and 'terminate' (as

@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 15: the schedule monitor.
+-- Hopper SQLite schema, version 14: the schedule monitor.
 --
 -- schedules.monitor is a schedule's job.Monitor as JSON ('' for none).
 -- incidents are the monitor's problems, one open per (subject, problem):

@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 16.
+-- Hopper SQLite schema, version 15.
 --
 -- attempt_outputs: what each attempt of a job wrote (job.Output), one row
 -- per (job, attempt), apart from the jobs table so that claims and lists

@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 22.
+-- Hopper SQLite schema, version 19.
 --
 -- jobs.dead_noted is the finish time of the job's death whose
 -- notifications were enqueued (Store.NoteDeaths): a dead job whose

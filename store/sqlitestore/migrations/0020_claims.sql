@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 19.
+-- Hopper SQLite schema, version 20.
 --
 -- jobs.claims counts a job's claims (job.Job.Claims): every claim adds
 -- one — a snoozed or released attempt, whose number the next claim uses

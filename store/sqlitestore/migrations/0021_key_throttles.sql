@@ -1,4 +1,4 @@
--- Hopper SQLite schema, version 20.
+-- Hopper SQLite schema, version 21.
 --
 -- A queue's throttle per key (store.QueueState.KeyRate, decision 98): at
 -- most key_rate_n starts per key_rate_period (nanoseconds) of each key of
