@@ -103,6 +103,8 @@ func TestQueuesScope(t *testing.T) {
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"concurrency":1}`).ok(200, nil)
 	e.doAs(readToken, "POST", "/api/v1/queues/q/limits", `{"rate":"1/1s"}`).fails(403, CodeForbidden, "")
 	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"rate":"1/1s"}`).ok(200, nil)
+	e.doAs(readToken, "POST", "/api/v1/queues/q/limits", `{"key_rate":"1/1s","key_drop":true}`).fails(403, CodeForbidden, "")
+	e.doAs(writeToken, "POST", "/api/v1/queues/q/limits", `{"key_rate":"1/1s","key_drop":true}`).ok(200, nil)
 }
 
 // TestQueueRateAPI: POST …/limits sets a throttle, shown by GET /queues
@@ -261,6 +263,7 @@ func TestQueueKeyDropAPI(t *testing.T) {
 				t.Errorf("GET /queues: %+v, want mail with key_drop and 2 cancelled", qs)
 			}
 			e.do("POST", "/api/v1/queues/mail/limits", `{"key_drop":true}`).fails(400, CodeInvalid, "key_rate")
+			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1s","key_drop":"yes"}`).fails(400, CodeInvalid, "key_drop")
 			e.do("POST", "/api/v1/queues/mail/limits", `{"key_rate":"1/1h"}`).ok(200, &q)
 			if q.KeyDrop {
 				t.Errorf("limits key_rate without key_drop: %+v, want the excess held", q)
