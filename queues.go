@@ -200,7 +200,12 @@ func (c *Client) SetQueueConcurrency(ctx context.Context, name string, n int) er
 // nothing). The excess waits, available, and the workers claim again when
 // the throttle next allows a start — or, with r.Drop, is dropped:
 // cancelled with the LastError "dropped: queue NAME over its rate N/PERIOD",
-// never run. The zero Rate removes the throttle. A bad rate is a
+// never run. On a keyed queue (SetQueueKeyConcurrency, SetQueueKeyRate) a
+// claim walks the keys in turn as if the rate did not bind and drops
+// what the walk comes to past the rate's starts; a job its key's own
+// dropping rate drops keeps the key's reason, and keys that wait for
+// anything else (a pause, a hold, their limit) drop nothing. The zero
+// Rate removes the throttle. A bad rate is a
 // *FieldError on "rate" or "burst"; a store without queue state fails
 // with ErrNoFlowControl.
 func (c *Client) SetQueueRate(ctx context.Context, name string, r Rate) error {

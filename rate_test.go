@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -259,6 +260,54 @@ func TestKeyRateStep(t *testing.T) {
 	}
 }
 
+// keyRuns counts the runs of a kind "call" whose args are a key, by key.
+type keyRuns struct {
+	mu  sync.Mutex
+	ran map[string]int
+}
+
+// workers returns workers with the kind "call" registered to count into k.
+func (k *keyRuns) workers() *hopper.Workers {
+	k.ran = map[string]int{}
+	ws := hopper.NewWorkers()
+	hopper.Register(ws, "call", func(ctx context.Context, key string) (any, error) {
+		k.mu.Lock()
+		k.ran[key]++
+		k.mu.Unlock()
+		return nil, nil
+	}, nil)
+	return ws
+}
+
+// runs returns a copy of the counts.
+func (k *keyRuns) runs() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.ran)
+}
+
+// wantDropped fails the test unless sub's next events are the
+// EventCancelled of ids, in order, with reason, and c says each is
+// cancelled with it, never run.
+func wantDropped(t *testing.T, c *hopper.Client, sub *hopper.Subscription, reason string, ids ...hopper.ID) {
+	t.Helper()
+	for _, id := range ids {
+		select {
+		case ev := <-sub.C:
+			if ev.Job.ID != id || ev.Job.State != hopper.StateCancelled || ev.Job.LastError != reason {
+				t.Errorf("event %s of job %d (%s, %q), want job %d cancelled with %q",
+					ev.Type, ev.Job.ID, ev.Job.State, ev.Job.LastError, id, reason)
+			}
+		default:
+			t.Fatalf("no EventCancelled for the dropped job %d", id)
+		}
+		j, err := c.Get(context.Background(), id)
+		if err != nil || j.State != hopper.StateCancelled || j.LastError != reason || j.Attempt != 0 {
+			t.Errorf("dropped job %d: %+v, %v; want cancelled with %q, never run", id, j, err, reason)
+		}
+	}
+}
+
 // TestKeyRateDrop: a queue whose rate per key drops its excess, worked by
 // a client with 4 workers: each key's first job starts, the other jobs of
 // a key over its rate are cancelled with the reason — each reported as an
@@ -267,15 +316,8 @@ func TestKeyRateStep(t *testing.T) {
 func TestKeyRateDrop(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		ran := map[string]int{}
-		ws := hopper.NewWorkers()
-		hopper.Register(ws, "call", func(ctx context.Context, key string) (any, error) {
-			mu.Lock()
-			ran[key]++
-			mu.Unlock()
-			return nil, nil
-		}, nil)
+		var k keyRuns
+		ws := k.workers()
 		c := newClient(t, hopper.Config{Store: memstore.New(), Workers: ws, Concurrency: 4})
 		ctx := context.Background()
 		rate := hopper.Rate{N: 1, Period: time.Minute, Drop: true}
@@ -291,21 +333,7 @@ func TestKeyRateDrop(t *testing.T) {
 		enqueue(t, c, "call", "tenant=7", &hopper.EnqueueOptions{Queue: "api", Key: "tenant=7"})
 		synctest.Wait()
 		const reason = "dropped: key tenant=42 of queue api over its rate 1/1m"
-		for _, id := range hot[1:] {
-			select {
-			case ev := <-sub.C:
-				if ev.Job.ID != id || ev.Job.State != hopper.StateCancelled || ev.Job.LastError != reason {
-					t.Errorf("event %s of job %d (%s, %q), want job %d cancelled with %q",
-						ev.Type, ev.Job.ID, ev.Job.State, ev.Job.LastError, id, reason)
-				}
-			default:
-				t.Fatalf("no EventCancelled for the dropped job %d", id)
-			}
-			j, err := c.Get(ctx, id)
-			if err != nil || j.State != hopper.StateCancelled || j.LastError != reason || j.Attempt != 0 {
-				t.Errorf("dropped job %d: %+v, %v; want cancelled with %q, never run", id, j, err, reason)
-			}
-		}
+		wantDropped(t, c, sub, reason, hot[1:]...)
 		qs, err := c.Queues(ctx)
 		if err != nil || len(qs) != 1 || qs[0].KeyRate != (hopper.Rate{N: 1, Period: time.Minute, Burst: 1, Drop: true}) {
 			t.Errorf("Queues: %+v, %v; want api at 1/1m per key, dropping", qs, err)
@@ -316,11 +344,9 @@ func TestKeyRateDrop(t *testing.T) {
 		if j, err := c.Get(ctx, last); err != nil || j.State != hopper.StateCompleted {
 			t.Errorf("tenant=42's job a minute on: %+v, %v; want completed", j, err)
 		}
-		mu.Lock()
-		if ran["tenant=42"] != 2 || ran["tenant=7"] != 1 {
+		if ran := k.runs(); ran["tenant=42"] != 2 || ran["tenant=7"] != 1 {
 			t.Errorf("ran %v, want tenant=42 twice (its first job and the one a minute on) and tenant=7 once", ran)
 		}
-		mu.Unlock()
 		stopGracefully(t, c)
 	})
 }
@@ -364,6 +390,83 @@ func TestKeyRateDropStep(t *testing.T) {
 	}
 	if j, err := c.Get(ctx, d[2]); err != nil || j.State != hopper.StateCancelled {
 		t.Errorf("d's third job: %+v, %v; want dropped", j, err)
+	}
+}
+
+// TestKeyedQueueRateDrop: a keyed queue (1 per key) whose own rate, 1/1m
+// with a burst of 2, drops its excess, worked by a client with 4 workers:
+// the claim walks the keys in turn, the first 2 jobs start and the third
+// key's job is cancelled with the queue's reason, reported as an
+// EventCancelled; the job its key's limit held is dropped once the key is
+// free, and a job starts again once the rate allows.
+func TestKeyedQueueRateDrop(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var k keyRuns
+		ws := k.workers()
+		c, err := hopper.NewClient(hopper.Config{Store: memstore.New(), Workers: ws, Concurrency: 4, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.StopNow() })
+		ctx := context.Background()
+		if err := c.SetQueueKeyConcurrency(ctx, "api", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetQueueRate(ctx, "api", hopper.Rate{N: 1, Period: time.Minute, Burst: 2, Drop: true}); err != nil {
+			t.Fatal(err)
+		}
+		sub := c.Subscribe(job.EventCancelled)
+		defer sub.Unsubscribe()
+		call := func(key string) hopper.ID {
+			return enqueue(t, c, "call", key, &hopper.EnqueueOptions{Queue: "api", Key: key})
+		}
+		t42 := []hopper.ID{call("tenant=42"), call("tenant=42")}
+		call("tenant=7")
+		t9 := call("tenant=9")
+		if err := c.Start(); err != nil { // the first claim sees every job
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		const reason = "dropped: queue api over its rate 1/1m"
+		wantDropped(t, c, sub, reason, t9, t42[1])
+		time.Sleep(time.Minute)
+		last := call("tenant=9")
+		synctest.Wait()
+		if j, err := c.Get(ctx, last); err != nil || j.State != hopper.StateCompleted {
+			t.Errorf("tenant=9's job a minute on: %+v, %v; want completed", j, err)
+		}
+		if ran, want := k.runs(), map[string]int{"tenant=42": 1, "tenant=7": 1, "tenant=9": 1}; !maps.Equal(ran, want) {
+			t.Errorf("ran %v, want %v", ran, want)
+		}
+		stopGracefully(t, c)
+	})
+}
+
+// TestKeyedQueueRateDropStep: ProcessNext passes over the jobs a keyed
+// queue's dropping rate drops to the next job it may start.
+func TestKeyedQueueRateDropStep(t *testing.T) {
+	t.Parallel()
+	c := okStepClient(t)
+	ctx := context.Background()
+	if err := c.SetQueueKeyConcurrency(ctx, "q", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetQueueRate(ctx, "q", hopper.Rate{N: 1, Period: time.Hour, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "a"})
+	b := enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "q", Key: "b"})
+	o := enqueue(t, c, "ok", nil, &hopper.EnqueueOptions{Queue: "other"})
+	at := time.Now().Add(time.Hour)
+	for _, want := range []hopper.ID{a, o} {
+		if j, ok, err := c.ProcessNext(ctx, at); err != nil || !ok || j.ID != want {
+			t.Fatalf("ProcessNext: %+v, %v, %v; want job %d", j, ok, err, want)
+		}
+	}
+	j, err := c.Get(ctx, b)
+	if err != nil || j.State != hopper.StateCancelled || j.LastError != "dropped: queue q over its rate 1/1h" {
+		t.Errorf("b's job: %+v, %v; want cancelled, dropped", j, err)
 	}
 }
 

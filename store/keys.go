@@ -212,6 +212,10 @@ func NextKey(keys []string, cursor string, ok func(i int) bool) int {
 // the jobs the walk picks of it those past the starts its throttle allows
 // are to be dropped (KeyPick.Drops). Starts and drops together are at
 // most N.
+//
+// Under the queue's own Rate with Drop (Split), N is the claim's room as
+// if that rate did not bind, and the jobs the walk would start are split
+// into starts and drops by the rate (RateSplit).
 type KeyWalk struct {
 	Cursor string
 	Limit  int // the queue's limit per key (0: none)
@@ -225,6 +229,39 @@ type KeyWalk struct {
 	State func(key string) (KeyState, error)
 	// Jobs returns the first n available jobs of key, in claim order.
 	Jobs func(key string, n int) ([]job.ID, error)
+	// Split, for a queue whose own Rate has Drop, starts the first of the
+	// jobs the walk would start that the rate allows and drops the rest
+	// (RateSplit). Nil: each is started (a rate without Drop caps N).
+	Split *RateSplit
+}
+
+// RateSplit is the rule of a keyed claim of a queue whose own Rate has
+// Drop (decision 104). The claim's room for the queue is what it could
+// start if that rate did not bind: the least of its Limit, its
+// QueueLimits for the queue and the queue's free slots. It walks the keys
+// in turn over that room as ever (KeyWalk, the memory store's key pick);
+// of the jobs the walk comes to that their keys would start, in the
+// walk's turn order, the first Allowed start and the rest are dropped
+// with DropReason. A job the walk drops for its key's rate (a KeyRate with
+// Drop: KeyDropReason) keeps that reason and takes none of Allowed. So
+// starts and drops are at most the room, drops take no token of either
+// rate and no slot, and the keys the walk skips — paused, held, at their
+// limit, throttled by a KeyRate without Drop — drop nothing.
+type RateSplit struct {
+	// Allowed is how many starts the queue's rate allows the claim
+	// (Throttle.Free of its room at its now).
+	Allowed int
+	started int
+}
+
+// Start reports whether the walk's next job that its key would start
+// starts (true: one of Allowed) or is dropped for the queue's rate.
+func (s *RateSplit) Start() bool {
+	if s.started >= s.Allowed {
+		return false
+	}
+	s.started++
+	return true
 }
 
 // KeyPick is what KeyWalk.Pick picked.
@@ -232,10 +269,13 @@ type KeyPick struct {
 	// IDs are the jobs to claim, in turn order; Keys their keys.
 	IDs  []job.ID
 	Keys []string
-	// Drops are the jobs to drop (KeyDropReason), in turn order, under a
-	// KeyRate with Drop; DropKeys their keys.
+	// Drops are the jobs to drop, in turn order, under a KeyRate with
+	// Drop or a Split; DropKeys their keys; OverRate[i] reports whether
+	// Drops[i] is dropped for the queue's own rate rather than its key's
+	// (DropReason gives each its reason).
 	Drops    []job.ID
 	DropKeys []string
+	OverRate []bool
 	// Last is the key of the last job picked, claimed or dropped: the
 	// queue's next cursor ("" if none was picked).
 	Last string
@@ -335,10 +375,12 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 		took := false
 		for _, kj := range walk {
 			if round < len(kj.ids) && len(pick.IDs)+len(pick.Drops) < w.N {
-				if round < kj.starts {
+				starts := round < kj.starts // its key would start it
+				if starts && (w.Split == nil || w.Split.Start()) {
 					pick.IDs, pick.Keys = append(pick.IDs, kj.ids[round]), append(pick.Keys, kj.key)
 				} else {
 					pick.Drops, pick.DropKeys = append(pick.Drops, kj.ids[round]), append(pick.DropKeys, kj.key)
+					pick.OverRate = append(pick.OverRate, starts)
 				}
 				pick.Last, took = kj.key, true
 			}
@@ -353,6 +395,16 @@ func (w KeyWalk) Pick() (KeyPick, error) {
 		}
 	}
 	return pick, nil
+}
+
+// DropReason returns the LastError of p.Drops[i], a job of queue, whose
+// own rate is rate and rate per key keyRate: DropReason if it is dropped
+// for the queue's rate (OverRate), KeyDropReason otherwise.
+func (p KeyPick) DropReason(i int, queue string, rate, keyRate Rate) string {
+	if p.OverRate[i] {
+		return DropReason(queue, rate)
+	}
+	return KeyDropReason(queue, p.DropKeys[i], keyRate)
 }
 
 // KeyStarts counts the jobs of each key (not "") among jobs, in key order:

@@ -41,7 +41,10 @@ import (
 // the rate allows; when allowed < want, the claim takes its allowed jobs
 // and drops (ApplyDrop) the next want − allowed available jobs of the
 // queue, in claim order, of the claim's kinds, returning them in
-// ClaimResult.Dropped.
+// ClaimResult.Dropped. A keyed queue (KeyControl) whose Rate has Drop
+// drops over its walk of the keys instead: of the jobs the walk comes to
+// in want, the first allowed that their keys would start start and the
+// rest are dropped (RateSplit).
 //
 // A queue with a KeyRate throttles each of its keys the same way, each
 // key's GCRA state its own (KeyState.Throttle, one small row per key that
@@ -57,8 +60,10 @@ import (
 // at most its free slots under KeyConcurrency; the queue's starts and
 // drops together are at most what the claim may start of it (its Limit,
 // its QueueLimits for the queue, its free slots, its own rate's
-// allowance). So a key paused, held or at its limit drops nothing, and
-// neither does a queue paused, at its limit or held by its own rate.
+// allowance unless that rate drops too). So a key paused, held or at its
+// limit drops nothing, and neither does a queue paused, at its limit or
+// held by its own rate without Drop. A job both rates would drop is
+// dropped for its key's (RateSplit).
 // A key's row is deleted once Throttle.Collectable, by the claims of its
 // queue (decision 98).
 type QueueControl interface {

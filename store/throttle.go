@@ -32,7 +32,8 @@ type Rate struct {
 	Burst int
 	// Drop makes the queue drop its excess instead of holding it: the
 	// ready jobs a claim would take but for the rate are cancelled with
-	// the reason DropReason, not run (ClaimResult.Dropped). On a queue's
+	// the reason DropReason, not run (ClaimResult.Dropped); a keyed
+	// queue's, over its walk of the keys (RateSplit). On a queue's
 	// KeyRate it drops each key's excess (KeyDropReason, KeyWalk). A
 	// throttle without Drop never drops a job: the excess waits,
 	// available.

@@ -242,3 +242,33 @@ func TestQueueKeyDropCommand(t *testing.T) {
 		t.Errorf("tenant=42's job with the excess held: %s, want available", j.State)
 	}
 }
+
+// TestQueueKeyedDropCommand: hopper queue set --rate --drop on a keyed
+// queue (--key-concurrency) drops the queue's excess over its keys with
+// the queue's reason: the first key's job runs, the other keys' jobs are
+// cancelled.
+func TestQueueKeyedDropCommand(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	hop(t, db, "queue", "set", "api", "--key-concurrency", "1", "--rate", "1/1h", "--drop").ok(t).
+		has(t, "queue api: at most 1 running at once of each key", "queue api: at most 1/1h starts across every server, 1 at once; the excess is dropped")
+	var ids []hopper.ID
+	for _, key := range []string{"tenant=42", "tenant=7", "tenant=9"} {
+		ids = append(ids, hop(t, db, "enqueue", "--queue", "api", "--key", key, "exec", "--", "true").id(t))
+	}
+	var qs []statsview.Queue
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].Rate != "1/1h" || !qs[0].Drop || qs[0].KeyConcurrency != 1 {
+		t.Fatalf("queue list --json: %+v, want api at 1/1h dropping, 1 per key", qs)
+	}
+	states := map[string]int{}
+	for _, j := range work(t, db, ids...) {
+		states[j.Key+" "+j.State.String()]++
+		if j.State == hopper.StateCancelled && j.LastError != "dropped: queue api over its rate 1/1h" {
+			t.Errorf("dropped job %d: last error %q", j.ID, j.LastError)
+		}
+	}
+	if want := map[string]int{"tenant=42 completed": 1, "tenant=7 cancelled": 1, "tenant=9 cancelled": 1}; !maps.Equal(states, want) {
+		t.Errorf("jobs of a keyed queue at 1/1h with --drop: %v, want %v", states, want)
+	}
+}

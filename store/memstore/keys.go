@@ -161,11 +161,11 @@ func (s *Store) takeKeySlot(e *entry, now time.Time) {
 // keyCandidate is the next job a keyed lane gives a claim: the first
 // job of its first key, in turn from cursor, that may start at now — or,
 // under a KeyRate with Drop, that its throttle alone blocks and that is
-// to be dropped (drop), while the key's running jobs and the claim's
-// drops of it stay below its limit (store.QueueControl). blocked reports
-// whether a key with jobs was at its limit; until is the earliest time a
-// throttled key with jobs allows a start (0 if none was throttled and
-// held).
+// to be dropped (drop) — while the key's running jobs and the claim's
+// drops of it (for its key's rate or its queue's) stay below its limit
+// (store.QueueControl). blocked reports whether a key with jobs was at
+// its limit; until is the earliest time a throttled key with jobs allows
+// a start (0 if none was throttled and held).
 func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap, key string, drop, blocked bool, until int64) {
 	q := s.queues[l.queue]
 	ok := func(key string) bool {
@@ -177,6 +177,10 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 			} else {
 				k = *row
 			}
+		}
+		if q.KeyConcurrency > 0 && len(s.keyDrops) > 0 && key != "" && k.Running < q.KeyConcurrency &&
+			k.Running+s.keyDrops[qkey{l.queue, key}] >= q.KeyConcurrency {
+			return false // its free slots went to the claim's drops
 		}
 		if q.KeyRate.Zero() && k.Key == "" {
 			return true // no row, no throttle
@@ -192,8 +196,8 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 			blocked = true
 		case "throttled":
 			if q.KeyRate.Drop {
-				drop = q.KeyConcurrency == 0 || k.Running+s.keyDrops[qkey{l.queue, key}] < q.KeyConcurrency
-				return drop
+				drop = true
+				return true
 			}
 			if next := k.Throttle.Next(); until == 0 || next < until {
 				until = next
@@ -225,11 +229,18 @@ func (s *Store) keyCandidate(l *lane, cursor string, now time.Time) (h *jobHeap,
 
 // dropKeyed drops e, a job of key popped from its heap by a claim at now
 // because its key's throttle (a KeyRate with Drop) allows no start
-// (store.ApplyDrop, store.KeyDropReason), and adds it to res.Dropped.
-func (s *Store) dropKeyed(e *entry, key string, now time.Time, res *store.ClaimResult) error {
+// (forKey: store.KeyDropReason) or its queue's own rate allows no more
+// (store.RateSplit: store.DropReason), and adds it to res.Dropped
+// (store.ApplyDrop).
+func (s *Store) dropKeyed(e *entry, key string, forKey bool, now time.Time, res *store.ClaimResult) error {
+	q := s.queues[e.l.queue]
+	reason := store.DropReason(q.Name, q.Rate)
+	if forKey {
+		reason = store.KeyDropReason(q.Name, key, q.KeyRate)
+	}
 	var v job.Job
 	e.view(&v)
-	if err := store.ApplyDrop(&v, now, store.KeyDropReason(e.l.queue, key, s.queues[e.l.queue].KeyRate)); err != nil {
+	if err := store.ApplyDrop(&v, now, reason); err != nil {
 		return err // an available job can always be cancelled
 	}
 	s.update(e, &v)
@@ -243,8 +254,8 @@ func (s *Store) dropKeyed(e *entry, key string, now time.Time, res *store.ClaimR
 	return nil
 }
 
-// keyDropsIn counts the jobs of queue the latest claim dropped for their
-// keys' throttles.
+// keyDropsIn counts the jobs of queue the latest claim dropped in its
+// walk of the keys.
 func (s *Store) keyDropsIn(queue string) int {
 	n := 0
 	for k, d := range s.keyDrops {

@@ -48,7 +48,7 @@ type Store struct {
 	gates     []gate                      // the throttled queues of the latest claim (queues.go)
 	slotBuf   map[string]int              // the limits of the latest claim (queues.go)
 	takenBuf  map[string]int              // the jobs the latest claim took per limited queue
-	keyDrops  map[qkey]int                // the jobs the latest claim dropped per key (keys.go)
+	keyDrops  map[qkey]int                // the jobs the latest claim dropped per key, for any rate (keys.go)
 	claimed   laneFilter                  // the lanes of the latest claim's filter
 	keys      map[qkey]*store.KeyState    // keys with a state (keys.go)
 	cursor    map[string]string           // per keyed queue, the key its latest claim served last
@@ -428,11 +428,11 @@ func (s *Store) claim(p store.ClaimParams) (store.ClaimResult, error) {
 				s.cursor = make(map[string]string)
 			}
 			s.cursor[best.queue] = bestKey
-			if bestDrop {
+			if bestDrop || s.overRate(best.queue) {
 				if taken != nil {
 					taken[best.queue]++ // a drop counts against the queue's share (endThrottle takes it off)
 				}
-				if err := s.dropKeyed(e, bestKey, p.Now, &res); err != nil {
+				if err := s.dropKeyed(e, bestKey, bestDrop, p.Now, &res); err != nil {
 					return store.ClaimResult{}, err
 				}
 				continue

@@ -121,11 +121,16 @@ func (s *Store) slots(limits map[string]int) map[string]int {
 type gate struct {
 	queue       string
 	want, allow int
+	// keyedDrop: a keyed queue whose rate drops its excess; the claim
+	// takes want of it and split makes the drops (overRate).
+	keyedDrop bool
+	split     store.RateSplit
 }
 
 // throttle caps limits (slots' answer, the store's own map when a queue is
 // throttled) with the starts each throttled queue's rate allows at p.Now,
-// and records them in s.gates.
+// and records them in s.gates. A keyed queue whose rate drops is capped
+// at want instead, the claim splitting its picks (overRate).
 func (s *Store) throttle(limits map[string]int, p store.ClaimParams) {
 	s.gates = s.gates[:0]
 	if s.throttled == 0 {
@@ -142,6 +147,10 @@ func (s *Store) throttle(limits map[string]int, p store.ClaimParams) {
 		}
 		g := gate{queue: q.Name, want: want, allow: q.Throttle().Free(now, want)}
 		limits[q.Name] = g.allow
+		if q.Rate.Drop && s.keyedLanes(q.Name) {
+			g.keyedDrop, g.split.Allowed = true, g.allow
+			limits[q.Name] = want
+		}
 		s.gates = append(s.gates, g)
 	}
 }
@@ -160,10 +169,10 @@ func (s *Store) endThrottle(ls []*lane, taken map[string]int, p store.ClaimParam
 		th := q.Throttle().Take(now, taken[g.queue])
 		q.TAT = store.FromUnixNanos(th.TAT)
 		s.queues[g.queue] = q
-		if g.allow >= g.want {
+		if g.allow >= g.want || g.keyedDrop { // (a keyed queue's claim dropped its excess)
 			continue
 		}
-		if !q.Rate.Drop || s.keyedQueue(g.queue) { // a keyed queue's excess is held
+		if !q.Rate.Drop {
 			if th.Next() > now && s.readyIn(ls, g.queue) {
 				if u := store.FromUnixNanos(th.Next()); res.ThrottledUntil.IsZero() || u.Before(res.ThrottledUntil) {
 					res.ThrottledUntil = u
@@ -195,6 +204,29 @@ func (s *Store) endThrottle(ls []*lane, taken map[string]int, p store.ClaimParam
 		}
 	}
 	return nil
+}
+
+// keyedLanes reports whether queue has keyed lanes (rekey makes them so
+// while keyedQueue holds), without keyedQueue's look through every key.
+func (s *Store) keyedLanes(queue string) bool {
+	for _, l := range s.llist {
+		if l.queue == queue && l.keyed {
+			return true
+		}
+	}
+	return false
+}
+
+// overRate reports whether the claim drops, for its queue's own rate, the
+// next job of the keyed queue that its key would start
+// (store.RateSplit).
+func (s *Store) overRate(queue string) bool {
+	for i := range s.gates {
+		if g := &s.gates[i]; g.queue == queue && g.keyedDrop {
+			return !g.split.Start()
+		}
+	}
+	return false
 }
 
 // readyIn reports whether a lane of queue among ls has ready jobs (a

@@ -191,14 +191,19 @@ type keyedQueue struct {
 	hasRow bool
 	// keyRate is its rate per key (zero: none).
 	keyRate store.Rate
+	// split, for a queue whose own rate (rate) has Drop, splits its walk
+	// into starts and drops (throttleKeyed); nil otherwise.
+	split *store.RateSplit
+	rate  store.Rate
 }
 
 // claimKeyed claims at most limit jobs of the keyed queues names (sorted)
 // for p, keys in turn (store.KeyControl), a throttled one at most as many
 // as its rate allows (throttleKeyed), and drops the excess of the keys of
-// a queue whose rate per key drops it (the drops count against limit as
-// starts do). The result's Held reports whether a key at its limit held
-// jobs back; its ThrottledUntil, when a throttle that held jobs back next
+// a queue whose rate per key drops it, and of a queue whose own rate
+// drops it (store.RateSplit; the drops count against limit as starts
+// do). The result's Held reports whether a key at its limit held jobs
+// back; its ThrottledUntil, when a throttle that held jobs back next
 // allows a start (zero if none did).
 func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (res store.ClaimResult, err error) {
 	var kinds []string
@@ -244,7 +249,7 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 				return err
 			}
 			walk := store.KeyWalk{
-				Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
+				Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n, Split: q.split,
 				State: func(key string) (store.KeyState, error) {
 					k, err := s.loadKey(ctx, tx, q.name, key, false)
 					if err != nil || q.keyRate.Zero() || key == "" {
@@ -285,7 +290,7 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 				return err
 			}
 			if len(pick.Drops) > 0 {
-				dropped, err := s.dropKeyed(ctx, tx, q.name, q.keyRate, pick, p.Now)
+				dropped, err := s.dropKeyed(ctx, tx, q, pick, p.Now)
 				if err != nil {
 					return err
 				}

@@ -60,15 +60,15 @@ func (s *Store) takeKeyThrottles(ctx context.Context, tx pgx.Tx, queue string, r
 	return err
 }
 
-// dropKeyed drops, in tx, the jobs pick.Drops of queue, whose rate per
-// key r has Drop, at now (store.ApplyDrop, with store.KeyDropReason), in
-// one statement, and returns them in pick's order.
-func (s *Store) dropKeyed(ctx context.Context, tx pgx.Tx, queue string, r store.Rate, pick store.KeyPick, now time.Time) ([]*job.Job, error) {
+// dropKeyed drops, in tx, the jobs pick.Drops of q at now
+// (store.ApplyDrop, with KeyPick.DropReason), in one statement, and
+// returns them in pick's order.
+func (s *Store) dropKeyed(ctx context.Context, tx pgx.Tx, q keyedQueue, pick store.KeyPick, now time.Time) ([]*job.Job, error) {
 	ids := make([]int64, len(pick.Drops))
 	reasons := make([]string, len(pick.Drops))
 	pos := make(map[job.ID]int, len(pick.Drops))
 	for i, id := range pick.Drops {
-		ids[i], reasons[i], pos[id] = int64(id), store.KeyDropReason(queue, pick.DropKeys[i], r), i
+		ids[i], reasons[i], pos[id] = int64(id), pick.DropReason(i, q.name, q.rate, q.keyRate), i
 	}
 	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'cancelled', finished_at = $1, last_error = d.reason
 		FROM unnest($2::bigint[], $3::text[]) AS d(id, reason)

@@ -140,7 +140,8 @@ type keyedThrottle struct {
 // throttleKeyed locks the throttle row of q, a keyed queue whose row
 // claimKeyed locked (queue rows before throttle rows, as in the claim
 // statement), and caps q.free with the starts its rate allows at now; nil
-// if q has no rate. A keyed queue's excess is held, never dropped.
+// if q has no rate. A rate with Drop leaves q.free as it is and gives q
+// the split of its walk (store.RateSplit) instead.
 func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now time.Time) (*keyedThrottle, error) {
 	var k keyedThrottle
 	var period int64
@@ -157,6 +158,10 @@ func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now
 	k.th.Rate.Period = time.Duration(period)
 	k.now = store.UnixNanos(micro(now))
 	allow := k.th.Free(k.now, q.free)
+	if k.th.Rate.Drop {
+		q.rate, q.split = k.th.Rate, &store.RateSplit{Allowed: allow}
+		return &k, nil
+	}
 	if allow < q.free {
 		var ready bool
 		if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {schema}.jobs WHERE state = 'available' AND queue = $1)`),

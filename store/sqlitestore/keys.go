@@ -148,6 +148,10 @@ type keyedQueue struct {
 	free   int    // the most jobs the claim may take of it
 	// keyRate is its rate per key (zero: none).
 	keyRate store.Rate
+	// split, for a queue whose own rate (rate) has Drop, splits its walk
+	// into starts and drops (throttleKeyed); nil otherwise.
+	split *store.RateSplit
+	rate  store.Rate
 }
 
 // sqlClaimKeyed claims the jobs ?5 (a JSON array of IDs) as sqlClaim, and
@@ -161,10 +165,11 @@ const sqlClaimKeyed = sqlClaimSet + `, key_slot = (flow_key <> '' AND ?6 > 0)
 // keys in turn (store.KeyControl), each throttled one (in gates, the
 // claim's throttled queues) at most as many as its rate allows (the gate
 // records them for endThrottle), and drops the excess of the keys of a
-// queue whose rate per key drops it (the drops count against limit as
-// starts do). The result's Held reports whether a key at its limit held
-// jobs back; its ThrottledUntil, when the first key a throttle per key
-// held back allows a start (zero if none).
+// queue whose rate per key drops it, and of a queue whose own rate drops
+// it (store.RateSplit; the drops count against limit as starts do). The
+// result's Held reports whether a key at its limit held jobs back; its
+// ThrottledUntil, when the first key a throttle per key held back allows
+// a start (zero if none).
 func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []gate) (res store.ClaimResult, err error) {
 	qs, err := keyedQueues(w, p)
 	if err != nil || len(qs) == 0 {
@@ -204,7 +209,7 @@ func (s *Store) claimKeyed(w *writer, p store.ClaimParams, limit int, gates []ga
 			continue
 		}
 		if len(pick.Drops) > 0 {
-			dropped, err := w.dropKeyed(q.name, q.keyRate, pick, now)
+			dropped, err := w.dropKeyed(q, pick, now)
 			if err != nil {
 				return res, err
 			}
@@ -302,7 +307,7 @@ func queuesArg(queues []string) any {
 func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (store.KeyPick, error) {
 	kinds := kindsArg(p.Kinds)
 	walk := store.KeyWalk{
-		Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n,
+		Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n, Split: q.split,
 		State: func(key string) (store.KeyState, error) {
 			k, err := w.loadKey(q.name, key)
 			if err != nil || q.keyRate.Zero() || key == "" {

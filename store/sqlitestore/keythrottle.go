@@ -58,22 +58,22 @@ const sqlDropKeyed = `UPDATE jobs SET state = 'cancelled', finished_at = ?1, las
 	WHERE id IN (SELECT value FROM json_each(?3)) AND state = 'available'
 	RETURNING ` + jobCols
 
-// dropKeyed drops the jobs pick.Drops of queue, whose rate per key r has
-// Drop, at now (store.ApplyDrop with store.KeyDropReason), one statement
-// per key, and returns them in pick's order.
-func (w *writer) dropKeyed(queue string, r store.Rate, pick store.KeyPick, now int64) ([]*job.Job, error) {
-	byKey := map[string][]job.ID{}
-	var keys []string
+// dropKeyed drops the jobs pick.Drops of q at now (store.ApplyDrop with
+// KeyPick.DropReason), one statement per reason, and returns them in
+// pick's order.
+func (w *writer) dropKeyed(q keyedQueue, pick store.KeyPick, now int64) ([]*job.Job, error) {
+	byReason := map[string][]job.ID{}
+	var reasons []string
 	for i, id := range pick.Drops {
-		k := pick.DropKeys[i]
-		if byKey[k] == nil {
-			keys = append(keys, k)
+		r := pick.DropReason(i, q.name, q.rate, q.keyRate)
+		if byReason[r] == nil {
+			reasons = append(reasons, r)
 		}
-		byKey[k] = append(byKey[k], id)
+		byReason[r] = append(byReason[r], id)
 	}
 	var out []*job.Job
-	for _, k := range keys {
-		got, err := w.queryJobs(sqlDropKeyed, now, store.KeyDropReason(queue, k, r), idList(byKey[k]))
+	for _, r := range reasons {
+		got, err := w.queryJobs(sqlDropKeyed, now, r, idList(byReason[r]))
 		if err != nil {
 			return nil, err
 		}

@@ -35,19 +35,23 @@ type gate struct {
 	th          store.Throttle
 	want, allow int
 	kinds       []string
-	keyed       bool // a keyed queue (claimKeyed): its excess is held, never dropped
 }
 
 // throttleKeyed caps q, a keyed queue of a claim, with the starts its
 // rate allows at now, if it is among gates, and records them in its gate
-// (want only while the queue has available jobs, as a lane's).
+// (want only while the queue has available jobs, as a lane's). A rate
+// with Drop leaves q's room as it is and gives q the split of its walk
+// (store.RateSplit) instead.
 func throttleKeyed(w *writer, q *keyedQueue, gates []gate, now int64) error {
 	for i := range gates {
 		g := &gates[i]
 		if g.queue != q.name {
 			continue
 		}
-		g.keyed = true
+		if g.th.Rate.Drop {
+			q.rate, q.split = g.th.Rate, &store.RateSplit{Allowed: g.th.Free(now, q.free)}
+			return nil
+		}
 		g.allow = g.th.Free(now, q.free)
 		if g.allow < q.free {
 			var ready bool
@@ -156,7 +160,7 @@ func endThrottle(w *writer, p store.ClaimParams, gates []gate, res *store.ClaimR
 		if g.allow >= g.want {
 			continue
 		}
-		if !th.Rate.Drop || g.keyed {
+		if !th.Rate.Drop {
 			if th.Next() <= now { // it allows a start: something else holds the jobs
 				continue
 			}
