@@ -297,9 +297,11 @@ func tagsN() int {
 }
 
 // BenchmarkKeyBacklog: claims of a keyed queue with and without 100,000
-// jobs blocked behind a key at its limit of 1 (storetest.BenchKeyBacklog):
+// jobs blocked behind a key at its limit of 1 (storetest.BenchKeyBacklog),
+// or as many as HOPPER_KEY_BACKLOG says (1000000: issue 21's full size):
 //
 //	go test -run '^$' -bench KeyBacklog ./store/pgstore/
+//	HOPPER_KEY_BACKLOG=1000000 go test -run '^$' -bench KeyBacklog -benchtime 2000x -timeout 30m ./store/pgstore/
 func BenchmarkKeyBacklog(b *testing.B) {
 	storetest.BenchKeyBacklog(b, 100_000, func(b *testing.B) store.Store { return openStore(b, pgstore.Options{}) })
 }

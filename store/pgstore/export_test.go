@@ -77,6 +77,8 @@ func Statements(s *Store) map[string]string {
 		"finishedsince":  s.q(sqlFinishedSince),
 		"pendingdeaths":  s.q(sqlPendingDeaths),
 		"notedeaths":     s.q(sqlNoteDeaths),
+		"keybatch":       s.q(sqlKeyBatch),
+		"keyedclaim":     s.q(sqlKeyedClaim),
 	}
 }
 

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -21,10 +20,12 @@ var _ store.KeyControl = (*Store)(nil)
 // in a transaction of its own that locks the queue's row first (claims of
 // one keyed queue take turns, each reading the key counts the previous
 // left: its statements start after the lock is granted), then walks the
-// keys in turn (store.KeyWalk): one probe of jobs_key per key, one read of
-// its row, its first jobs. The slots are counted in queue_keys.running:
-// the claim adds them, the trigger of schema 9 takes them off when the
-// attempt leaves running. A key's throttle is in keythrottle.go.
+// keys in turn (store.KeyWalk) over runs of keys read ahead, each key a
+// probe of jobs_key, its rows and its first jobs (keyreads.go); the
+// transaction is two round trips for one queue (claimKeyed). The slots
+// are counted in queue_keys.running: the claim adds them, the trigger of
+// schema 9 takes them off when the attempt leaves running. A key's
+// throttle is in keythrottle.go.
 
 // sqlKeyedQueues are the names of the keyed queues.
 const sqlKeyedQueues = `SELECT name FROM {schema}.queues WHERE key_concurrency > 0 OR key_rate_n > 0
@@ -47,7 +48,7 @@ func scanKey(r pgx.Row) (store.KeyState, error) {
 
 // loadKey reads the state of key of queue in tx (the zero state, named,
 // if it has no row), locking its row with lock.
-func (s *Store) loadKey(ctx context.Context, tx pgx.Tx, queue, key string, lock bool) (store.KeyState, error) {
+func (s *Store) loadKey(ctx context.Context, tx dbtx, queue, key string, lock bool) (store.KeyState, error) {
 	q := `SELECT ` + keyCols + ` FROM {schema}.queue_keys WHERE queue = $1 AND key = $2`
 	if lock {
 		q += ` FOR UPDATE`
@@ -205,136 +206,177 @@ type keyedQueue struct {
 // do). The result's Held reports whether a key at its limit held jobs
 // back; its ThrottledUntil, when a throttle that held jobs back next
 // allows a start (zero if none did).
+//
+// Its transaction is two round trips with one queue: the first batch
+// begins it and reads (lockKeyed's lock, then per queue the collection of
+// its keys' throttles, the lock of its own throttle, the deletion of its
+// idle key rows and the first run of its walk: keyreads.go); after the
+// walk, the second drops and claims the jobs picked (sqlKeyedClaim) and
+// commits. A walk past its first run, a queue's own throttle that holds
+// jobs back or takes starts (throttleKeyed, takeKeyed), and each further
+// queue add one.
 func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (res store.ClaimResult, err error) {
 	var kinds []string
 	if len(p.Kinds) > 0 {
 		kinds = dedupe(p.Kinds)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = store.ClaimResult{}
-		until := &res.ThrottledUntil
-		if _, err := tx.Exec(ctx, sqlClaimPlan); err != nil {
-			return err
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Release() // a connection left in a transaction is closed
+	defer func() {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = conn.Exec(ctx, `ROLLBACK`)
 		}
-		qs, err := s.lockKeyed(ctx, tx, p, names)
+	}()
+	qs, ths, reads, err := s.beginKeyed(ctx, conn, p, names, kinds, limit)
+	if err != nil {
+		return res, err
+	}
+	until := &res.ThrottledUntil
+	committed := false
+	for i := range qs {
+		q := &qs[i]
+		left := limit - len(res.Jobs) - len(res.Dropped)
+		if left <= 0 {
+			break
+		}
+		th, err := s.throttleKeyed(ctx, conn, q, ths[q.name], p.Now)
 		if err != nil {
-			return err
+			return store.ClaimResult{}, err
 		}
-		now := store.UnixNanos(micro(p.Now))
-		for _, q := range qs {
-			if !q.keyRate.Zero() {
-				if err := s.collectKeyThrottles(ctx, tx, q.name, q.keyRate, now); err != nil {
-					return err
-				}
-			}
-			left := limit - len(res.Jobs) - len(res.Dropped)
-			if left <= 0 {
-				break
-			}
-			th, err := s.throttleKeyed(ctx, tx, &q, p.Now)
-			if err != nil {
-				return err
-			}
-			if th != nil {
-				if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
-					*until = u
-				}
-			}
-			n := min(left, q.free)
-			if n <= 0 {
-				continue
-			}
-			if _, err := tx.Exec(ctx, s.q(`DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
-				AND held_until <= $2`), q.name, ts(p.Now)); err != nil {
-				return err
-			}
-			walk := store.KeyWalk{
-				Cursor: q.cursor, Limit: q.limit, Now: p.Now, N: n, Split: q.split,
-				State: func(key string) (store.KeyState, error) {
-					k, err := s.loadKey(ctx, tx, q.name, key, false)
-					if err != nil || q.keyRate.Zero() || key == "" {
-						return k, err
-					}
-					k.Throttle.Rate = q.keyRate
-					k.Throttle.TAT, err = s.keyTAT(ctx, tx, q.name, key)
-					return k, err
-				},
-				Next: func(after, upTo string) (string, bool, error) {
-					var key string
-					err := tx.QueryRow(ctx, s.q(`SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> ''
-						AND queue = $1 AND flow_key > $2 AND ($3 = '' OR flow_key <= $3) ORDER BY flow_key LIMIT 1`),
-						q.name, after, upTo).Scan(&key)
-					if errors.Is(err, pgx.ErrNoRows) {
-						return "", false, nil
-					}
-					return key, err == nil, err
-				},
-				Jobs: func(key string, take int) ([]job.ID, error) {
-					stmt := sqlKeyJobs
-					if key == "" {
-						stmt = sqlKeylessJobs
-					}
-					rows, err := tx.Query(ctx, s.q(stmt), q.name, key, kinds, take)
-					if err != nil {
-						return nil, err
-					}
-					return pgx.CollectRows(rows, pgx.RowTo[job.ID])
-				},
-			}
-			pick, err := walk.Pick()
-			res.Held = res.Held || pick.Held
-			if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
+		if th != nil {
+			if u := th.until; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
 				*until = u
 			}
-			if err != nil {
-				return err
-			}
-			if len(pick.Drops) > 0 {
-				dropped, err := s.dropKeyed(ctx, tx, q, pick, p.Now)
-				if err != nil {
-					return err
-				}
-				res.Dropped = append(res.Dropped, dropped...)
-			}
-			var got []*job.Job
-			if len(pick.IDs) > 0 {
-				if got, err = s.claimIDs(ctx, tx, p, q, pick.IDs); err != nil {
-					return err
-				}
-			}
-			if len(got)+len(pick.Drops) == 0 {
-				continue
-			}
-			if len(got) > 0 && !q.keyRate.Zero() {
-				if err := s.takeKeyThrottles(ctx, tx, q.name, q.keyRate, got, now); err != nil {
-					return err
-				}
-			}
-			if err := s.countKeyed(ctx, tx, q, got, pick.Last, p); err != nil {
-				return err
-			}
-			if th != nil && len(got) > 0 {
-				if err := s.takeKeyed(ctx, tx, q.name, th, len(got)); err != nil {
-					return err
-				}
-			}
-			res.Jobs = append(res.Jobs, got...)
 		}
-		return nil
-	})
-	if err != nil {
-		return store.ClaimResult{}, err
+		n := min(left, q.free)
+		if n <= 0 {
+			continue
+		}
+		pick, err := reads[q.name].walk(n, p).Pick()
+		res.Held = res.Held || pick.Held
+		if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
+			*until = u
+		}
+		if err != nil {
+			return store.ClaimResult{}, err
+		}
+		committed = i == len(qs)-1 && th == nil
+		got, dropped, err := s.claimPicked(ctx, conn, p, *q, pick, committed)
+		if err != nil {
+			return store.ClaimResult{}, err
+		}
+		res.Dropped = append(res.Dropped, dropped...)
+		if th != nil && len(got) > 0 {
+			if err := s.takeKeyed(ctx, conn, q.name, th, len(got)); err != nil {
+				return store.ClaimResult{}, err
+			}
+		}
+		res.Jobs = append(res.Jobs, got...)
+	}
+	if !committed {
+		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+			return store.ClaimResult{}, err
+		}
 	}
 	return res, nil
 }
 
-// lockKeyed returns the keyed queues names that are not paused, by name,
-// each with the most jobs a claim may take of it, their rows locked in
+// Statements of claimKeyed's first batch, per queue $1: the deletion of
+// its keys' throttle rows that are a period behind $2 (Unix nanoseconds;
+// store.Throttle.Collectable) under its rate per key, through the partial
+// index throttles_idle of migration 17, no scan of the keys; and of its
+// key rows idle at $2 (store.KeyState.Idle: rows of passed holds). Both
+// leave a paused queue as it is.
+const (
+	sqlCollectKeyThrottles = `DELETE FROM {schema}.throttles WHERE queue = $1 AND key <> '' AND tat < $2::bigint
+		- (SELECT key_rate_period FROM {schema}.queues WHERE name = $1 AND key_rate_n > 0 AND NOT paused)`
+	sqlDeleteIdleKeys = `DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
+		AND held_until <= $2 AND NOT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND paused)`
+)
+
+// beginKeyed sends claimKeyed's first batch on conn: it begins the
+// transaction, locks the rows of the queues names (lockKeyed) and, per
+// queue, collects its keys' throttles, locks its own throttle, deletes its
+// idle key rows and reads the first run of its walk. It returns the queues
+// that are not paused (lockKeyed), the throttle of each that has one, and
+// the reads of each one's walk.
+func (s *Store) beginKeyed(ctx context.Context, conn dbtx, p store.ClaimParams, names, kinds []string, limit int) (
+	qs []keyedQueue, ths map[string]*keyedThrottle, reads map[string]*keyReads, err error) {
+	now := store.UnixNanos(micro(p.Now))
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(sqlClaimPlan)
+	b.Queue(s.q(sqlLockKeyedQueues), names)
+	for _, name := range names {
+		b.Queue(s.q(sqlCollectKeyThrottles), name, now)
+		b.Queue(s.q(sqlKeyedThrottle), name)
+		b.Queue(s.q(sqlDeleteIdleKeys), name, ts(p.Now))
+		s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, kinds)
+	}
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			qs, ths, reads, err = nil, nil, nil, cerr
+		}
+	}()
+	for range 2 { // BEGIN, the settings
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if qs, err = lockKeyed(br, p, names); err != nil {
+		return nil, nil, nil, err
+	}
+	ths, reads = map[string]*keyedThrottle{}, map[string]*keyReads{}
+	for _, name := range names {
+		var q *keyedQueue
+		for i := range qs {
+			if qs[i].name == name {
+				q = &qs[i]
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, nil, err
+		}
+		th, err := scanKeyedThrottle(br.QueryRow())
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if q == nil { // paused
+			rows.Close()
+			continue
+		}
+		ths[name] = th
+		r := newKeyReads(ctx, s, conn, q, kinds, limit)
+		if err := r.scanRun(rows, q.cursor, ""); err != nil {
+			return nil, nil, nil, err
+		}
+		reads[name] = r
+	}
+	return qs, ths, reads, nil
+}
+
+// sqlLockKeyedQueues reads the rows of the keyed queues $1, locking them in
 // name order.
-func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, names []string) ([]keyedQueue, error) {
-	rows, err := tx.Query(ctx, s.q(`SELECT name, paused, key_concurrency, key_cursor, concurrency, running,
-			key_rate_n, key_rate_period, key_rate_burst, key_rate_drop
-		FROM {schema}.queues WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`), names)
+const sqlLockKeyedQueues = `SELECT name, paused, key_concurrency, key_cursor, concurrency, running,
+		key_rate_n, key_rate_period, key_rate_burst, key_rate_drop
+	FROM {schema}.queues WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`
+
+// lockKeyed returns the keyed queues names that are not paused, by name,
+// each with the most jobs a claim may take of it, from br's next result,
+// sqlLockKeyedQueues's (which locked their rows in name order).
+func lockKeyed(br pgx.BatchResults, p store.ClaimParams, names []string) ([]keyedQueue, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
@@ -380,64 +422,89 @@ func (s *Store) lockKeyed(ctx context.Context, tx pgx.Tx, p store.ClaimParams, n
 	return out, nil
 }
 
-// claimIDs moves the jobs ids of q to running for p (store.ApplyClaim),
-// marking the slots they take, and returns them in the order of ids.
-func (s *Store) claimIDs(ctx context.Context, tx pgx.Tx, p store.ClaimParams, q keyedQueue, ids []job.ID) ([]*job.Job, error) {
-	raw := make([]int64, len(ids))
-	for i, id := range ids {
-		raw[i] = int64(id)
-	}
-	rows, err := tx.Query(ctx, s.q(`UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, started_at = $1,
-		worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
+// sqlKeyedClaim claims, of keyed queue $7, the jobs $4 its walk picked
+// that are still available, and counts them, in one statement: u moves
+// them to running for the claim ($1 now, $2 worker, $3 lease;
+// store.ApplyClaim), holding a slot of the queue if $5 and of their keys
+// if the queue has a limit per key ($6); kc adds them to their keys'
+// slots; kt moves their keys' throttles on (store.Throttle.Take: $9 the
+// interval of the queue's rate per key, 0 without one, $10 the claim's
+// now in Unix nanoseconds); qc moves the queue's cursor to $8, the key
+// served last, and adds those that hold a slot to its running, if the
+// claim took any or dropped some ($11). The keys' rows are written in key
+// order.
+var sqlKeyedClaim = `WITH u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1,
+		started_at = $1, worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
 		key_slot = (j.flow_key <> '' AND $6::int > 0)
 		WHERE j.id = ANY($4::bigint[]) AND j.state = 'available'
-		RETURNING `+jobColsOf("j")), ts(p.Now), p.Worker, ts(p.LeaseUntil), raw, q.slots, q.limit)
-	if err != nil {
-		return nil, err
-	}
-	got, err := scanJobs(rows)
-	if err != nil {
-		return nil, err
-	}
-	pos := make(map[job.ID]int, len(ids))
-	for i, id := range ids {
-		pos[id] = i
-	}
-	slices.SortFunc(got, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
-	return got, nil
-}
+		RETURNING ` + jobColsOf("j") + `),
+	ks AS (SELECT flow_key AS key, count(*)::int AS n FROM u WHERE flow_key <> '' GROUP BY flow_key),
+	kc AS (INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
+		SELECT $7, ks.key, ks.n, $1 FROM ks WHERE $6::int > 0 ORDER BY ks.key
+		ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running),
+	kt AS (INSERT INTO {schema}.throttles (queue, key, tat)
+		SELECT $7, ks.key, $10::bigint + ks.n * $9::bigint FROM ks WHERE $9::bigint > 0 ORDER BY ks.key
+		ON CONFLICT (queue, key) DO UPDATE SET tat = greatest({schema}.throttles.tat, $10::bigint) + excluded.tat - $10::bigint),
+	qc AS (UPDATE {schema}.queues SET key_cursor = $8,
+		running = running + CASE WHEN $5::boolean THEN (SELECT count(*) FROM u)::int ELSE 0 END
+		WHERE name = $7 AND (SELECT count(*) FROM u) + $11::int > 0)
+	SELECT ` + jobCols + ` FROM u`
 
-// countKeyed adds the jobs got claimed of q to its keys' and its own
-// counts, and moves its cursor to last, the key served last.
-func (s *Store) countKeyed(ctx context.Context, tx pgx.Tx, q keyedQueue, got []*job.Job, last string, p store.ClaimParams) error {
-	if q.limit > 0 {
-		var keys []string
-		var ns []int32
-		taken := map[string]int32{}
-		for _, j := range got {
-			if j.Key != "" {
-				taken[j.Key]++
-			}
+// claimPicked drops (dropKeyed) and claims (sqlKeyedClaim) the jobs pick
+// of q in one batch on conn, claimKeyed's transaction, which it commits
+// too if commit; it returns the jobs claimed and those dropped, in pick's
+// order.
+func (s *Store) claimPicked(ctx context.Context, conn dbtx, p store.ClaimParams, q keyedQueue, pick store.KeyPick, commit bool) (
+	got, dropped []*job.Job, err error) {
+	b := &pgx.Batch{}
+	var readDrops func(pgx.BatchResults) ([]*job.Job, error)
+	if len(pick.Drops) > 0 {
+		readDrops = s.queueDropKeyed(b, q, pick, p.Now)
+	}
+	claiming := len(pick.IDs)+len(pick.Drops) > 0
+	if claiming {
+		raw := make([]int64, len(pick.IDs))
+		for i, id := range pick.IDs {
+			raw[i] = int64(id)
 		}
-		for _, k := range slices.Sorted(maps.Keys(taken)) {
-			keys, ns = append(keys, k), append(ns, taken[k])
+		b.Queue(s.q(sqlKeyedClaim), ts(p.Now), p.Worker, ts(p.LeaseUntil), raw, q.slots, q.limit, q.name, pick.Last,
+			q.keyRate.Interval(), store.UnixNanos(micro(p.Now)), len(pick.Drops))
+	}
+	if commit {
+		b.Queue(`COMMIT`)
+	}
+	if b.Len() == 0 {
+		return nil, nil, nil
+	}
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			got, dropped, err = nil, nil, cerr
 		}
-		if len(keys) > 0 {
-			if _, err := tx.Exec(ctx, s.q(`INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
-				SELECT $1, k, n, $4 FROM unnest($2::text[], $3::int[]) AS u(k, n)
-				ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running`),
-				q.name, keys, ns, ts(p.Now)); err != nil {
-				return err
-			}
+	}()
+	if readDrops != nil {
+		if dropped, err = readDrops(br); err != nil {
+			return nil, nil, err
 		}
 	}
-	if !q.hasRow {
-		return nil
+	if claiming {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, nil, err
+		}
+		if got, err = scanJobs(rows); err != nil {
+			return nil, nil, err
+		}
+		pos := make(map[job.ID]int, len(pick.IDs))
+		for i, id := range pick.IDs {
+			pos[id] = i
+		}
+		slices.SortFunc(got, func(a, b *job.Job) int { return pos[a.ID] - pos[b.ID] })
 	}
-	n := 0
-	if q.slots {
-		n = len(got)
+	if commit {
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
 	}
-	_, err := tx.Exec(ctx, s.q(`UPDATE {schema}.queues SET key_cursor = $2, running = running + $3 WHERE name = $1`), q.name, last, n)
-	return err
+	return got, dropped, nil
 }

@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"context"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +332,13 @@ func TestClaimPlanStaleStatistics(t *testing.T) {
 // forces a generic plan, as a cached prepared statement gets.
 func explainGeneric(t *testing.T, c *pgx.Conn, settings, call string, args ...any) string {
 	t.Helper()
+	return explainMode(t, c, settings, "force_generic_plan", "ANALYZE, COSTS OFF", call, args...)
+}
+
+// explainMode returns EXPLAIN (options) of EXECUTE call, as explainGeneric
+// does, with plan_cache_mode mode.
+func explainMode(t *testing.T, c *pgx.Conn, settings, mode, options, call string, args ...any) string {
+	t.Helper()
 	ctx := t.Context()
 	tx, err := c.Begin(ctx)
 	if err != nil {
@@ -339,10 +348,10 @@ func explainGeneric(t *testing.T, c *pgx.Conn, settings, call string, args ...an
 	if _, err := tx.Exec(ctx, settings); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = `+mode); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE "+call, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	rows, err := tx.Query(ctx, "EXPLAIN ("+options+") EXECUTE "+call, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,4 +360,79 @@ func explainGeneric(t *testing.T, c *pgx.Conn, settings, call string, args ...an
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestPlanKeyBatch: the read of a keyed claim's walk (a run of keys after
+// a cursor, each with its state and first jobs) is a loose index scan of
+// jobs_key, in a generic plan as in a custom one, on 100,000 available
+// jobs, half of them of one hot key: it reads a few pages per key, never
+// the hot key's backlog, nor the queue through jobs_claim, nor every key
+// row of the queue (10,000 here) to join them.
+func TestPlanKeyBatch(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	ctx := t.Context()
+	c := conn(t)
+	jobs := s.Schema() + `.jobs`
+	if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts, flow_key)
+		SELECT 'available', 'q', 'k', 0, $1, $1, 3, CASE WHEN i % 2 = 0 THEN 'hot' ELSE 'k' || lpad((i % 10000)::text, 5, '0') END
+		FROM generate_series(1, 100000) i`, t0); err != nil {
+		t.Fatal(err)
+	}
+	// 10,000 keys hold a slot, and have a throttle state.
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.queue_keys (queue, key, running, updated_at)
+		SELECT 'q', 'k' || lpad(i::text, 5, '0'), 1, $1 FROM generate_series(0, 9999) i`, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.throttles (queue, key, tat)
+		SELECT 'q', 'k' || lpad(i::text, 5, '0'), i FROM generate_series(0, 9999) i`); err != nil {
+		t.Fatal(err)
+	}
+	// The keys' tables without statistics, as the Store's own vacuum
+	// leaves them (it does not ANALYZE).
+	if _, err := c.Exec(ctx, `ANALYZE `+jobs); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.Statements(s)
+	if _, err := c.Exec(ctx, `PREPARE kb(text, text, text, int, int, text[]) AS `+st["keybatch"]); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		// From the front (the hot key first), then after a cursor.
+		for _, after := range []any{nil, "k00100"} {
+			plan := explainMode(t, c, st["claimplan"], mode, "ANALYZE, COSTS OFF, BUFFERS", "kb($1, $2, $3, $4, $5, $6)",
+				"q", after, "", 8, 4, []string{"k"})
+			if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "Bitmap") ||
+				!strings.Contains(plan, "jobs_key") {
+				t.Errorf("%s after %v: the keys are not read through jobs_key:\n%s", mode, after, plan)
+			}
+			if whole := regexp.MustCompile(`Index Cond: \(queue = [^)]*\)\n`); whole.MatchString(plan) {
+				t.Errorf("%s after %v: every row of the queue's keys is read:\n%s", mode, after, plan)
+			}
+			if pages := planPages(plan); pages > 400 {
+				t.Errorf("%s after %v: %d pages read for 8 keys:\n%s", mode, after, pages, plan)
+			}
+			t.Logf("%s after %v:\n%s", mode, after, plan)
+		}
+	}
+}
+
+// planPages returns the shared pages an EXPLAIN (ANALYZE, BUFFERS) plan's
+// top node hit or read.
+func planPages(plan string) int {
+	for _, line := range strings.Split(plan, "\n") {
+		_, rest, ok := strings.Cut(line, "Buffers: shared")
+		if !ok {
+			continue
+		}
+		n := 0
+		for _, f := range strings.Fields(rest) {
+			if k, v, ok := strings.Cut(f, "="); ok && (k == "hit" || k == "read") {
+				x, _ := strconv.Atoi(strings.TrimSuffix(v, ","))
+				n += x
+			}
+		}
+		return n
+	}
+	return -1
 }

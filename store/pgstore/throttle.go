@@ -137,18 +137,19 @@ type keyedThrottle struct {
 	until time.Time
 }
 
-// throttleKeyed locks the throttle row of q, a keyed queue whose row
+// sqlKeyedThrottle reads the throttle of keyed queue $1, whose row
 // claimKeyed locked (queue rows before throttle rows, as in the claim
-// statement), and caps q.free with the starts its rate allows at now; nil
-// if q has no rate. A rate with Drop leaves q.free as it is and gives q
-// the split of its walk (store.RateSplit) instead.
-func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now time.Time) (*keyedThrottle, error) {
+// statement), locking its throttle row; no row if it has no rate or is
+// paused.
+const sqlKeyedThrottle = `SELECT q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, t.tat
+	FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
+	WHERE t.queue = $1 AND t.key = '' AND q.rate_n > 0 AND NOT q.paused FOR UPDATE OF t`
+
+// scanKeyedThrottle reads sqlKeyedThrottle's row: nil if none.
+func scanKeyedThrottle(row pgx.Row) (*keyedThrottle, error) {
 	var k keyedThrottle
 	var period int64
-	err := tx.QueryRow(ctx, s.q(`SELECT q.rate_n, q.rate_period, q.rate_burst, q.rate_drop, t.tat
-		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
-		WHERE t.queue = $1 AND t.key = '' AND q.rate_n > 0 FOR UPDATE OF t`), q.name).
-		Scan(&k.th.Rate.N, &period, &k.th.Rate.Burst, &k.th.Rate.Drop, &k.th.TAT)
+	err := row.Scan(&k.th.Rate.N, &period, &k.th.Rate.Burst, &k.th.Rate.Drop, &k.th.TAT)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -156,11 +157,22 @@ func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now
 		return nil, err
 	}
 	k.th.Rate.Period = time.Duration(period)
+	return &k, nil
+}
+
+// throttleKeyed caps q.free with the starts its throttle k (read by
+// sqlKeyedThrottle, its row locked; nil if q has no rate) allows at now,
+// in tx, and returns k at now. A rate with Drop leaves q.free as it is and
+// gives q the split of its walk (store.RateSplit) instead.
+func (s *Store) throttleKeyed(ctx context.Context, tx dbtx, q *keyedQueue, k *keyedThrottle, now time.Time) (*keyedThrottle, error) {
+	if k == nil {
+		return nil, nil
+	}
 	k.now = store.UnixNanos(micro(now))
 	allow := k.th.Free(k.now, q.free)
 	if k.th.Rate.Drop {
 		q.rate, q.split = k.th.Rate, &store.RateSplit{Allowed: allow}
-		return &k, nil
+		return k, nil
 	}
 	if allow < q.free {
 		var ready bool
@@ -173,12 +185,12 @@ func (s *Store) throttleKeyed(ctx context.Context, tx pgx.Tx, q *keyedQueue, now
 		}
 	}
 	q.free = allow
-	return &k, nil
+	return k, nil
 }
 
 // takeKeyed moves the throttle state of the keyed queue name on by the n
 // jobs claimKeyed took of it.
-func (s *Store) takeKeyed(ctx context.Context, tx pgx.Tx, name string, k *keyedThrottle, n int) error {
+func (s *Store) takeKeyed(ctx context.Context, tx dbtx, name string, k *keyedThrottle, n int) error {
 	if n == 0 {
 		return nil
 	}

@@ -164,6 +164,62 @@ func keyCases() []testCase {
 			got := e.claim(store.ClaimParams{Now: at(3), Limit: 10}).Jobs
 			wantIDList(t, "Claim behind the blocked key", sortedIDs(got), want)
 		}},
+		{"KeyWalkPastManyBlockedKeys", func(t *testing.T, e *env) {
+			// Limit 1, 30 keys at their limit: a claim of one job walks
+			// past many blocked keys, on from its cursor and around to
+			// it, with and without kinds (a SQL store reads the walk in
+			// runs of keys: this goes past several).
+			e.keyControl()
+			e.keyLimit(t0, "q", 1)
+			second := map[string]job.ID{}
+			for i := range 30 {
+				k := fmt.Sprintf("k%02d", i)
+				second[k] = e.keyed(at(1), "q", k, 2)[1]
+			}
+			running := map[string]*job.Job{}
+			for _, j := range e.claim(store.ClaimParams{Now: at(2), Limit: 30, Queues: []string{"q"}}).Jobs {
+				running[j.Key] = j
+			}
+			if len(running) != 30 {
+				t.Fatalf("first claim: %d keys, want 30", len(running))
+			}
+			one := func(now time.Time, want string, kinds ...string) *job.Job {
+				t.Helper()
+				res := e.claim(store.ClaimParams{Now: now, Limit: 1, Queues: []string{"q"}, Kinds: kinds})
+				if want == "" {
+					if len(res.Jobs) != 0 || !res.Held {
+						t.Fatalf("claim at %v: keys %q, held %v; want none, held", now, keysOf(res.Jobs), res.Held)
+					}
+					return nil
+				}
+				if len(res.Jobs) != 1 || res.Jobs[0].Key != want {
+					t.Fatalf("claim at %v: keys %q, want [%s]", now, keysOf(res.Jobs), want)
+				}
+				return res.Jobs[0]
+			}
+			for _, k := range []string{"k03", "k17"} {
+				e.finishOne(at(3), running[k], store.Outcome{State: job.StateCompleted})
+			}
+			// From the cursor k29: around to k03, then on past 13
+			// blocked keys to k17, then around to nothing.
+			if j := one(at(4), "k03"); j.ID != second["k03"] {
+				t.Errorf("claim of k03: job %d, want its second %d", j.ID, second["k03"])
+			}
+			one(at(5), "k17")
+			one(at(6), "")
+			// Kinds: k20 is free but has no job of kind other; k25 has.
+			for _, k := range []string{"k20", "k25"} {
+				e.finishOne(at(7), running[k], store.Outcome{State: job.StateCompleted})
+			}
+			other := e.add(at(7), &job.Job{Kind: "other", Queue: "q", Key: "k25"})
+			if j := one(at(8), "k25", "other"); j.ID != other {
+				t.Errorf("claim of kind other: job %d, want %d", j.ID, other)
+			}
+			// From k25, around past k00…k19 to k20.
+			if j := one(at(9), "k20"); j.ID != second["k20"] {
+				t.Errorf("claim of k20: job %d, want its second %d", j.ID, second["k20"])
+			}
+		}},
 		{"KeyPauseAndHold", func(t *testing.T, e *env) {
 			// A paused key's jobs wait until it is resumed; a held key's
 			// until the hold ends; the other keys' start.
