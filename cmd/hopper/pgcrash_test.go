@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -218,6 +219,24 @@ func (cl *pgCluster) waitNewLeader(old string, oldTerm int64, since time.Time, w
 		}
 		<-tick.C
 	}
+}
+
+// client opens a client of the test's own on the cluster's database, and
+// its store, closed when the test ends. It is not started: it runs no
+// jobs.
+func (cl *pgCluster) client() (*hopper.Client, store.Store) {
+	cl.t.Helper()
+	st, err := store.Open(cl.t.Context(), cl.db, store.OpenOptions{})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	cl.t.Cleanup(func() { st.Close() })
+	c, err := hopper.NewClient(hopper.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	cl.t.Cleanup(func() { c.Stop(context.Background()) })
+	return c, st
 }
 
 // count counts the jobs matching where.

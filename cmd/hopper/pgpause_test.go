@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/hopperq/hopper"
 	"github.com/hopperq/hopper/internal/pgtest"
-	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
 	"github.com/jackc/pgx/v5"
 )
@@ -129,16 +127,7 @@ func testPauseReach(t *testing.T, r reachRun) {
 	cl.tee = newWatcher(io.Discard) // one channel for every server's lines
 	cl.run("", "migrate")
 	ctx := t.Context()
-	st, err := store.Open(ctx, cl.db, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c, err := hopper.NewClient(hopper.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(context.Background()) })
+	c, st := cl.client()
 	if err := c.PauseQueue(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
