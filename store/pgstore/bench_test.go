@@ -305,3 +305,12 @@ func tagsN() int {
 func BenchmarkKeyBacklog(b *testing.B) {
 	storetest.BenchKeyBacklog(b, 100_000, func(b *testing.B) store.Store { return openStore(b, pgstore.Options{}) })
 }
+
+// BenchmarkKeyBacklogWrap: claims of a keyed queue whose walk wraps
+// around at every claim past a hot key's 20,000 blocked jobs
+// (storetest.BenchKeyBacklogWrap; decision 105):
+//
+//	go test -run '^$' -bench KeyBacklogWrap -benchtime 300x ./store/pgstore/
+func BenchmarkKeyBacklogWrap(b *testing.B) {
+	storetest.BenchKeyBacklogWrap(b, 20_000, openStore(b, pgstore.Options{}))
+}

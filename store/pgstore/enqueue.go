@@ -363,9 +363,12 @@ func (s *Store) insert(ctx context.Context, tx batchSender, rows *newRows, notif
 		res[i] = store.EnqueueResult{ID: res[f].ID, Duplicate: true, State: res[f].State}
 	}
 	if notify != notifyNone {
-		// This Store's floors, once the jobs are committed (or, in the
-		// application's transaction, at once).
+		// This Store's floors and keyless hints, once the jobs are
+		// committed (or, in the application's transaction, before its
+		// commit: a keyed claim's read between the two sets the hint
+		// again, until it expires; keyless.go).
 		s.floors.lower(lowestKeys(rows.jobs, rows.states, insertedID(res)))
+		s.keyless.clearJobs(rows.jobs)
 	}
 	return res, nil
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -115,3 +116,17 @@ func Floor(s *Store, queue string) string {
 // ResetFloors forces s's next claim to read the fronts, as RetryDead or a
 // notification without keys does.
 func ResetFloors(s *Store) { s.floors.reset() }
+
+// KeylessReads returns how many keyless reads (sqlKeylessJobs) the Store's
+// keyed claims have sent.
+func KeylessReads(s *Store) int64 { return s.keylessReads.Load() }
+
+// SetKeylessClock sets the clock of the Store's keyless hints.
+func SetKeylessClock(s *Store, now func() time.Time) {
+	s.keyless.mu.Lock()
+	defer s.keyless.mu.Unlock()
+	s.keyless.now = now
+}
+
+// KeylessRecheckMin is the least life of a keyless hint.
+const KeylessRecheckMin = keylessRecheckMin

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
@@ -207,17 +208,35 @@ func (r *keyReads) walk(n int, p store.ClaimParams) store.KeyWalk {
 			if e, ok := r.by[key]; ok && (e.all || len(e.jobs) >= take) {
 				return e.jobs[:min(take, len(e.jobs))], nil
 			}
-			stmt := sqlKeyJobs
 			if key == "" {
-				stmt = sqlKeylessJobs
+				return r.keyless(take)
 			}
-			rows, err := r.tx.Query(r.ctx, r.s.q(stmt), r.q.name, key, r.kinds, take)
+			rows, err := r.tx.Query(r.ctx, r.s.q(sqlKeyJobs), r.q.name, key, r.kinds, take)
 			if err != nil {
 				return nil, err
 			}
 			return pgx.CollectRows(rows, pgx.RowTo[job.ID])
 		},
 	}
+}
+
+// keyless returns the first n available jobs of r's queue without a key:
+// none without a query while the Store's keyless hint holds (keyless.go),
+// else sqlKeylessJobs's, which sets or clears the hint.
+func (r *keyReads) keyless(n int) ([]job.ID, error) {
+	h, kinds := r.s.keyless, kindsKey(r.kinds)
+	if h.skip(r.q.name, kinds) {
+		return nil, nil
+	}
+	gen, start := h.start(r.q.name), time.Now()
+	r.s.keylessReads.Add(1)
+	var ids []job.ID
+	rows, err := r.tx.Query(r.ctx, r.s.q(sqlKeylessJobs), r.q.name, "", r.kinds, n)
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[job.ID])
+	}
+	h.end(r.q.name, kinds, gen, time.Since(start), len(ids) == 0, err != nil)
+	return ids, err
 }
 
 // dbtx is a transaction, or the connection claimKeyed's transaction runs

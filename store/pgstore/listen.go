@@ -76,6 +76,7 @@ func (s *Store) signal() {
 // Store's Wake too. It never blocks.
 func (s *Store) notify() {
 	s.floors.reset()
+	s.keyless.clearKeys(nil)
 	s.pending.Lock()
 	s.pending.reset = true
 	s.pending.keys = nil
@@ -96,6 +97,7 @@ func (s *Store) notifyKeys(keys map[string]floorKey) {
 // Client's; a claim's promotion). It reports whether it lowered this
 // Store's floors.
 func (s *Store) announce(keys map[string]floorKey) bool {
+	s.keyless.clearKeys(keys)
 	lowered := s.floors.lower(keys)
 	s.pending.Lock()
 	if !s.pending.reset {
@@ -224,10 +226,12 @@ func (s *Store) listenOnce() error {
 	}
 	s.listening.Store(true)
 	// Notifications may have been missed while not listening: claims look
-	// again, and so do the cancel watchers (a cancel sent before this
-	// listener was up, a new Store's first moments included, would wait
-	// for the next lease renewal, 10 s by default).
+	// again (the keyless hints go too), and so do the cancel watchers (a
+	// cancel sent before this listener was up, a new Store's first
+	// moments included, would wait for the next lease renewal, 10 s by
+	// default).
 	s.floors.reset()
+	s.keyless.clearKeys(nil)
 	s.signal()
 	s.cancels.Signal()
 	s.upOnce.Do(func() { close(s.listenUp) })
@@ -243,11 +247,15 @@ func (s *Store) listenOnce() error {
 		case payload == cancelPayload: // another process's cancel
 			s.cancels.Signal()
 		default:
-			if keys := decodePayload(payload); keys != nil {
+			keys := decodePayload(payload)
+			if keys != nil {
 				s.floors.lower(keys)
 			} else {
 				s.floors.reset()
 			}
+			// Another process made jobs of these queues available:
+			// keyless ones, maybe (keyless.go).
+			s.keyless.clearKeys(keys)
 			s.heard.Add(1)
 			s.signal()
 		}

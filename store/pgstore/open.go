@@ -108,6 +108,7 @@ type Store struct {
 		keys  map[string]floorKey // else lower them to these
 	}
 	floors    *floors       // nil behind PgBouncer and when read-only (floor.go)
+	keyless   *keylessHints // keyless.go
 	probeReq  chan []string // Claim → prober: the queues to probe (nil: all), buffered (1)
 	listening atomic.Bool
 	listenUp  chan struct{} // closed once LISTEN first succeeded
@@ -121,6 +122,7 @@ type Store struct {
 	notifications atomic.Int64           // notifications sent by the notifier
 	echoes        atomic.Int64           // own notifications the listener passed over
 	heard         atomic.Int64           // notifications of others the listener woke Wake for
+	keylessReads  atomic.Int64           // keyless reads of keyed claims (sqlKeylessJobs; tests count them)
 	onHeard       atomic.Pointer[func()] // tests: called after the listener handled a notification
 	onNotify      atomic.Pointer[func()] // tests: called after each notification
 }
@@ -198,6 +200,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		wake:       make(chan struct{}, 1),
 		notifyReq:  make(chan struct{}, 1),
 		listenUp:   make(chan struct{}),
+		keyless:    newKeylessHints(),
 	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		stop()

@@ -505,3 +505,15 @@ func BenchmarkKeyBacklog(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkKeyBacklogWrap: claims of a keyed queue whose walk wraps
+// around at every claim past a hot key's 20,000 blocked jobs
+// (storetest.BenchKeyBacklogWrap): SQLite reads the keyless jobs at every
+// such claim (no hint: flow-control.md, Keys).
+//
+//	go test -run '^$' -bench KeyBacklogWrap -benchtime 300x ./store/sqlitestore/
+func BenchmarkKeyBacklogWrap(b *testing.B) {
+	s := bOpen(b, filepath.Join(b.TempDir(), "b.db"), Options{})
+	b.Cleanup(func() { s.Close() })
+	storetest.BenchKeyBacklogWrap(b, 20_000, s)
+}
