@@ -78,7 +78,8 @@ func Statements(s *Store) map[string]string {
 		"finishedsince":  s.q(sqlFinishedSince),
 		"pendingdeaths":  s.q(sqlPendingDeaths),
 		"notedeaths":     s.q(sqlNoteDeaths),
-		"keybatch":       s.q(sqlKeyBatch),
+		"keybatch":       s.q(sqlKeyBatch[0]),
+		"keybatchupto":   s.q(sqlKeyBatch[1]),
 		"keyedclaim":     s.q(sqlKeyedClaim),
 	}
 }

@@ -29,24 +29,34 @@ import (
 // keyBatchMin and keyBatchMax bound the keys one read of a walk fetches.
 const keyBatchMin, keyBatchMax = 8, 256
 
-// sqlKeyBatch reads, for the walk of keyed queue $1, up to $4 keys with
-// available jobs after $2 (NULL: the queue's cursor, read under its lock)
-// and not after $3 unless it is ”, in key order, each with its
-// queue_keys row (NULLs without one), its throttles row's TAT (NULL
-// without one) and its first jobs of the kinds $6 (NULL: any) in claim
-// order — $5 of them, or the queue's limit per key if that is fewer. The
-// keys are found by a loose index scan of jobs_key, whose condition (a
-// key not empty) is stated literally, so that a generic plan uses it; each
-// key's rows are looked up by primary key (a LATERAL with a LIMIT and a
-// subquery: joined, the planner may read every row of the queue's keys).
-const sqlKeyBatch = `WITH RECURSIVE a AS (SELECT coalesce($2::text, (SELECT key_cursor FROM {schema}.queues WHERE name = $1), '') AS after,
-		least($5::int, coalesce((SELECT nullif(key_concurrency, 0) FROM {schema}.queues WHERE name = $1), $5::int)) AS per),
+// keyBatchSQL returns the statement that reads, for the walk of keyed
+// queue $1, up to $4 keys with available jobs after $2 (NULL: the queue's
+// cursor, read under its lock) and, with upTo, not after $3, in key order,
+// each with its queue_keys row (NULLs without one), its throttles row's
+// TAT (NULL without one) and its first jobs of the kinds $6 (NULL: any) in
+// claim order — $5 of them, or the queue's limit per key if that is fewer.
+// The keys are found by a loose index scan of jobs_key, whose condition (a
+// key not empty) is stated literally, so that a generic plan uses it; the
+// bound $3 is an index condition too (in a statement of its own: as
+// "$3 = ” OR flow_key <= $3" it was a filter, and a wrapped walk's scan
+// up to its cursor read every entry past the bound — a hot key's whole
+// backlog — to find no key there); each key's rows are looked up by
+// primary key (a LATERAL with a LIMIT and a subquery: joined, the planner
+// may read every row of the queue's keys). Without upTo, $3 is unused.
+func keyBatchSQL(upTo bool) string {
+	bound := ``
+	if upTo {
+		bound = ` AND flow_key <= $3::text`
+	}
+	return `WITH RECURSIVE a AS (SELECT coalesce($2::text, (SELECT key_cursor FROM {schema}.queues WHERE name = $1), '') AS after,
+		least($5::int, coalesce((SELECT nullif(key_concurrency, 0) FROM {schema}.queues WHERE name = $1), $5::int)) AS per,
+		$3::text AS up_to),
 	k(key, n) AS (
 		(SELECT flow_key, 1 FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
-			AND flow_key > (SELECT after FROM a) AND ($3::text = '' OR flow_key <= $3::text) ORDER BY flow_key LIMIT 1)
+			AND flow_key > (SELECT after FROM a)` + bound + ` ORDER BY flow_key LIMIT 1)
 		UNION ALL
 		SELECT (SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
-			AND flow_key > k.key AND ($3::text = '' OR flow_key <= $3::text) ORDER BY flow_key LIMIT 1), k.n + 1
+			AND flow_key > k.key` + bound + ` ORDER BY flow_key LIMIT 1), k.n + 1
 		FROM k WHERE k.key IS NOT NULL AND k.n < $4::int)
 	SELECT k.key, qk.running, qk.paused, qk.paused_at, qk.held_until, qk.updated_at,
 		(SELECT tat FROM {schema}.throttles WHERE queue = $1 AND key = k.key),
@@ -54,6 +64,10 @@ const sqlKeyBatch = `WITH RECURSIVE a AS (SELECT coalesce($2::text, (SELECT key_
 			AND ($6::text[] IS NULL OR kind = ANY($6::text[])) ORDER BY priority, run_at, id LIMIT (SELECT per FROM a))
 	FROM k LEFT JOIN LATERAL (SELECT * FROM {schema}.queue_keys WHERE queue = $1 AND key = k.key LIMIT 1) qk ON true
 	WHERE k.key IS NOT NULL ORDER BY k.key`
+}
+
+// sqlKeyBatch is keyBatchSQL's statement without a bound and with one.
+var sqlKeyBatch = [2]string{keyBatchSQL(false), keyBatchSQL(true)}
 
 // keyRead is what sqlKeyBatch read of one key.
 type keyRead struct {
@@ -99,7 +113,7 @@ func keyBatchSize(n int) int {
 // after, nil: the queue's cursor, and up to upTo), each with per jobs of
 // kinds: sqlKeyBatch.
 func (s *Store) queueKeyRun(b *pgx.Batch, queue string, after *string, upTo string, size, per int, kinds []string) {
-	b.Queue(s.q(sqlKeyBatch), queue, after, upTo, size, per, kinds)
+	b.Queue(s.q(sqlKeyBatch[b2i(upTo != "")]), queue, after, upTo, size, per, kinds)
 }
 
 // scanRun reads the run of keys after after and up to upTo from rows,

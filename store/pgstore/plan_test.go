@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -397,11 +398,23 @@ func TestPlanKeyBatch(t *testing.T) {
 	if _, err := c.Exec(ctx, `PREPARE kb(text, text, text, int, int, text[]) AS `+st["keybatch"]); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Exec(ctx, `PREPARE kbu(text, text, text, int, int, text[]) AS `+st["keybatchupto"]); err != nil {
+		t.Fatal(err)
+	}
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-		// From the front (the hot key first), then after a cursor.
-		for _, after := range []any{nil, "k00100"} {
-			plan := explainMode(t, c, st["claimplan"], mode, "ANALYZE, COSTS OFF, BUFFERS", "kb($1, $2, $3, $4, $5, $6)",
-				"q", after, "", 8, 4, []string{"k"})
+		// From the front (the hot key first), after a cursor, and the
+		// wrapped walk's reads up to a cursor: one before every key (the
+		// hot key's backlog lies past it), one past the hot key.
+		for _, tc := range []struct {
+			after any
+			upTo  string
+		}{{nil, ""}, {"k00100", ""}, {"", "h"}, {"", "k00005"}} {
+			after, stmt := tc.after, "kb($1, $2, $3, $4, $5, $6)"
+			if tc.upTo != "" {
+				after, stmt = fmt.Sprintf("%v up to %s", tc.after, tc.upTo), "kbu($1, $2, $3, $4, $5, $6)"
+			}
+			plan := explainMode(t, c, st["claimplan"], mode, "ANALYZE, COSTS OFF, BUFFERS", stmt,
+				"q", tc.after, tc.upTo, 8, 4, []string{"k"})
 			if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "Bitmap") ||
 				!strings.Contains(plan, "jobs_key") {
 				t.Errorf("%s after %v: the keys are not read through jobs_key:\n%s", mode, after, plan)
