@@ -161,6 +161,9 @@ func (h *keylessHints) drop(queue string) {
 func (h *keylessHints) clearJobs(jobs []*job.Job) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.until) == 0 && len(h.reads) == 0 { // no keyed claim of this Store looks: every plain enqueue
+		return
+	}
 	for _, j := range jobs {
 		if j.Key == "" {
 			h.drop(j.Queue)
