@@ -35,6 +35,7 @@ type limitCounter struct {
 	below      time.Time   // since when fewer than limit run (zero: not below)
 	idle       time.Duration
 	idleAround time.Time // when the longest idle stretch ended
+	fullAt     time.Time // the latest time every slot was taken
 }
 
 func (c *limitCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +60,7 @@ func (c *limitCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *limitCounter) track() {
 	now := time.Now()
 	if c.inFlight >= c.limit {
-		c.full = true
+		c.full, c.fullAt = true, now
 	}
 	switch {
 	case !c.full || c.jobs-c.done < 2*c.limit:
@@ -77,8 +78,9 @@ func (c *limitCounter) track() {
 // TestPostgresGlobalLimitCrash runs three hopper serve processes (4
 // workers each) on one PostgreSQL schema whose queue is limited across
 // them (hopper queue set --concurrency), kills a random one with SIGKILL
-// several times while they work jobs of 1-20 ms, restarting it, and
-// checks, outside Hopper: the jobs in flight never exceed the limit; no
+// several times while they work jobs of 1-20 ms, restarting it (each kill
+// once the slots of the one before are all taken again, so that each idle
+// stretch belongs to one kill), and checks, outside Hopper: the jobs in flight never exceed the limit; no
 // job is lost; no slot stays idle longer than a lease plus one rescue
 // interval (and a second for the wake-up and the claim on a loaded
 // machine) while jobs wait; no slot is left held at the end. In CI: limit
@@ -126,31 +128,35 @@ func testGlobalLimitCrash(t *testing.T, limit, jobs, kills int) {
 	for range 3 {
 		cl.start(workers)
 	}
+	began := time.Now()
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	t.Logf("seed %d", seed)
+	var killed time.Time
 	for k := range kills {
 		target := (k + 1) * jobs / (kills + 2)
-		cl.poll(2*time.Minute, fmt.Sprintf("%d requests", target), func() bool {
+		cl.poll(2*time.Minute, fmt.Sprintf("%d requests, every slot taken since the last kill", target), func() bool {
 			counter.mu.Lock()
 			defer counter.mu.Unlock()
-			return counter.done >= target
+			return counter.done >= target && counter.fullAt.After(killed)
 		})
 		live := cl.live()
 		victim := live[rng.IntN(len(live))]
 		cl.kill(victim)
-		t.Logf("kill %d at %d requests: %s", k+1, target, victim)
+		killed = time.Now()
+		t.Logf("kill %d at %d requests, %v in: %s", k+1, target, killed.Sub(began).Round(time.Millisecond), victim)
 		cl.start(workers)
 	}
 	cl.poll(time.Duration(jobs/50)*time.Second+2*time.Minute, "the jobs to finish", func() bool { return cl.count(pgUnfinished) == 0 })
 	counter.mu.Lock()
-	peak, seen, idle := counter.peak, len(counter.seen), counter.idle
+	peak, seen, idle, idleEnd := counter.peak, len(counter.seen), counter.idle, counter.idleAround.Sub(began)
 	counter.mu.Unlock()
 	if peak > limit {
 		t.Errorf("%d jobs ran at once across the servers, limit %d", peak, limit)
 	}
 	if bound := lease + rescue + time.Second; idle > bound {
-		t.Errorf("a slot stayed idle %v while jobs waited, more than a lease plus a rescue interval (and 1s): %v", idle, bound)
+		t.Errorf("a slot stayed idle %v while jobs waited (until %v in), more than a lease plus a rescue interval (and 1s): %v",
+			idle, idleEnd.Round(time.Millisecond), bound)
 	}
 	if seen != jobs {
 		t.Errorf("%d of %d jobs ran", seen, jobs)
