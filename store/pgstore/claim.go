@@ -483,6 +483,12 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.ClaimResult, error) {
 	var more store.ClaimResult
 	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
+		if len(c.promoted) > 0 {
+			// The batch's promotion committed: the keyed claim must see
+			// the keyless jobs it made available (done announces them
+			// to the floors and the other Stores).
+			c.s.keyless.clearKeys(c.promoted)
+		}
 		slices.Sort(c.keyed)
 		var err error
 		more, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))

@@ -23,7 +23,9 @@ import (
 //
 //   - this Store wrote one: its enqueues (every path goes through insert,
 //     or announce after a commit), the writes that notify (notifyKeys,
-//     notify: a reset clears every hint), a claim's promotion (announce);
+//     notify: a reset clears every hint), a claim's promotion (its
+//     queues', once the plain claim's batch committed and before the
+//     keyed step of the same claim reads: complete);
 //   - its listener heard another process's notification naming the
 //     queue, or a reset (and its reconnection: notifications may have
 //     been missed). Any notification of jobs made available in the

@@ -8,6 +8,7 @@ import (
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
+	"github.com/hopperq/hopper/store/storetest"
 )
 
 // keyClock is a keyless hints' clock that moves only when told.
@@ -52,29 +53,10 @@ func hotKeyQueue(t *testing.T, s *pgstore.Store, n int) *keyClock {
 }
 
 // keyedJob returns a job of queue "q" with key (none if "").
-func keyedJob(t *testing.T, key string) *job.Job {
-	t.Helper()
-	j := &job.Job{Kind: "k", Queue: "q", Key: key, MaxAttempts: 3}
-	if err := j.Validate(t0); err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
+func keyedJob(t *testing.T, key string) *job.Job { return storetest.KeyedJob(t, "q", key) }
 
 // claimQ claims up to 5 jobs of queue "q" through s and returns their keys.
-func claimQ(t *testing.T, s *pgstore.Store) []string {
-	t.Helper()
-	res, err := s.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: 5, Worker: "w", LeaseUntil: t0.Add(time.Hour),
-		Queues: []string{"q"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := make([]string, len(res.Jobs))
-	for i, j := range res.Jobs {
-		keys[i] = j.Key
-	}
-	return keys
-}
+func claimQ(t *testing.T, s *pgstore.Store) []string { return storetest.ClaimKeys(t, s, "q") }
 
 // TestKeylessReadOnce: the claims of a keyed queue whose walk wraps
 // around (a hot key at its limit, its backlog waiting) and which holds no

@@ -60,10 +60,10 @@ const (
 	// sqlPromotedAll and sqlPromotedLanes count, by state and lane, the
 	// jobs that sqlPromoteAll and sqlPromoteLanes (same arguments) are
 	// about to promote, for lane_counts: RETURNING would give only the
-	// state they reach.
-	sqlPromotedAll = `SELECT state, queue, kind, count(*) FROM jobs
+	// state they reach; and those without a key, for the keyless hints.
+	sqlPromotedAll = `SELECT state, queue, kind, count(*), sum(flow_key = '') FROM jobs
 		WHERE state IN ('scheduled', 'retrying') AND run_at <= ? GROUP BY state, queue, kind`
-	sqlPromotedLanes = `SELECT j.state, j.queue, j.kind, count(*)
+	sqlPromotedLanes = `SELECT j.state, j.queue, j.kind, count(*), sum(j.flow_key = '')
 		FROM (` + sqlWaitingLanes + `) AS l CROSS JOIN jobs AS j
 		WHERE j.state IN ('scheduled', 'retrying') AND j.queue = l.queue AND j.kind = l.kind AND j.run_at <= ?3
 		GROUP BY j.state, j.queue, j.kind`
@@ -417,7 +417,8 @@ func (s *Store) claimMerged(w *writer, p store.ClaimParams, lanes []lane) ([]*jo
 }
 
 // promote makes the scheduled and retrying jobs due by now available, in
-// the lanes filter selects (in all lanes if all), and counts them.
+// the lanes filter selects (in all lanes if all), and counts them; a queue
+// with keyless jobs among them loses its keyless hints.
 func promote(w *writer, all bool, filter []any, now int64) error {
 	count, update, args := sqlPromotedAll, sqlPromoteAll, []any{now}
 	if !all {
@@ -430,8 +431,8 @@ func promote(w *writer, all bool, filter []any, now int64) error {
 	defer rows.Close()
 	for rows.Next() {
 		var name, queue, kind string
-		var n int64
-		if err := rows.Scan(&name, &queue, &kind, &n); err != nil {
+		var n, keyless int64
+		if err := rows.Scan(&name, &queue, &kind, &n, &keyless); err != nil {
 			return err
 		}
 		st, err := parseState(name)
@@ -439,6 +440,9 @@ func promote(w *writer, all bool, filter []any, now int64) error {
 			return err
 		}
 		w.req.move(st, job.StateAvailable, queue, kind, n)
+		if keyless > 0 {
+			w.keylessAvailable(queue)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return err

@@ -16,7 +16,9 @@ import (
 // file. After every call that may write jobs, and once the store is
 // closed, lane_counts (which Stats, Count and Claim read) must be the jobs
 // counted by (state, queue, kind): every transition the suite makes checks
-// the counts the store keeps.
+// the counts the store keeps. And every keyed claim's visit of the keyless
+// jobs that a keyless hint answers reads them anyway, and fails if it
+// finds one (keyless.go).
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
@@ -25,6 +27,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
+		sqlitestore.CheckKeyless(s)
 		db, err := sql.Open("sqlite", "file:"+path+"?_query_only=1")
 		if err != nil {
 			t.Fatal(err)

@@ -31,6 +31,10 @@ import (
 //
 // Rows of lane_counts are never deleted: a lane whose jobs all moved on
 // keeps a row with n = 0, as it did when triggers kept the counts.
+//
+// A statement that makes jobs available (counts them into 'available')
+// also tells the keyless hints of their queue when one has no key
+// (jobWriter.keylessAvailable, keyless.go).
 
 // laneState is a row of lane_counts.
 type laneState struct {

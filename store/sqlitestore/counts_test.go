@@ -121,23 +121,6 @@ func TestCountsEveryPath(t *testing.T) {
 		must(err)
 		return reached
 	}
-	// batch runs reqs in one group-commit transaction and returns their
-	// errors.
-	batch := func(reqs ...*request) []error {
-		s.qmu.Lock()
-		for _, r := range reqs {
-			r.done = make(chan struct{})
-			s.queue = append(s.queue, r)
-		}
-		s.qcond.Signal()
-		s.qmu.Unlock()
-		errs := make([]error, len(reqs))
-		for i, r := range reqs {
-			<-r.done
-			errs[i] = r.err
-		}
-		return errs
-	}
 	enqueueReq := func(js ...*job.Job) *request {
 		rows, err := makeRows(js)
 		must(err)
@@ -175,7 +158,7 @@ func TestCountsEveryPath(t *testing.T) {
 		}
 		return boom
 	})
-	errs := batch(enqueueReq(mk("a", "k", t0, ""), mk("b", "k", t0, "")), enqueueReq(mk("c", "m", t0, "")),
+	errs := runBatch(s, enqueueReq(mk("a", "k", t0, ""), mk("b", "k", t0, "")), enqueueReq(mk("c", "m", t0, "")),
 		enqueueReq(mk("a", "l", t0, "u4")), insertFail, claimFail, enqueueReq(mk("d", "k", t0, "")),
 		enqueueReq(mk("a", "l", at(1), "")))
 	for i, err := range errs {
@@ -186,7 +169,7 @@ func TestCountsEveryPath(t *testing.T) {
 	check("a batch of merged, single and failing requests")
 
 	// A batch whose transaction SQLite aborts: the others run again.
-	errs = batch(enqueueReq(mk("a", "k", t0, "u5")), fnReq(func(w *writer) error {
+	errs = runBatch(s, enqueueReq(mk("a", "k", t0, "u5")), fnReq(func(w *writer) error {
 		rows, err := makeRows([]*job.Job{mk("c", "m", t0, "")})
 		must(err)
 		if _, err := insertRows(w, rows, nil); err != nil {
@@ -378,7 +361,7 @@ func TestCountsEveryPath(t *testing.T) {
 		})
 	}
 	var filtered, all store.ClaimResult
-	errs = batch(enqueueReq(mk("f", "k", at(7), ""), mk("f", "k", at(6), "")),
+	errs = runBatch(s, enqueueReq(mk("f", "k", at(7), ""), mk("f", "k", at(6), "")),
 		claimReq(store.ClaimParams{Now: at(6), Limit: 5, Queues: []string{"f"}, Worker: "w1", LeaseUntil: at(30)}, &filtered),
 		enqueueReq(mk("g", "k", at(6), "")),
 		claimReq(store.ClaimParams{Now: at(6), Limit: 100, Worker: "w1", LeaseUntil: at(30)}, &all))

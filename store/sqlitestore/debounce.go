@@ -88,5 +88,8 @@ func debounceRow(q jobWriter, j *job.Job) (res store.EnqueueResult, ok bool, err
 		return res, false, err
 	}
 	q.counts().move(from, h.State, h.Queue, h.Kind, 1)
+	if h.State == job.StateAvailable && from != job.StateAvailable && h.Key == "" {
+		q.keylessAvailable(h.Queue)
+	}
 	return store.EnqueueResult{ID: h.ID, Debounced: true, State: h.State}, true, nil
 }

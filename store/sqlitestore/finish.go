@@ -53,19 +53,20 @@ func finishSetClause(st, run, msg, res, rec, now string) string {
 
 // sqlFinish applies one outcome, fenced by state, claim and attempt; the
 // attempt record is appended to the JSON history by SQLite itself. It
-// returns the state reached and the job's lane (for lane_counts).
+// returns the state reached, the job's lane (for lane_counts) and its key
+// (for the keyless hints).
 //
 //	?1 state  ?2 record (JSON)  ?3 error  ?4 result  ?5 now  ?6 run-at
 //	?7 id     ?8 attempt        ?9 claim
 var sqlFinish = `UPDATE jobs SET ` + finishSetClause("?1", "?6", "?3", "?4", "?2", "?5") + `
 	WHERE id = ?7 AND state = 'running' AND claims = ?9 AND attempt = ?8
-	RETURNING state, queue, kind`
+	RETURNING state, queue, kind, flow_key`
 
 // finishSQL[n] applies n outcomes of a Finish call in one statement: the
 // outcomes are a VALUES list of n rows (id, attempt, claim, state, run-at,
 // error, result, record) joined to jobs by primary key, with the effects
 // and the fence (state, claim, attempt) of sqlFinish; RETURNING tells which applied, the
-// states they reached and their lanes. The IDs of one statement must be
+// states they reached, their lanes and their keys. The IDs of one statement must be
 // distinct (Finish falls back to sqlFinish otherwise): UPDATE … FROM would
 // apply one arbitrary outcome of a job listed twice. A first attempt's history is built by concatenation (the
 // record is compact JSON from encoding/json), sparing json_insert's parse.
@@ -92,7 +93,7 @@ func finishSetSQL(cols string, ncols int, st string) (qs [maxFinishRows + 1]stri
 	UPDATE jobs SET ` + finishSetClause(st, "o.run", "o.err", "o.res", "o.rec", "?"+strconv.Itoa(n*ncols+1)) + `
 	FROM o
 	WHERE jobs.id = o.id AND jobs.state = 'running' AND jobs.claims = o.claim AND jobs.attempt = o.att
-	RETURNING jobs.id, jobs.state, jobs.queue, jobs.kind`
+	RETURNING jobs.id, jobs.state, jobs.queue, jobs.kind, jobs.flow_key`
 	}
 	return qs
 }
@@ -212,9 +213,9 @@ func (w *writer) finish(outcomes []store.Outcome, records []string, done, other 
 			return nil
 		}
 		for i, o := range outcomes {
-			var name, queue, kind string
+			var name, queue, kind, key string
 			err := w.scanRow(sqlFinish, []any{stateName(o.State), records[i], o.Error, jsonText(o.Result),
-				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt, o.Claim}, &name, &queue, &kind)
+				now, store.UnixNanos(o.RunAt), int64(o.ID), o.Attempt, o.Claim}, &name, &queue, &kind, &key)
 			switch {
 			case errors.Is(err, sql.ErrNoRows): // lease lost
 			case err != nil:
@@ -224,6 +225,9 @@ func (w *writer) finish(outcomes []store.Outcome, records []string, done, other 
 					return err
 				}
 				w.req.move(job.StateRunning, reached[i], queue, kind, 1)
+				if reached[i] == job.StateAvailable && key == "" {
+					w.keylessAvailable(queue)
+				}
 			}
 		}
 		return nil
@@ -231,7 +235,8 @@ func (w *writer) finish(outcomes []store.Outcome, records []string, done, other 
 }
 
 // finishSet runs q, one of finishSQL or finishDoneSQL, records the state
-// each applied outcome reached and counts the moves.
+// each applied outcome reached and counts the moves (and the jobs without
+// a key made available, for the keyless hints).
 func (w *writer) finishSet(q string, args []any, index map[job.ID]int, reached []job.State) error {
 	rows, err := w.query(q, args...)
 	if err != nil {
@@ -242,8 +247,8 @@ func (w *writer) finishSet(q string, args []any, index map[job.ID]int, reached [
 	defer c.flush()
 	for rows.Next() {
 		var id int64
-		var name, queue, kind string
-		if err := rows.Scan(&id, &name, &queue, &kind); err != nil {
+		var name, queue, kind, key string
+		if err := rows.Scan(&id, &name, &queue, &kind, &key); err != nil {
 			return err
 		}
 		st, err := parseState(name)
@@ -252,6 +257,9 @@ func (w *writer) finishSet(q string, args []any, index map[job.ID]int, reached [
 		}
 		reached[index[job.ID(id)]] = st
 		c.job(job.StateRunning, st, queue, kind)
+		if st == job.StateAvailable && key == "" {
+			w.keylessAvailable(queue)
+		}
 	}
 	return rows.Err()
 }

@@ -76,6 +76,9 @@ type jobWriter interface {
 	// counts returns the changes to lane_counts that go with the
 	// statements' (see counts.go).
 	counts() countDeltas
+	// keylessAvailable tells that a statement made a job without a key
+	// available in queue (the keyless hints, keyless.go).
+	keylessAvailable(queue string)
 }
 
 // counts implements jobWriter: the running request's changes.
@@ -121,6 +124,9 @@ func insertRows(q jobWriter, r *newRows, idx []int) ([]job.ID, error) {
 			i = idx[k]
 		}
 		c.job(0, r.states[i], r.jobs[i].Queue, r.jobs[i].Kind)
+		if r.states[i] == job.StateAvailable && r.jobs[i].Key == "" {
+			q.keylessAvailable(r.jobs[i].Queue)
+		}
 	}
 	c.flush()
 	return ids, nil
@@ -352,6 +358,9 @@ func (w *writer) save(j *job.Job, from job.State) error {
 		j.Crashes, j.CancelRequested, int64(j.ID), j.TerminateRequested)
 	if err == nil {
 		w.req.move(from, j.State, j.Queue, j.Kind, 1)
+		if j.State == job.StateAvailable && from != job.StateAvailable && j.Key == "" {
+			w.keylessAvailable(j.Queue)
+		}
 	}
 	return err
 }

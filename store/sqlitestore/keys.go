@@ -319,8 +319,12 @@ func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (stor
 		},
 		Next: func(after, upTo string) (string, bool, error) {
 			var key string
-			err := w.scanRow(`SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1
-				AND flow_key > ?2 AND (?3 = '' OR flow_key <= ?3) ORDER BY flow_key LIMIT 1`, []any{q.name, after, upTo}, &key)
+			var err error
+			if upTo == "" {
+				err = w.scanRow(sqlNextKey, []any{q.name, after}, &key)
+			} else {
+				err = w.scanRow(sqlNextKeyUpTo, []any{q.name, after, upTo}, &key)
+			}
 			if errors.Is(err, sql.ErrNoRows) {
 				return "", false, nil
 			}
@@ -329,29 +333,48 @@ func (w *writer) keyedCandidates(q keyedQueue, p store.ClaimParams, n int) (stor
 		Jobs: func(key string, take int) ([]job.ID, error) {
 			// A key's jobs through jobs_key, whose condition the query
 			// must state literally (flow_key <> ''): SQLite does not
-			// read it from a bound key.
-			stmt := sqlKeyJobs
+			// read it from a bound key. The keyless, unless a hint
+			// knows there are none (keyless.go).
 			if key == "" {
-				stmt = sqlKeylessJobs
+				return w.keylessJobs(q.name, kinds, take)
 			}
-			rows, err := w.query(stmt, q.name, key, kinds, take)
-			if err != nil {
-				return nil, err
-			}
-			defer rows.Close()
-			var ids []job.ID
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					return nil, err
-				}
-				ids = append(ids, job.ID(id))
-			}
-			return ids, rows.Err()
+			return w.jobIDs(sqlKeyJobs, q.name, key, kinds, take)
 		},
 	}
 	return walk.Pick()
 }
+
+// jobIDs runs q, which selects job IDs, and reads them.
+func (w *writer) jobIDs(q string, args ...any) ([]job.ID, error) {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []job.ID
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, job.ID(id))
+	}
+	return ids, rows.Err()
+}
+
+// sqlNextKey returns the first key (not "") with available jobs of queue
+// ?1 after ?2, and sqlNextKeyUpTo the first not after ?3 either, through
+// jobs_key: both bounds are the index range. With one statement whose
+// upper bound held only if ?3 was set (an OR of ?3 empty and flow_key <=
+// ?3), SQLite checked that bound row by row, so that the end of a wrapped walk (no key left up to
+// the cursor) read every job of the keys after it — a hot key's whole
+// backlog — at every claim (decision 106).
+const (
+	sqlNextKey = `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1
+		AND flow_key > ?2 ORDER BY flow_key LIMIT 1`
+	sqlNextKeyUpTo = `SELECT flow_key FROM jobs WHERE state = 'available' AND flow_key <> '' AND queue = ?1
+		AND flow_key > ?2 AND flow_key <= ?3 ORDER BY flow_key LIMIT 1`
+)
 
 // sqlKeyJobs and sqlKeylessJobs select the first ?4 available jobs of key
 // ?2 of queue ?1, of the kinds ?3 (NULL: any): a key's through jobs_key,

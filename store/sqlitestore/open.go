@@ -280,8 +280,7 @@ func (s *Store) txn(fn func(w *writer) error) error {
 		_, err = w.exec("COMMIT")
 	}
 	if err != nil {
-		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
-		w.resetCounts()
+		w.rollback()
 	}
 	return err
 }

@@ -81,6 +81,8 @@ func checkPlans(t *testing.T, s *Store) {
 		{"next run lanes of kinds", sqlNextRunLanes, []any{nil, kinds}, "INDEX jobs_due_lane "},
 		{"rescue", sqlRescue, []any{1}, "INDEX jobs_lease "},
 		{"expire dead worker", sqlExpireWorker, []any{"w"}, "INDEX jobs_claimed_by "},
+		{"next key", sqlNextKey, []any{"a", "k"}, "INDEX jobs_key (queue=? AND flow_key>?)"},
+		{"next key up to", sqlNextKeyUpTo, []any{"a", "k", "m"}, "INDEX jobs_key (queue=? AND flow_key>? AND flow_key<?)"},
 		{"finish", sqlFinish, []any{"completed", "{}", "", nil, 1, 0, 1, 1, 1}, "INTEGER PRIMARY KEY"},
 		{"finish set", finishSQL[2], []any{1, 1, 1, "completed", 0, "", nil, "{}", 2, 1, 1, "completed", 0, "", nil, "{}", 1}, "INTEGER PRIMARY KEY"},
 		{"finish set completed", finishDoneSQL[2], []any{1, 1, 1, nil, "{}", 2, 1, 1, nil, "{}", 1}, "INTEGER PRIMARY KEY"},

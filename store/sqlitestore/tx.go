@@ -35,6 +35,11 @@ func (a appTx) exec(q string, args ...any) error {
 
 func (a appTx) counts() countDeltas { return a.deltas }
 
+// keylessAvailable implements jobWriter: nothing to do, the application's
+// commit is another connection's to the writer, which drops its hints
+// (keyless.go).
+func (a appTx) keylessAvailable(string) {}
+
 func (a appTx) update(q string, args ...any) error { return a.exec(q, args...) }
 
 func (a appTx) scanRow(q string, args []any, dest ...any) error {

@@ -64,6 +64,8 @@ type writer struct {
 	// request, not yet written (req); and those of pending that the
 	// running request wrote (synced), pending again if it rolls back.
 	pending, req, synced countDeltas
+	// keyless are the keyed claims' keyless hints (keyless.go).
+	keyless keylessHints
 }
 
 func newWriter(conn *sql.Conn) *writer {
@@ -166,6 +168,15 @@ func (w *writer) begin(timeout time.Duration) error {
 		time.Sleep(delay)
 		delay = min(2*delay, time.Millisecond)
 	}
+}
+
+// rollback rolls the transaction back (it may be gone already) and drops
+// what the writer kept of it: its changes to the counts, and the keyless
+// hints, which may rest on changes it undid (keyless.go).
+func (w *writer) rollback() {
+	w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
+	w.resetCounts()
+	w.keyless.dropAll()
 }
 
 func (w *writer) close() {
@@ -289,6 +300,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 				if _, rbErr := w.exec("ROLLBACK TO r"); rbErr == nil {
 					if _, rbErr = w.exec("RELEASE r"); rbErr == nil {
 						w.endRequest(false)
+						w.keyless.dropAll()
 						r.answer(s.translate(err))
 						continue
 					}
@@ -297,8 +309,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		}
 		// r was alone, or SQLite rolled the transaction back: r fails, the
 		// others run again.
-		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
-		w.resetCounts()
+		w.rollback()
 		r.answer(s.translate(err))
 		return append(ok, batch[i+1:]...)
 	}
@@ -309,8 +320,7 @@ func (s *Store) runTxn(batch []*request) (again []*request) {
 		_, err = w.exec("COMMIT")
 	}
 	if err != nil {
-		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
-		w.resetCounts()
+		w.rollback()
 		err = s.translate(err)
 		for _, r := range ok {
 			r.answer(err)
@@ -382,8 +392,7 @@ func (s *Store) runMerged(batch []*request) (merged, rest []*request, again []*r
 				}
 			}
 		}
-		w.exec("ROLLBACK") //nolint:errcheck // may fail: no transaction left
-		w.resetCounts()
+		w.rollback()
 		for _, r := range batch {
 			r.noMerge = true
 		}
@@ -397,6 +406,9 @@ func (s *Store) runMerged(batch []*request) (merged, rest []*request, again []*r
 		for i, j := range e.rows.jobs {
 			e.res[i] = store.EnqueueResult{ID: ids[k], State: e.rows.states[i]}
 			c.job(0, e.rows.states[i], j.Queue, j.Kind)
+			if e.rows.states[i] == job.StateAvailable && j.Key == "" {
+				w.keylessAvailable(j.Queue)
+			}
 			k++
 		}
 	}

@@ -27,6 +27,24 @@ func openTest(t *testing.T) *Store {
 	return s
 }
 
+// runBatch runs reqs in one group-commit transaction of s and returns
+// their errors.
+func runBatch(s *Store, reqs ...*request) []error {
+	s.qmu.Lock()
+	for _, r := range reqs {
+		r.done = make(chan struct{})
+		s.queue = append(s.queue, r)
+	}
+	s.qcond.Signal()
+	s.qmu.Unlock()
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		<-r.done
+		errs[i] = r.err
+	}
+	return errs
+}
+
 func testJob(t *testing.T, kind string) *job.Job {
 	t.Helper()
 	j := &job.Job{Kind: kind, Queue: job.DefaultQueue, MaxAttempts: 3}
@@ -41,19 +59,10 @@ func testJob(t *testing.T, kind string) *job.Job {
 // errors.
 func submitBatch(s *Store, fns ...func(w *writer) error) []error {
 	reqs := make([]*request, len(fns))
-	s.qmu.Lock()
 	for i, fn := range fns {
-		reqs[i] = &request{ctx: context.Background(), fn: fn, done: make(chan struct{})}
-		s.queue = append(s.queue, reqs[i])
+		reqs[i] = &request{ctx: context.Background(), fn: fn}
 	}
-	s.qcond.Signal()
-	s.qmu.Unlock()
-	errs := make([]error, len(reqs))
-	for i, r := range reqs {
-		<-r.done
-		errs[i] = r.err
-	}
-	return errs
+	return runBatch(s, reqs...)
 }
 
 func insertFn(t *testing.T, kind string, ids *[]job.ID) func(w *writer) error {

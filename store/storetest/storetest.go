@@ -45,7 +45,7 @@ func RunWithOptions(t *testing.T, opts Options, newStore func(t *testing.T) stor
 	for _, group := range [][]testCase{
 		enqueueCases(), claimCases(), finishCases(), uniqueCases(), debounceCases(),
 		cancelCases(), leaseCases(), dlqCases(), matchCases(), scheduleCases(), bufferCases(),
-		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), throttleCases(), keyThrottleCases(), keyDropCases(), keyedRateDropCases(),
+		listCases(), labelCases(), concurrencyCases(), queueCases(), concurrencyLimitCases(), keyCases(), keylessCases(), throttleCases(), keyThrottleCases(), keyDropCases(), keyedRateDropCases(),
 		closeCases(), oracleCases(), guardCases(),
 		boundCases(), leaderCases(), serverCases(), monitorCases(), deathCases(), outputCases(), checkCases(),
 	} {
