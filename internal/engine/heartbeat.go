@@ -54,9 +54,14 @@ func (e *Engine) heartbeat(ctx context.Context, p *pool, cancels <-chan struct{}
 			}
 		}
 		for _, l := range res.Lost {
-			e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost: stopping its handler",
-				slog.Int64("job", int64(l.ID)), slog.Int64("claim", l.Claim))
-			e.loseLease(l)
+			// An attempt whose handler returned since ls was read is
+			// not running here any more: its outcome was written
+			// meanwhile (the usual case with short jobs), or will be
+			// refused, which the completer logs.
+			if e.loseLease(l) {
+				e.log.LogAttrs(ctx, slog.LevelWarn, "job lease lost: stopping its handler",
+					slog.Int64("job", int64(l.ID)), slog.Int64("claim", l.Claim))
+			}
 		}
 	}
 }

@@ -120,9 +120,14 @@ func (e *Engine) leases() []store.Lease {
 	return out
 }
 
-// loseLease cancels the handler of an attempt whose lease is lost.
-func (e *Engine) loseLease(l store.Lease) {
+// loseLease cancels the handler of an attempt whose lease is lost, and
+// reports whether that attempt was still running.
+func (e *Engine) loseLease(l store.Lease) bool {
+	lost := false
 	for _, s := range e.slots() {
-		s.cancelIf(func(r store.Lease) bool { return r == l }, errLeaseLost)
+		if s.cancelIf(func(r store.Lease) bool { return r == l }, errLeaseLost) {
+			lost = true
+		}
 	}
+	return lost
 }
