@@ -47,25 +47,11 @@ func BenchKeyBacklog(b *testing.B, backlog int, newStore func(b *testing.B) stor
 				}
 			}
 			fill(b.N, func(i int) string { return fmt.Sprintf("k%09d", i) })
-			lat := make([]time.Duration, b.N)
-			b.ResetTimer()
-			start := time.Now()
-			for i := range b.N {
-				now := t0.Add(time.Duration(i+1) * time.Microsecond)
-				began := time.Now()
-				res, err := s.Claim(ctx, store.ClaimParams{Now: now, Limit: 1, Worker: worker1, LeaseUntil: now.Add(time.Hour),
-					Queues: []string{"q"}})
-				lat[i] = time.Since(began)
-				if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Key == "hot" {
-					b.Fatalf("Claim %d: %v, %v", i, res.Jobs, err)
+			claimRounds(b, s, claimQ(b, s, 1), func(i int, got []*job.Job) {
+				if len(got) != 1 || got[0].Key == "hot" {
+					b.Fatalf("Claim %d: %v", i, got)
 				}
-				j := res.Jobs[0]
-				if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: []store.Outcome{{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims,
-					State: job.StateCompleted, Record: job.Attempt{Attempt: j.Attempt, StartedAt: now, Outcome: "completed"}}}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportClaims(b, start, lat)
+			})
 		})
 	}
 }
@@ -125,18 +111,35 @@ func BenchKeyBacklogWrap(b *testing.B, backlog int, s store.Store) {
 		b.Fatal(err)
 	}
 	fillKeyed(b, s, backlog+1, func(int) string { return "hot" })
-	claim := func(now time.Time) []*job.Job {
-		res, err := s.Claim(ctx, store.ClaimParams{Now: now, Limit: 10, Worker: worker1, LeaseUntil: now.Add(time.Hour),
-			Queues: []string{"q"}})
+	claim := claimQ(b, s, 10)
+	if got := claim(t0); len(got) != 1 || got[0].Key != "hot" {
+		b.Fatalf("the claim of the hot key: %v", got)
+	}
+	fillKeyed(b, s, 3*b.N, func(i int) string { return fmt.Sprintf("c%d", i%3) })
+	claimRounds(b, s, claim, func(i int, got []*job.Job) {
+		if len(got) != 3 {
+			b.Fatalf("claim %d: %d jobs, want the 3 cold keys'", i, len(got))
+		}
+	})
+}
+
+// claimQ returns a claim of up to limit jobs of queue "q" from s, at its
+// now, for worker1 with a lease of an hour.
+func claimQ(b *testing.B, s store.Store, limit int) func(now time.Time) []*job.Job {
+	return func(now time.Time) []*job.Job {
+		res, err := s.Claim(context.Background(), store.ClaimParams{Now: now, Limit: limit, Worker: worker1,
+			LeaseUntil: now.Add(time.Hour), Queues: []string{"q"}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return res.Jobs
 	}
-	if got := claim(t0); len(got) != 1 || got[0].Key != "hot" {
-		b.Fatalf("the claim of the hot key: %v", got)
-	}
-	fillKeyed(b, s, 3*b.N, func(i int) string { return fmt.Sprintf("c%d", i%3) })
+}
+
+// claimRounds runs b.N ops on s, op i at now = t0 + (i+1) µs: claim, timed,
+// check of the jobs it took, and a Finish that completes them; then it
+// reports them (reportClaims).
+func claimRounds(b *testing.B, s store.Store, claim func(now time.Time) []*job.Job, check func(i int, got []*job.Job)) {
 	lat := make([]time.Duration, b.N)
 	b.ResetTimer()
 	start := time.Now()
@@ -145,15 +148,13 @@ func BenchKeyBacklogWrap(b *testing.B, backlog int, s store.Store) {
 		began := time.Now()
 		got := claim(now)
 		lat[i] = time.Since(began)
-		if len(got) != 3 {
-			b.Fatalf("claim %d: %d jobs, want the 3 cold keys'", i, len(got))
-		}
+		check(i, got)
 		out := make([]store.Outcome, len(got))
 		for k, j := range got {
 			out[k] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted,
 				Record: job.Attempt{Attempt: j.Attempt, StartedAt: now, Outcome: "completed"}}
 		}
-		if _, err := s.Finish(ctx, store.FinishParams{Now: now, Outcomes: out}); err != nil {
+		if _, err := s.Finish(context.Background(), store.FinishParams{Now: now, Outcomes: out}); err != nil {
 			b.Fatal(err)
 		}
 	}
