@@ -88,9 +88,11 @@ import (
 //   - no sequential scan: the claim's UPDATE of the jobs it picked joined
 //     them to a scan of the whole table in a generic plan made while the
 //     table was small (11 of a claim's 16 ms at 5,000 jobs, growing with
-//     the table; decision 96, TestPlansStaleStatistics).
+//     the table; decision 96, TestPlansStaleStatistics);
+//   - the generic plan of each statement, made once per connection, not a
+//     plan per execution (planCacheGeneric).
 const sqlClaimPlan = `SELECT set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true), set_config('synchronous_commit', 'off', true),
-	set_config('enable_seqscan', 'off', true)`
+	set_config('enable_seqscan', 'off', true), ` + planCacheGeneric
 
 // promoteBatch caps the jobs one claim promotes per queue; the rest are
 // promoted by the next claims (NextRunAt is then in the past).

@@ -81,6 +81,7 @@ func Statements(s *Store) map[string]string {
 		"keybatch":       s.q(sqlKeyBatch[0]),
 		"keybatchupto":   s.q(sqlKeyBatch[1]),
 		"keyedclaim":     s.q(sqlKeyedClaim),
+		"keyedof":        s.q(sqlKeyedOf),
 	}
 }
 

@@ -21,13 +21,20 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // outcomes are arrays sorted by ID, $1 IDs, $2 attempts, $3 target
 // states, $4 run-ats, $5 errors, $6 results, $7 the attempt records and $8
 // the same records with the outcome "cancelled" (for outcomes a requested
-// cancel turns into a cancel; empty otherwise), $9 now, $10 claims.
+// cancel turns into a cancel; empty otherwise), $9 now, $10 claims, and
+// the limited queues whose rows it locks besides theirs (lk): $11 those
+// named, $12 all of them (a FinishClaim's claim locks them next).
 //
 // The CTE x locks the rows first, in the order of the arrays (ID order),
 // each by its primary key (a LATERAL subquery per outcome: a plan of the
 // planner's choosing could read every running row, dead index entries
 // included), fenced by state, claim and attempt: a row whose lease was lost is
-// left out, and reported by its absence from RETURNING. The UPDATE then
+// left out, and reported by its absence from RETURNING. Then lk locks, in
+// name order, the rows of the queues whose slots the attempts hold and of
+// the limited queues $11 and $12 name; fs gives back the slots; and kl
+// locks the rows of the keys whose slots the attempts hold, in key order:
+// queues and then keys, each in order, as claims take them
+// (sqlLockKeySlots; TestFinishClaimLocksQueuesInOrder). The UPDATE then
 // joins x by ID only; its SET clause reads the row as it was. The attempt
 // record is appended to the history as text: earlier records keep their
 // bytes. IDs must be distinct within one statement (Finish splits the call
@@ -35,11 +42,14 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // partial index jobs_running out of reach, which a plan made while few jobs
 // ran would otherwise walk for every row, filtering by ID (as Heartbeat's
 // and the outputs' lookups; TestPlansStaleStatistics).
-var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot FROM unnest($1::bigint[], $2::int[], $3::text[],
+var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot, l.flow_key FROM unnest($1::bigint[], $2::int[], $3::text[],
 			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::bigint[]) AS o(id, att, st, run, err, res, rec, rec_c, claim)
-		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot FROM {schema}.jobs j
+		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot, j.flow_key FROM {schema}.jobs j
 			WHERE j.id = o.id AND j.state::text = 'running' AND j.claims = o.claim AND j.attempt = o.att FOR UPDATE) l),
-	` + sqlFreeSlots("x") + `
+	lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE name IN (SELECT queue FROM x WHERE slot)
+		OR concurrency > 0 AND ($12::boolean OR name = ANY($11::text[])) ORDER BY name FOR UPDATE),
+	` + sqlFreeSlots("x", "lk") + `,
+	` + sqlLockKeySlots("x WHERE key_slot", "fs") + `
 	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
 		worker = NULL, lease_until = NULL,
@@ -51,7 +61,7 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 		run_at = CASE WHEN ` + finishTo + ` IN ('retrying', 'scheduled') THEN x.run ELSE j.run_at END,
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
-	WHERE j.id = x.id
+	WHERE j.id = x.id AND ` + ran("kl") + `
 	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot`
 
 // sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
@@ -61,12 +71,40 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 // rows are locked in name order, as claims lock them. Attempts that hold
 // no slot (their queue has no limit) touch no row. It returns, per queue,
 // whether the queue was at its limit before (full): only then may ready
-// jobs wait for the slots, and a wake-up is worth sending.
-func sqlFreeSlots(rows string) string {
+// jobs wait for the slots, and a wake-up is worth sending. If after names
+// a CTE, fs runs after it (its rows locked first).
+func sqlFreeSlots(rows, after string) string {
+	cond := ``
+	if after != "" {
+		cond = ` AND ` + ran(after)
+	}
 	return `fs AS (UPDATE {schema}.queues q SET running = greatest(q.running - n.n, 0)
 		FROM (SELECT queue, count(*)::int AS n FROM ` + rows + ` WHERE slot GROUP BY queue ORDER BY queue) n
-		WHERE q.name = n.queue
+		WHERE q.name = n.queue` + cond + `
 		RETURNING q.running + n.n >= q.concurrency AS was_full)`
+}
+
+// ran is a condition, always true, that reads the whole of the CTE cte:
+// the statement (or CTE) it is a condition of runs cte first. Without the
+// columns of a row it is a one-time filter, checked before the first row.
+func ran(cte string) string { return `(SELECT count(*) FROM ` + cte + `) >= 0` }
+
+// sqlLockKeySlots is a CTE (kl) that locks, in key order, the rows of the
+// keys (queue_keys) whose slots the attempts of keys (a FROM item with the
+// columns queue and flow_key, one row per attempt that holds a key slot
+// and is leaving running) hold, once the CTE after has run (a condition
+// that reads it: the queues' rows come first). The trigger
+// jobs_key_slot_free (migration 9) then gives the slots back on rows the
+// transaction already holds, in whatever order the statement reaches the
+// jobs. A claim locks its queue's row and then its keys' rows in key order
+// (sqlKeyedClaim); a Finish that took them in job order, after the first
+// key's row, would deadlock with it, and with another Finish
+// (TestFinishLocksKeysInClaimOrder).
+func sqlLockKeySlots(keys, after string) string {
+	return `kl AS MATERIALIZED (SELECT 1 FROM (SELECT DISTINCT queue, flow_key FROM ` + keys + `) n
+		JOIN {schema}.queue_keys k ON k.queue = n.queue AND k.key = n.flow_key
+		WHERE ` + ran(after) + `
+		ORDER BY k.queue, k.key FOR UPDATE OF k)`
 }
 
 // sqlNestedLoops makes the rest of the transaction join by nested loops
@@ -85,9 +123,25 @@ func sqlFreeSlots(rows string) string {
 // the whole table, materialized, in a nested loop — quadratic: measured,
 // a Finish of 100 jobs on 4,500 took 60 ms, 446,504 rows compared, and a
 // steady stream of enqueues on PostgreSQL was worked at a third of its
-// rate (TestPlansStaleStatistics).
+// rate (TestPlansStaleStatistics). And the generic plan is forced
+// (planCacheGeneric).
 const sqlNestedLoops = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-	set_config('enable_seqscan', 'off', true)`
+	set_config('enable_seqscan', 'off', true), ` + planCacheGeneric
+
+// planCacheGeneric is the setting, for the rest of a transaction, that makes
+// its prepared statements run their cached generic plan, made once per
+// connection, rather than a plan made at each execution for the values
+// at hand. With plan_cache_mode auto, PostgreSQL chose the custom plan at
+// every execution of the Finish, the keyed claim's UPDATE and the lock of
+// the keyed queues (their arrays' sizes, known to a custom plan, make its
+// estimate lower), and planning cost as much as running: measured with
+// pg_stat_statements (track_planning) in TestPostgresKeyScale, the Finish
+// 0.82 ms planning and 0.82 ms running per call, the keyed claim 0.53 and
+// 0.70 (decision 107). The statements it applies to are written for a
+// generic plan: the settings beside it rule out the plans that a
+// generic plan, costed once, could pick badly (TestPlansStaleStatistics,
+// TestPlanKeyBatch explain the generic plans).
+const planCacheGeneric = `set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // finishArrays are the arguments of one sqlFinish statement.
 type finishArrays struct {
@@ -201,6 +255,9 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if err != nil {
 		return nil, store.ClaimResult{}, err
 	}
+	if cp.Limit > 0 {
+		f.lockQueues, f.lockAll = dedupe(cp.Queues), len(cp.Queues) == 0
+	}
 	b := &pgx.Batch{}
 	if len(fp.Outcomes) > 0 {
 		f.queue(b)
@@ -250,6 +307,10 @@ type finishCall struct {
 	reached        []job.State
 	release, retry bool // an outcome releases (available) or retries or snoozes a job
 	freed          bool // an attempt gave back a slot of a queue that was at its limit
+	// The limited queues whose rows a FinishClaim's claim locks: those
+	// named, or all of them; the Finish locks them first (sqlFinish).
+	lockQueues []string
+	lockAll    bool
 }
 
 // prepareFinish checks and encodes the outcomes of p.
@@ -300,7 +361,8 @@ func (f *finishCall) queue(b *pgx.Batch) {
 			b.Queue(f.s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
 				o.log, o.logSize, f.now, o.claims)
 		}
-		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims)
+		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims,
+			f.lockQueues, f.lockAll)
 	}
 }
 
@@ -368,7 +430,7 @@ const rescueBatch = 1000
 // sqlRescue selects, and locks in ID order, running jobs whose lease
 // expired, with their last heart-beat after jobCols, skipping those
 // another transaction holds (a worker finishing it right now).
-var sqlRescue = `SELECT ` + jobCols + `, heartbeat_at, slot FROM {schema}.jobs
+var sqlRescue = `SELECT ` + jobCols + `, heartbeat_at FROM {schema}.jobs
 	WHERE state = 'running' AND lease_until < $1
 	ORDER BY id LIMIT ` + fmt.Sprint(rescueBatch) + ` FOR UPDATE SKIP LOCKED`
 
@@ -392,22 +454,17 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 			}
 			var jobs []*job.Job
 			var beats []time.Time
-			var slots []int64 // the jobs holding a slot of their queue's limit
 			for rows.Next() {
 				var beat pgtype.Timestamptz
-				var slot bool
-				j, err := scanJob(withBeat{rows, &beat, &slot})
+				j, err := scanJob(withBeat{rows, &beat})
 				if err != nil {
 					rows.Close()
 					return err
 				}
 				jobs, beats = append(jobs, j), append(beats, fromTS(beat))
-				if slot {
-					slots = append(slots, int64(j.ID))
-				}
 			}
 			rows.Close()
-			if err := rows.Err(); err != nil {
+			if err := rows.Err(); err != nil || len(jobs) == 0 {
 				return err
 			}
 			prev := make([]int, len(jobs))
@@ -417,14 +474,20 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 					return err
 				}
 			}
-			if err := s.save(ctx, tx, jobs, prev); err != nil {
+			// The slots first, the queues' and then the keys' rows locked
+			// in the order claims lock them: the save's trigger frees
+			// the keys' slots on rows already held.
+			ids := make([]int64, len(jobs))
+			for i, j := range jobs {
+				ids[i] = int64(j.ID)
+			}
+			var slotted int
+			if err := tx.QueryRow(ctx, s.q(sqlRescueSlots), ids).Scan(&slotted); err != nil {
 				return err
 			}
-			if len(slots) > 0 { // a rescue frees the slot
-				if _, err := tx.Exec(ctx, s.q(sqlRescueSlots), slots); err != nil {
-					return err
-				}
-				freed = true
+			freed = slotted > 0 // a rescue frees the slot
+			if err := s.save(ctx, tx, jobs, prev); err != nil {
+				return err
 			}
 			moved = jobs
 			return nil
@@ -445,19 +508,20 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 	}
 }
 
-// sqlRescueSlots gives back the slots that the rescued jobs $1 held.
+// sqlRescueSlots gives back the slots of their queues that the rescued
+// jobs $1 held, and locks the rows of their keys' slots (sqlLockKeySlots),
+// before the jobs are saved; it returns how many held a queue's slot.
 var sqlRescueSlots = `WITH r AS MATERIALIZED (UPDATE {schema}.jobs SET slot = false WHERE id = ANY($1::bigint[]) AND slot
 		RETURNING queue),
 	x AS (SELECT queue, true AS slot FROM r),
-	` + sqlFreeSlots("x") + `
-	SELECT count(*) FROM r`
+	` + sqlFreeSlots("x", "") + `,
+	` + sqlLockKeySlots(`{schema}.jobs WHERE id = ANY($1::bigint[]) AND key_slot`, "fs") + `
+	SELECT count(*) FROM r WHERE ` + ran("kl")
 
-// withBeat scans a row of jobCols and then heartbeat_at and slot, into
-// beat and slot.
+// withBeat scans a row of jobCols and then heartbeat_at, into beat.
 type withBeat struct {
 	pgx.Row
 	beat *pgtype.Timestamptz
-	slot *bool
 }
 
-func (r withBeat) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.beat, r.slot)...) }
+func (r withBeat) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.beat)...) }

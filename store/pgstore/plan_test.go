@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestPlans(t *testing.T) {
 		{"claim/all", []any{ts(t0), "w", ts(t0), int32(100), []string{}, []int32{}}},
 		{"nextrun", []any{kinds, queues}},
 		{"nextrun/all", []any{[]string(nil)}},
-		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0), claims}},
+		{"finish", []any{ids, atts, strs, times, empty, empty, empty, empty, ts(t0), claims, []string(nil), false}},
 		{"heartbeat", []any{ids, claims, "w", ts(t0), ts(t0)}},
 		{"rescue", []any{ts(t0.Add(time.Minute))}},
 		{"queuecounts", nil},
@@ -259,7 +260,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := pgstore.Statements(s)
-	if _, err := c.Exec(ctx, `PREPARE fin(bigint[], int[], text[], timestamptz[], text[], text[], text[], text[], timestamptz, bigint[]) AS `+st["finish"]); err != nil {
+	if _, err := c.Exec(ctx, `PREPARE fin(bigint[], int[], text[], timestamptz[], text[], text[], text[], text[], timestamptz, bigint[], text[], boolean) AS `+st["finish"]); err != nil {
 		t.Fatal(err)
 	}
 	// explain runs fin on ids as the store does: after its settings, with
@@ -272,8 +273,8 @@ func TestPlansStaleStatistics(t *testing.T) {
 		for i := range n {
 			atts[i], strs[i] = 1, "completed"
 		}
-		return explainGeneric(t, c, st["nestedloops"], "fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true}, claims)
+		return explainGeneric(t, c, st["nestedloops"], "fin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+			ids, atts, strs, times, empty, empty, empty, empty, pgtype.Timestamptz{Time: t0, Valid: true}, claims, []string(nil), false)
 	}
 	insert(1, 150)
 	explain([]int64{1, 2, 3}) // the plan is made now, on 150 jobs
@@ -427,6 +428,52 @@ func TestPlanKeyBatch(t *testing.T) {
 			}
 			t.Logf("%s after %v:\n%s", mode, after, plan)
 		}
+	}
+}
+
+// TestPlanKeyedOf: the list of the keyed queues that every claim reads
+// (sqlKeyedOf) finds the keys paused or held through the partial index
+// queue_keys_held (migration 20), whatever the number of keys running:
+// here 10,000 key rows hold a slot and one key is held, in another queue.
+func TestPlanKeyedOf(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	ctx := t.Context()
+	c := conn(t)
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.queue_keys (queue, key, running, updated_at)
+		SELECT 'q', 'k' || lpad(i::text, 5, '0'), 1, $1 FROM generate_series(0, 9999) i`, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.queue_keys (queue, key, running, held_until, updated_at)
+		VALUES ('r', 'x', 0, $1, $1)`, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	st := pgstore.Statements(s)
+	if _, err := c.Exec(ctx, `PREPARE ko(text[]) AS `+st["keyedof"]); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		for _, queues := range [][]string{nil, {"q", "r"}} {
+			plan := explainMode(t, c, st["claimplan"], mode, "ANALYZE, COSTS OFF, BUFFERS", "ko($1)", queues)
+			if !strings.Contains(plan, "queue_keys_held") || strings.Contains(plan, "Seq Scan on queue_keys") {
+				t.Errorf("%s, queues %v: the held keys are not found through queue_keys_held:\n%s", mode, queues, plan)
+			}
+			if pages := planPages(plan); pages > 10 {
+				t.Errorf("%s, queues %v: %d pages read to find one held key:\n%s", mode, queues, pages, plan)
+			}
+			t.Logf("%s, queues %v:\n%s", mode, queues, plan)
+		}
+	}
+	var got []string
+	rows, err := c.Query(ctx, st["keyedof"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"r"}) {
+		t.Errorf("keyed queues %v, want [r] (the queue with a held key)", got)
 	}
 }
 
