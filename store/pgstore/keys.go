@@ -47,10 +47,19 @@ func scanKey(r pgx.Row) (store.KeyState, error) {
 }
 
 // loadKey reads the state of key of queue in tx (the zero state, named,
-// if it has no row), locking its row with lock.
+// if it has no row), locking its row with lock: the queue's row first
+// (if it has one), as claims lock them (sqlLockKeyedQueues, then the keys'
+// rows). A key's pause or hold thus waits for the keyed claims of its
+// queue under way, and the claims after it see it: without the queue's
+// row, one could commit between a claim's walk, which read the key
+// running, and the claim's commit, and the claim would start the key's
+// job after the pause or hold was acknowledged.
 func (s *Store) loadKey(ctx context.Context, tx dbtx, queue, key string, lock bool) (store.KeyState, error) {
 	q := `SELECT ` + keyCols + ` FROM {schema}.queue_keys WHERE queue = $1 AND key = $2`
 	if lock {
+		if _, err := tx.Exec(ctx, s.q(`SELECT 1 FROM {schema}.queues WHERE name = $1 FOR UPDATE`), queue); err != nil {
+			return store.KeyState{}, err
+		}
 		q += ` FOR UPDATE`
 	}
 	k, err := scanKey(tx.QueryRow(ctx, s.q(q), queue, key))

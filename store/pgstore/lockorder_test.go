@@ -187,3 +187,46 @@ func TestFinishClaimLocksQueuesInOrder(t *testing.T) {
 		t.Fatalf("FinishClaim claimed %d jobs (%v), want the job of r", r.got, r.err)
 	}
 }
+
+// TestKeyPauseWaitsForClaims: a key's pause (and a hold, through the same
+// locked read) takes its queue's row before the key's, as a keyed claim
+// does, so it waits for the claims of the queue under way: with the
+// queue's row held as a claim holds it, SetKey waits, and ends once the
+// row is free. Without it, a pause could commit between a claim's walk
+// (the key read running) and the claim's commit, which would start the
+// key's job after the pause was acknowledged.
+func TestKeyPauseWaitsForClaims(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t, pgstore.Options{})
+	two := 2
+	if _, err := s.SetQueue(ctx, store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &two}); err != nil {
+		t.Fatal(err)
+	}
+	c := conn(t)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		paused := true
+		_, err := s.SetKey(ctx, store.SetKeyParams{Now: t0, Queue: "q", Key: "a", Paused: &paused})
+		done <- err
+	}()
+	waitBlockedBy(t, c.PgConn().PID(), done)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.ListKeys(ctx, "q")
+	if err != nil || len(keys) != 1 || !keys[0].Paused {
+		t.Fatalf("after the pause: keys %+v (%v), want key a paused", keys, err)
+	}
+}
