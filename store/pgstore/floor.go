@@ -98,12 +98,16 @@ const slowFront = 20 * time.Millisecond
 const refreshFactor = 200
 
 // floorKey is a position in jobs_claim's order within a queue; the zero
-// key (set false) is the front.
+// key (set false) is the front. As an announcement of jobs (notifyKeys,
+// a notification's payload) it also says whether every one of those jobs
+// has a flow-control key (keyed): then no keyless job came with them, and
+// the queue's keyless hints (keyless.go) stay. The floors ignore it.
 type floorKey struct {
 	set      bool
 	priority int64
 	runAt    int64 // µs since the Unix epoch, as PostgreSQL stores it
 	id       int64
+	keyed    bool
 }
 
 // less reports whether k is before l; the front is before everything.
@@ -299,6 +303,7 @@ func (f *floors) lower(keys map[string]floorKey) bool {
 		case !ok:
 			f.known[q] = floorKey{}
 		case k.less(cur):
+			k.keyed = false
 			f.known[q] = k
 		default:
 			continue
@@ -338,6 +343,7 @@ func lowestKeys(jobs []*job.Job, states []job.State, id func(i int) int64) map[s
 		if states[i] == job.StateAvailable {
 			k = floorKey{set: true, priority: int64(j.Priority), runAt: j.RunAt.UnixMicro(), id: id(i)}
 		}
+		k.keyed = j.Key != ""
 		keepLower(keys, j.Queue, k)
 	}
 	return keys
@@ -353,23 +359,35 @@ func keysOf(jobs []*job.Job) map[string]floorKey {
 	return lowestKeys(jobs, states, func(i int) int64 { return int64(jobs[i].ID) })
 }
 
-// keepLower sets keys[q] to k unless it holds a lower key.
+// keepLower sets keys[q] to k unless it holds a lower key; keyed only if
+// both are.
 func keepLower(keys map[string]floorKey, q string, k floorKey) {
-	if cur, ok := keys[q]; !ok || k.less(cur) {
+	cur, ok := keys[q]
+	if !ok {
 		keys[q] = k
+		return
 	}
+	keyed := cur.keyed && k.keyed
+	if k.less(cur) {
+		cur = k
+	}
+	cur.keyed = keyed
+	keys[q] = cur
 }
 
 // maxPayload bounds a notification's payload (PostgreSQL refuses 8,000
 // bytes and more); keys that do not fit are sent as a reset.
 const maxPayload = 7000
 
-// payloadKey is one queue's key in a notification: no P means the front.
+// payloadKey is one queue's key in a notification: no P means the front;
+// K, that every job announced has a flow-control key (floorKey.keyed: a
+// Store of an older Hopper sends none, and its listeners ignore it).
 type payloadKey struct {
 	Q string `json:"q"`
 	P *int64 `json:"p,omitempty"`
 	T int64  `json:"t,omitempty"`
 	I int64  `json:"i,omitempty"`
+	K bool   `json:"k,omitempty"`
 }
 
 // encodePayload returns keys as a notification's payload; "" (a reset)
@@ -380,7 +398,7 @@ func encodePayload(keys map[string]floorKey) string {
 	}
 	list := make([]payloadKey, 0, len(keys))
 	for q, k := range keys {
-		pk := payloadKey{Q: q}
+		pk := payloadKey{Q: q, K: k.keyed}
 		if k.set {
 			pk.P, pk.T, pk.I = &k.priority, k.runAt, k.id
 		}
@@ -421,6 +439,7 @@ func decodePayload(s string) map[string]floorKey {
 		if pk.P != nil {
 			k = floorKey{set: true, priority: *pk.P, runAt: pk.T, id: pk.I}
 		}
+		k.keyed = pk.K
 		keepLower(keys, pk.Q, k)
 	}
 	return keys

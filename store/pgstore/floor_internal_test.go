@@ -70,6 +70,24 @@ func TestLowestKeys(t *testing.T) {
 	if got := lowestKeys(jobs, states, func(i int) int64 { return int64(100 + i) }); !maps.Equal(got, want) {
 		t.Errorf("lowestKeys = %+v, want %+v (run-at truncated to µs, as stored)", got, want)
 	}
+	// keyed: every job of the queue has a flow-control key, whichever is
+	// lowest; it survives the payload, and the floors do not keep it.
+	jobs[0].Key, jobs[2].Key, jobs[3].Key = "t1", "t2", "t3"
+	got := lowestKeys(jobs, states, func(i int) int64 { return int64(100 + i) })
+	if got["a"].keyed || !got["b"].keyed {
+		t.Errorf("keyed: a %v (a job without a key), b %v (all keyed); want false, true", got["a"].keyed, got["b"].keyed)
+	}
+	jobs[1].Key = "t4"
+	got = lowestKeys(jobs, states, func(i int) int64 { return int64(100 + i) })
+	if k := decodePayload(encodePayload(got))["a"]; !k.keyed || k.id != 101 {
+		t.Errorf("all keyed, through a payload: %+v, want keyed at ID 101", k)
+	}
+	f := newFloors(time.Second)
+	f.known["a"] = lastKey
+	f.lower(got)
+	if k := f.known["a"]; k.keyed || k.id != 101 {
+		t.Errorf("the floors kept the announcement's keyed flag: %+v", k)
+	}
 }
 
 // claimedJobs returns jobs of queue q with keys ks, in claim order.

@@ -28,12 +28,11 @@ import (
 //     keyed step of the same claim reads: complete);
 //   - its listener heard another process's notification naming the
 //     queue, or a reset (and its reconnection: notifications may have
-//     been missed). Any notification of jobs made available in the
-//     queue clears it, keyed jobs' as well: the payload does not say
-//     whether a job has a key (a flag for it is left for later: floor
-//     keys merge, and the flag would have to merge with them), so under
-//     keyed enqueues by other processes the reads come back at most once
-//     per notification heard. Its own notifications do not: its writes
+//     been missed). A notification whose jobs of the queue all have a
+//     key says so (floorKey.keyed, merged with the floor keys: keyed
+//     only if every job merged in is) and leaves the hint: under keyed
+//     enqueues by other processes the reads used to come back at every
+//     notification heard (decision 107). Its own notifications do not: its writes
 //     cleared the hints after their commits already — but EnqueueTx's,
 //     whose commit is the application's: it clears them when it inserts,
 //     and a claim's read between that and the commit sets the hint again
@@ -173,7 +172,8 @@ func (h *keylessHints) clearJobs(jobs []*job.Job) {
 	}
 }
 
-// clearKeys drops the hints of the queues of keys, every hint if keys is
+// clearKeys drops the hints of the queues of keys, but of those whose
+// jobs all have a flow-control key (floorKey.keyed), every hint if keys is
 // nil (a reset: the queues are unknown).
 func (h *keylessHints) clearKeys(keys map[string]floorKey) {
 	h.mu.Lock()
@@ -185,7 +185,9 @@ func (h *keylessHints) clearKeys(keys map[string]floorKey) {
 		}
 		return
 	}
-	for q := range keys {
-		h.drop(q)
+	for q, k := range keys {
+		if !k.keyed {
+			h.drop(q)
+		}
 	}
 }

@@ -84,12 +84,14 @@ func TestKeylessReadOnce(t *testing.T) {
 	}
 }
 
-// TestKeylessNotified: a keyless job another Store enqueues is claimed at
-// the first claim after this Store's listener heard of it.
-func TestKeylessNotified(t *testing.T) {
-	t.Parallel()
+// hintedPair returns Stores a and b of one schema, a's keyless hint of
+// queue "q" set (hotKeyQueue, hot at its limit, a claim that found none),
+// and a function that enqueues jobs through b and returns once a's
+// listener heard of them.
+func hintedPair(t *testing.T) (a *pgstore.Store, enqueueHeard func(jobs ...*job.Job)) {
+	t.Helper()
 	schema := freshSchema(t)
-	a := quiet(t, schema)
+	a = quiet(t, schema)
 	hotKeyQueue(t, a, 100)
 	b := openIn(t, schema, pgstore.Options{})
 	claimQ(t, a)
@@ -104,17 +106,51 @@ func TestKeylessNotified(t *testing.T) {
 		default:
 		}
 	})
-	before := pgstore.Heard(a)
-	enqueue(t, b, keyedJob(t, ""))
-	for pgstore.Heard(a) == before {
-		select {
-		case <-heard:
-		case <-time.After(deadline):
-			t.Fatal("the notification of b's enqueue did not arrive")
+	return a, func(jobs ...*job.Job) {
+		t.Helper()
+		before := pgstore.Heard(a)
+		enqueue(t, b, jobs...)
+		for pgstore.Heard(a) == before {
+			select {
+			case <-heard:
+			case <-time.After(deadline):
+				t.Fatal("the notification of b's enqueue did not arrive")
+			}
 		}
 	}
+}
+
+// TestKeylessNotified: a keyless job another Store enqueues is claimed at
+// the first claim after this Store's listener heard of it.
+func TestKeylessNotified(t *testing.T) {
+	t.Parallel()
+	a, enqueueHeard := hintedPair(t)
+	enqueueHeard(keyedJob(t, ""))
 	if got := claimQ(t, a); len(got) != 1 || got[0] != "" {
 		t.Errorf("claim after the notification: keys %q, want the keyless job", got)
+	}
+}
+
+// TestKeylessKeyedNotification: another Store's enqueue of jobs that all
+// have a key leaves this Store's keyless hint: its next claims read no
+// keyless job (decision 107; before, every notification naming the queue
+// cleared it, and each keyed enqueue elsewhere cost a read of the hot
+// key's backlog). A keyless job enqueued after it is claimed at the first
+// claim after its notification.
+func TestKeylessKeyedNotification(t *testing.T) {
+	t.Parallel()
+	a, enqueueHeard := hintedPair(t)
+	reads := pgstore.KeylessReads(a)
+	enqueueHeard(keyedJob(t, "hot"), keyedJob(t, "hot"))
+	if got := claimQ(t, a); len(got) != 0 {
+		t.Fatalf("claim after b's keyed enqueue: keys %q, want none (hot at its limit)", got)
+	}
+	if n := pgstore.KeylessReads(a) - reads; n != 0 {
+		t.Errorf("after b enqueued jobs that all have a key, a claim read the keyless jobs %d times, want 0", n)
+	}
+	enqueueHeard(keyedJob(t, "hot"), keyedJob(t, ""))
+	if got := claimQ(t, a); len(got) != 1 || got[0] != "" {
+		t.Errorf("claim after b's enqueue of a keyless job: keys %q, want the keyless job", got)
 	}
 }
 
