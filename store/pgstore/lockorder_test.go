@@ -9,6 +9,7 @@ import (
 	"github.com/hopperq/hopper/store"
 	"github.com/hopperq/hopper/store/pgstore"
 	"github.com/hopperq/hopper/store/storetest"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestFinishLocksKeysInClaimOrder: a Finish and a Rescue take the rows of a
@@ -52,19 +53,11 @@ func testLockOrder(t *testing.T, held string, rescue bool) {
 		t.Fatalf("claimed %d jobs, want 2", len(res.Jobs))
 	}
 
-	c := conn(t)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
 	lock := `SELECT 1 FROM ` + s.Schema() + `.queues WHERE name = 'q' FOR UPDATE`
 	if held == "first key" {
 		lock = `SELECT 1 FROM ` + s.Schema() + `.queue_keys WHERE queue = 'q' AND key = 'a' FOR UPDATE`
 	}
-	if _, err := tx.Exec(ctx, lock); err != nil {
-		t.Fatal(err)
-	}
+	c, tx := holdRows(t, lock)
 
 	done := make(chan error, 1)
 	go func() {
@@ -100,6 +93,23 @@ func testLockOrder(t *testing.T, held string, rescue bool) {
 	if running != 0 || keys != 0 {
 		t.Errorf("after the jobs ended: the queue counts %d running, %d key rows left; want 0 and 0", running, keys)
 	}
+}
+
+// holdRows begins a transaction on a connection of its own and locks the
+// rows lock selects (FOR UPDATE), as a claim holds its first rows; the
+// transaction is rolled back when the test ends if it was not committed.
+func holdRows(t *testing.T, lock string) (*pgx.Conn, pgx.Tx) {
+	t.Helper()
+	c := conn(t)
+	tx, err := c.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	return c, tx
 }
 
 // waitBlockedBy returns once a backend waits for a lock that the backend
@@ -153,15 +163,7 @@ func TestFinishClaimLocksQueuesInOrder(t *testing.T) {
 	}
 	enqueue(t, s, storetest.KeyedJob(t, "r", ""))
 
-	c := conn(t)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'r' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	c, tx := holdRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'r' FOR UPDATE`)
 	type result struct {
 		got int
 		err error
@@ -203,15 +205,7 @@ func TestKeyPauseWaitsForClaims(t *testing.T) {
 	if _, err := s.SetQueue(ctx, store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &two}); err != nil {
 		t.Fatal(err)
 	}
-	c := conn(t)
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	c, tx := holdRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`)
 	done := make(chan error, 1)
 	go func() {
 		paused := true
