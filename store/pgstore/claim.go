@@ -12,6 +12,7 @@ import (
 	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The claim path: one round trip (a pgx Batch, one implicit transaction)
@@ -291,24 +292,31 @@ func b2i(b bool) int {
 }
 
 // Claim implements store.Store. It is one round trip and one transaction,
-// and a second transaction if it found keyed queues (keys.go); no job is
-// claimed twice, even by several processes.
+// and a second transaction if it found keyed queues (keys.go), whose first
+// batch rides in the first round trip when the Store guessed them
+// (keyahead.go); no job is claimed twice, even by several processes.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	if err := s.writable(); err != nil {
 		return store.ClaimResult{}, err
 	}
+	c := s.newClaim(p, true)
 	b := &pgx.Batch{}
+	c.begin(b)
 	b.Queue(sqlClaimPlan)
-	c := s.queueClaim(b, p)
-	br := s.pool.SendBatch(ctx, b)
+	c.queue(b)
+	br, err := c.send(ctx, b)
+	if err != nil {
+		c.failed()
+		return store.ClaimResult{}, s.translate(err)
+	}
 	defer br.Close()
 	if _, err := br.Exec(); err != nil { // the settings
 		c.failed()
 		return store.ClaimResult{}, s.translate(err)
 	}
-	res, err := c.read(br)
+	res, err := c.read(ctx, br)
 	if err == nil {
-		err = s.translate(br.Close())
+		err = c.close(br)
 	}
 	if err != nil {
 		c.failed()
@@ -317,13 +325,14 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 	return c.complete(ctx, res)
 }
 
-// claimCall is one claim's statements queued on a batch (queueClaim), to
-// be read (read) once the batch is sent, and completed (complete: the
-// keyed queues, then the floors) once it committed, or recorded as failed
-// (failed).
+// claimCall is one claim's statements queued on a batch (queue), to be
+// read (read, close) once the batch is sent (send), and completed
+// (complete: the keyed queues, then the floors) once it committed, or
+// recorded as failed (failed).
 type claimCall struct {
 	s        *Store
 	p        store.ClaimParams
+	queues   []string // p.Queues, sorted, without duplicates
 	began    time.Time
 	plan     floorPlan
 	listing  bool // the batch lists the queues (sqlListQueues)
@@ -332,13 +341,56 @@ type claimCall struct {
 	promoted map[string]floorKey
 	listed   []string
 	keyed    []string // the keyed queues it found, for complete
+	// Claiming ahead (keyahead.go): the keyed queues guessed, the first
+	// batch of their claim, on conn; aheadErr, that batch's error.
+	ahead    []string
+	begun    *keyedBegin
+	conn     *pgxpool.Conn
+	aheadErr error
 }
 
-// queueClaim queues a claim's statements for p on b, after the settings
-// of its transaction (sqlClaimPlan or, in a FinishClaim, its own).
-func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
-	c := &claimCall{s: s, p: p, began: time.Now()}
-	queues := dedupe(p.Queues)
+// newClaim returns the call of a claim for p, which claims ahead if
+// mayGuess and the Store has a guess (keyahead.go).
+func (s *Store) newClaim(p store.ClaimParams, mayGuess bool) *claimCall {
+	c := &claimCall{s: s, p: p, queues: dedupe(p.Queues), began: time.Now()}
+	if mayGuess && p.Limit > 0 {
+		c.ahead = s.guesses.guess(keyedGuessKey(c.queues))
+	}
+	return c
+}
+
+// begin queues the BEGIN of a claim ahead on b, before its other
+// statements (and before a FinishClaim's): the plain claim's transaction
+// is explicit then, so that the keyed one's can follow it in the batch.
+func (c *claimCall) begin(b *pgx.Batch) {
+	if c.ahead != nil {
+		b.Queue(`BEGIN`)
+	}
+}
+
+// send sends b, on a connection of the claim's own if it claims ahead,
+// and reads the result of its BEGIN (begin).
+func (c *claimCall) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+	if c.ahead == nil {
+		return c.s.pool.SendBatch(ctx, b), nil
+	}
+	conn, err := c.s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	return br, nil
+}
+
+// queue queues the claim's statements on b, after the settings of its
+// transaction (sqlClaimPlan or, in a FinishClaim, its own).
+func (c *claimCall) queue(b *pgx.Batch) {
+	s, p, queues := c.s, c.p, c.queues
 	given := len(queues) > 0
 	var kinds []string
 	if len(p.Kinds) > 0 {
@@ -378,7 +430,7 @@ func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
 				if ql, ok := p.QueueLimits[q]; ok {
 					lim = min(lim, ql)
 				}
-				if lim > 0 {
+				if lim > 0 && !slices.Contains(c.ahead, q) { // a keyed queue's claim leaves it out
 					names, lims = append(names, q), append(lims, int32(lim))
 				}
 			}
@@ -412,12 +464,17 @@ func (s *Store) queueClaim(b *pgx.Batch, p store.ClaimParams) *claimCall {
 		c.keying = true
 		b.Queue(s.q(sqlKeyedOf), queues) // the keyed queues (keys.go)
 	}
-	return c
+	if c.ahead != nil {
+		b.Queue(`COMMIT`)
+		c.begun = s.queueBeginKeyed(b, p, c.ahead, p.Limit)
+	}
 }
 
 // read reads the claim's results from br, the batch's results positioned
-// after the statements queued before the claim's.
-func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error) {
+// after the statements queued before the claim's; claiming ahead, up to
+// the plain transaction's commit, and then the keyed one's first batch,
+// whose error it keeps for complete (the plain claim committed).
+func (c *claimCall) read(ctx context.Context, br pgx.BatchResults) (res store.ClaimResult, err error) {
 	s := c.s
 	if c.promoted, err = scanKeys(br); err != nil {
 		return res, s.translate(err)
@@ -462,6 +519,12 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 			return store.ClaimResult{}, s.translate(err)
 		}
 	}
+	if c.begun != nil {
+		if _, err := br.Exec(); err != nil { // COMMIT
+			return store.ClaimResult{}, s.translate(err)
+		}
+		c.aheadErr = c.begun.read(ctx, br, c.conn)
+	}
 	res.NextRunAt = fromTS(next)
 	// RETURNING has no order: restore the claim order.
 	slices.SortFunc(res.Jobs, func(a, b *job.Job) int {
@@ -476,6 +539,19 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 	return res, nil
 }
 
+// close closes br, read: its error is the claim's, or, claiming ahead
+// (past the plain transaction's commit), the keyed step's.
+func (c *claimCall) close(br pgx.BatchResults) error {
+	err := br.Close()
+	if err != nil && c.begun != nil {
+		if c.aheadErr == nil {
+			c.aheadErr = err
+		}
+		return nil
+	}
+	return c.s.translate(err)
+}
+
 // complete ends a claim whose batch committed with res, the plain
 // claim's: it claims the keyed queues the batch found (claimKeyed), in a
 // transaction of their own, records the claim (done, or failed) and
@@ -483,6 +559,11 @@ func (c *claimCall) read(br pgx.BatchResults) (res store.ClaimResult, err error)
 // the keyed step failed and the plain claim took nothing: jobs claimed
 // are handed over.
 func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.ClaimResult, error) {
+	defer c.release(ctx)
+	slices.Sort(c.keyed)
+	if c.keying {
+		c.s.guesses.saw(keyedGuessKey(c.queues), c.keyed, len(res.Jobs) >= c.p.Limit)
+	}
 	var more store.ClaimResult
 	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
 		if len(c.promoted) > 0 {
@@ -491,9 +572,14 @@ func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.
 			// to the floors and the other Stores).
 			c.s.keyless.clearKeys(c.promoted)
 		}
-		slices.Sort(c.keyed)
 		var err error
-		more, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
+		if c.begun != nil && c.aheadErr == nil && slices.Equal(c.keyed, c.ahead) {
+			c.s.aheadClaims.Add(1)
+			more, err = c.begun.claim(ctx, c.conn, c.p.Limit-len(res.Jobs))
+		} else {
+			c.release(ctx)
+			more, err = c.s.claimKeyed(ctx, c.p, c.keyed, c.p.Limit-len(res.Jobs))
+		}
 		if err != nil && len(res.Jobs) == 0 {
 			c.failed()
 			return store.ClaimResult{}, c.s.translate(err)
@@ -503,14 +589,35 @@ func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.
 			res.ThrottledUntil = u
 		}
 	}
+	c.release(ctx)
+	for _, q := range c.ahead {
+		if _, keyed := slices.BinarySearch(c.keyed, q); !keyed {
+			// Left out of the plain claim as keyed, and keyed no
+			// longer: claim it now.
+			c.s.signal()
+			break
+		}
+	}
 	c.done(res) // the floors follow the plain claim's jobs
 	res.Jobs = append(res.Jobs, more.Jobs...)
 	res.Dropped = append(res.Dropped, more.Dropped...)
 	return res, nil
 }
 
+// release rolls back what is left of a claim ahead's keyed transaction
+// (a guess that was wrong, a claim that failed) and releases its
+// connection; a claim that does not claim ahead has none.
+func (c *claimCall) release(ctx context.Context) {
+	if c.conn != nil {
+		rollback(ctx, c.conn)
+		c.conn.Release()
+		c.conn = nil
+	}
+}
+
 // failed records a claim whose transaction failed.
 func (c *claimCall) failed() {
+	c.release(context.Background())
 	if f := c.s.floors; f != nil {
 		f.abandon(c.plan)
 		if c.plan.full {

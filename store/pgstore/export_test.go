@@ -132,3 +132,7 @@ func SetKeylessClock(s *Store, now func() time.Time) {
 
 // KeylessRecheckMin is the least life of a keyless hint.
 const KeylessRecheckMin = keylessRecheckMin
+
+// AheadClaims returns the keyed claims of s that went on from a guessed
+// first batch (keyahead.go).
+func AheadClaims(s *Store) int64 { return s.aheadClaims.Load() }

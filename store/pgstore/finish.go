@@ -258,18 +258,24 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if cp.Limit > 0 {
 		f.lockQueues, f.lockAll = dedupe(cp.Queues), len(cp.Queues) == 0
 	}
-	b := &pgx.Batch{}
-	if len(fp.Outcomes) > 0 {
-		f.queue(b)
-	}
-	b.Queue(sqlClaimAfterFinish)
-	c := s.queueClaim(b, cp)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
+	holds := slices.ContainsFunc(fp.Outcomes, func(o store.Outcome) bool { return !o.HoldKeyUntil.IsZero() })
+	c := s.newClaim(cp, !holds) // holdKeys runs between the transactions
 	fail := func(err error) ([]job.State, store.ClaimResult, error) {
 		c.failed()
 		return nil, store.ClaimResult{}, err
 	}
+	b := &pgx.Batch{}
+	c.begin(b)
+	if len(fp.Outcomes) > 0 {
+		f.queue(b)
+	}
+	b.Queue(sqlClaimAfterFinish)
+	c.queue(b)
+	br, err := c.send(ctx, b)
+	if err != nil {
+		return fail(s.translate(err))
+	}
+	defer br.Close()
 	if len(fp.Outcomes) > 0 {
 		if err := f.read(br); err != nil {
 			return fail(err)
@@ -278,14 +284,15 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if _, err := br.Exec(); err != nil { // the claim's settings
 		return fail(s.translate(err))
 	}
-	res, err := c.read(br)
+	res, err := c.read(ctx, br)
+	if err == nil {
+		err = c.close(br)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	if err := br.Close(); err != nil {
-		return fail(s.translate(err))
-	}
 	if err := s.holdKeys(ctx, fp, f.reached); err != nil && len(res.Jobs) == 0 {
+		c.release(ctx)
 		c.done(res)
 		f.notify(f.freed)
 		return nil, store.ClaimResult{}, err

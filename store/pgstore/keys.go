@@ -10,6 +10,7 @@ import (
 	"github.com/hopperq/hopper/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var _ store.KeyControl = (*Store)(nil)
@@ -225,33 +226,50 @@ type keyedQueue struct {
 // jobs back or takes starts (throttleKeyed, takeKeyed), and each further
 // queue add one.
 func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (res store.ClaimResult, err error) {
-	var kinds []string
-	if len(p.Kinds) > 0 {
-		kinds = dedupe(p.Kinds)
-	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer conn.Release() // a connection left in a transaction is closed
 	defer func() {
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			_, _ = conn.Exec(ctx, `ROLLBACK`)
+		if err != nil {
+			rollback(ctx, conn)
 		}
 	}()
-	qs, ths, reads, err := s.beginKeyed(ctx, conn, p, names, kinds, limit)
+	b := &pgx.Batch{}
+	k := s.queueBeginKeyed(b, p, names, limit)
+	br := conn.SendBatch(ctx, b)
+	err = k.read(ctx, br, conn)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return res, err
 	}
+	return k.claim(ctx, conn, limit)
+}
+
+// rollback ends the transaction conn is in, if any (a claim that failed).
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		_, _ = conn.Exec(ctx, `ROLLBACK`)
+	}
+}
+
+// claim walks and claims the queues k began (k.read), in turn, on conn,
+// at most limit jobs in all, and commits: claimKeyed after its first
+// batch.
+func (k *keyedBegin) claim(ctx context.Context, conn dbtx, limit int) (res store.ClaimResult, err error) {
+	s, p := k.s, k.p
 	until := &res.ThrottledUntil
 	committed := false
-	for i := range qs {
-		q := &qs[i]
+	for i := range k.qs {
+		q := &k.qs[i]
 		left := limit - len(res.Jobs) - len(res.Dropped)
 		if left <= 0 {
 			break
 		}
-		th, err := s.throttleKeyed(ctx, conn, q, ths[q.name], p.Now)
+		th, err := s.throttleKeyed(ctx, conn, q, k.ths[q.name], p.Now)
 		if err != nil {
 			return store.ClaimResult{}, err
 		}
@@ -264,7 +282,7 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 		if n <= 0 {
 			continue
 		}
-		pick, err := reads[q.name].walk(n, p).Pick()
+		pick, err := k.reads[q.name].walk(n, p).Pick()
 		res.Held = res.Held || pick.Held
 		if u := pick.ThrottledUntil; !u.IsZero() && (until.IsZero() || u.Before(*until)) {
 			*until = u
@@ -272,7 +290,7 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 		if err != nil {
 			return store.ClaimResult{}, err
 		}
-		committed = i == len(qs)-1 && th == nil
+		committed = i == len(k.qs)-1 && th == nil
 		got, dropped, err := s.claimPicked(ctx, conn, p, *q, pick, committed)
 		if err != nil {
 			return store.ClaimResult{}, err
@@ -306,16 +324,32 @@ const (
 		AND held_until <= $2 AND NOT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND paused)`
 )
 
-// beginKeyed sends claimKeyed's first batch on conn: it begins the
-// transaction, locks the rows of the queues names (lockKeyed) and, per
-// queue, collects its keys' throttles, locks its own throttle, deletes its
-// idle key rows and reads the first run of its walk. It returns the queues
-// that are not paused (lockKeyed), the throttle of each that has one, and
-// the reads of each one's walk.
-func (s *Store) beginKeyed(ctx context.Context, conn dbtx, p store.ClaimParams, names, kinds []string, limit int) (
-	qs []keyedQueue, ths map[string]*keyedThrottle, reads map[string]*keyReads, err error) {
+// keyedBegin is the first batch of a keyed claim's transaction, queued
+// (queueBeginKeyed) then read (read): it begins the transaction, locks the
+// rows of the queues names (lockKeyed) and, per queue, collects its keys'
+// throttles, locks its own throttle, deletes its idle key rows and reads
+// the first run of its walk. Read, it holds the queues that are not paused
+// (lockKeyed), the throttle of each that has one, and the reads of each
+// one's walk.
+type keyedBegin struct {
+	s     *Store
+	p     store.ClaimParams
+	names []string
+	kinds []string
+	limit int
+	qs    []keyedQueue
+	ths   map[string]*keyedThrottle
+	reads map[string]*keyReads
+}
+
+// queueBeginKeyed queues on b the first batch of a claim of at most limit
+// jobs of the keyed queues names (sorted) for p.
+func (s *Store) queueBeginKeyed(b *pgx.Batch, p store.ClaimParams, names []string, limit int) *keyedBegin {
+	k := &keyedBegin{s: s, p: p, names: names, limit: limit}
+	if len(p.Kinds) > 0 {
+		k.kinds = dedupe(p.Kinds)
+	}
 	now := store.UnixNanos(micro(p.Now))
-	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(sqlClaimPlan)
 	b.Queue(s.q(sqlLockKeyedQueues), names)
@@ -323,24 +357,25 @@ func (s *Store) beginKeyed(ctx context.Context, conn dbtx, p store.ClaimParams, 
 		b.Queue(s.q(sqlCollectKeyThrottles), name, now)
 		b.Queue(s.q(sqlKeyedThrottle), name)
 		b.Queue(s.q(sqlDeleteIdleKeys), name, ts(p.Now))
-		s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, kinds)
+		s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, k.kinds)
 	}
-	br := conn.SendBatch(ctx, b)
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			qs, ths, reads, err = nil, nil, nil, cerr
-		}
-	}()
+	return k
+}
+
+// read reads k's results from br, positioned at its BEGIN; the walks'
+// further reads go through conn, the transaction's connection.
+func (k *keyedBegin) read(ctx context.Context, br pgx.BatchResults, conn dbtx) error {
 	for range 2 { // BEGIN, the settings
 		if _, err := br.Exec(); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 	}
-	if qs, err = lockKeyed(br, p, names); err != nil {
-		return nil, nil, nil, err
+	qs, err := lockKeyed(br, k.p, k.names)
+	if err != nil {
+		return err
 	}
-	ths, reads = map[string]*keyedThrottle{}, map[string]*keyReads{}
-	for _, name := range names {
+	k.qs, k.ths, k.reads = qs, map[string]*keyedThrottle{}, map[string]*keyReads{}
+	for _, name := range k.names {
 		var q *keyedQueue
 		for i := range qs {
 			if qs[i].name == name {
@@ -348,31 +383,31 @@ func (s *Store) beginKeyed(ctx context.Context, conn dbtx, p store.ClaimParams, 
 			}
 		}
 		if _, err := br.Exec(); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		th, err := scanKeyedThrottle(br.QueryRow())
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		if _, err := br.Exec(); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		rows, err := br.Query()
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		if q == nil { // paused
 			rows.Close()
 			continue
 		}
-		ths[name] = th
-		r := newKeyReads(ctx, s, conn, q, kinds, limit)
+		k.ths[name] = th
+		r := newKeyReads(ctx, k.s, conn, q, k.kinds, k.limit)
 		if err := r.scanRun(rows, q.cursor, ""); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
-		reads[name] = r
+		k.reads[name] = r
 	}
-	return qs, ths, reads, nil
+	return nil
 }
 
 // sqlLockKeyedQueues reads the rows of the keyed queues $1, locking them in

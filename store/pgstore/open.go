@@ -109,6 +109,7 @@ type Store struct {
 	}
 	floors    *floors       // nil behind PgBouncer and when read-only (floor.go)
 	keyless   *keylessHints // keyless.go
+	guesses   keyedGuesses  // keyahead.go
 	probeReq  chan []string // Claim → prober: the queues to probe (nil: all), buffered (1)
 	listening atomic.Bool
 	listenUp  chan struct{} // closed once LISTEN first succeeded
@@ -123,6 +124,7 @@ type Store struct {
 	echoes        atomic.Int64           // own notifications the listener passed over
 	heard         atomic.Int64           // notifications of others the listener woke Wake for
 	keylessReads  atomic.Int64           // keyless reads of keyed claims (sqlKeylessJobs; tests count them)
+	aheadClaims   atomic.Int64           // keyed claims that went on from a guess (keyahead.go; tests count them)
 	onHeard       atomic.Pointer[func()] // tests: called after the listener handled a notification
 	onNotify      atomic.Pointer[func()] // tests: called after each notification
 }
