@@ -225,11 +225,15 @@ func NewHTTPRunner(p HTTPPolicy) (*HTTPRunner, error) {
 	}
 	r := &HTTPRunner{httpAllowed: al, maxRedirects: max(cmp.Or(p.MaxRedirects, DefaultHTTPMaxRedirects), 0)}
 	// The settings of http.DefaultTransport, which a program may have
-	// replaced, with the policy's dialer and proxy.
+	// replaced, with the policy's dialer and proxy, and as many idle
+	// connections to one host as to all: a process's workers often call
+	// one host (an API, a webhook), and with the default of two per host
+	// most calls of eight workers opened a connection of their own.
 	t := &http.Transport{
 		DialContext:           r.dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   100,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

@@ -486,3 +486,56 @@ func TestHTTPErrorsRedactUserinfo(t *testing.T) {
 	}
 	v.untouched(t)
 }
+
+// TestHTTPReusesConnections: the http jobs of several workers calling one
+// host keep their connections open for the next calls. With Go's default
+// of two idle connections per host, six of eight concurrent calls closed
+// theirs, and the next eight dialed six again.
+func TestHTTPReusesConnections(t *testing.T) {
+	t.Parallel()
+	const workers = 8
+	var opened atomic.Int64
+	var arrived atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) == workers { // the first round: all in flight at once
+			close(release)
+		}
+		<-release
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	h, err := NewHTTPRunner(HTTPPolicy{Allow: []string{"127.0.0.1/32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.CloseIdleConnections)
+	round := func() {
+		errs := make(chan error, workers)
+		for range workers {
+			go func() {
+				_, err := h.Run(t.Context(), HTTPArgs{URL: srv.URL})
+				errs <- err
+			}()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round()
+	if n := opened.Load(); n != workers {
+		t.Fatalf("first round of %d concurrent calls opened %d connections, want %d", workers, n, workers)
+	}
+	round()
+	if n := opened.Load(); n != workers {
+		t.Errorf("a second round of %d calls opened %d connections in all, want %d: the first round's were not kept", workers, n, workers)
+	}
+}
