@@ -309,14 +309,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		c.failed()
 		return store.ClaimResult{}, s.translate(err)
 	}
-	defer br.Close()
 	if _, err := br.Exec(); err != nil { // the settings
 		c.failed()
 		return store.ClaimResult{}, s.translate(err)
 	}
 	res, err := c.read(ctx, br)
 	if err == nil {
-		err = c.close(br)
+		err = c.close()
 	}
 	if err != nil {
 		c.failed()
@@ -328,9 +327,10 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 // claimCall is one claim's statements queued on a batch (queue), to be
 // read (read, close) once the batch is sent (send), and completed
 // (complete: the keyed queues, then the floors) once it committed, or
-// recorded as failed (failed).
+// recorded as failed (failed), which closes the batch if it is open.
 type claimCall struct {
 	s        *Store
+	br       pgx.BatchResults // the batch sent, until closed
 	p        store.ClaimParams
 	queues   []string // p.Queues, sorted, without duplicates
 	began    time.Time
@@ -372,19 +372,19 @@ func (c *claimCall) begin(b *pgx.Batch) {
 // and reads the result of its BEGIN (begin).
 func (c *claimCall) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if c.ahead == nil {
-		return c.s.pool.SendBatch(ctx, b), nil
+		c.br = c.s.pool.SendBatch(ctx, b)
+		return c.br, nil
 	}
 	conn, err := c.s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.conn = conn
-	br := conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
+	c.br = conn.SendBatch(ctx, b)
+	if _, err := c.br.Exec(); err != nil {
 		return nil, err
 	}
-	return br, nil
+	return c.br, nil
 }
 
 // queue queues the claim's statements on b, after the settings of its
@@ -539,10 +539,11 @@ func (c *claimCall) read(ctx context.Context, br pgx.BatchResults) (res store.Cl
 	return res, nil
 }
 
-// close closes br, read: its error is the claim's, or, claiming ahead
-// (past the plain transaction's commit), the keyed step's.
-func (c *claimCall) close(br pgx.BatchResults) error {
-	err := br.Close()
+// close closes the batch, read: its error is the claim's, or, claiming
+// ahead (past the plain transaction's commit), the keyed step's.
+func (c *claimCall) close() error {
+	err := c.br.Close()
+	c.br = nil
 	if err != nil && c.begun != nil {
 		if c.aheadErr == nil {
 			c.aheadErr = err
@@ -615,8 +616,14 @@ func (c *claimCall) release(ctx context.Context) {
 	}
 }
 
-// failed records a claim whose transaction failed.
+// failed records a claim whose transaction failed. It closes the batch
+// first: a connection released with a batch open is closed by the pool
+// in a goroutine of its own.
 func (c *claimCall) failed() {
+	if c.br != nil {
+		c.br.Close()
+		c.br = nil
+	}
 	c.release(context.Background())
 	if f := c.s.floors; f != nil {
 		f.abandon(c.plan)

@@ -275,7 +275,6 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if err != nil {
 		return fail(s.translate(err))
 	}
-	defer br.Close()
 	if len(fp.Outcomes) > 0 {
 		if err := f.read(br); err != nil {
 			return fail(err)
@@ -286,7 +285,7 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	}
 	res, err := c.read(ctx, br)
 	if err == nil {
-		err = c.close(br)
+		err = c.close()
 	}
 	if err != nil {
 		return fail(err)

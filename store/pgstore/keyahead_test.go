@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -137,5 +138,49 @@ func queueRowFree(t *testing.T, s *pgstore.Store, queue string) {
 	defer tx.Rollback(t.Context())
 	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = $1 FOR UPDATE NOWAIT`, queue); err != nil {
 		t.Fatalf("lock of queue %s's row: %v", queue, err)
+	}
+}
+
+// TestClaimAheadFails: a claim ahead whose plain transaction fails (here
+// cancelled while it waits for a limited queue's row) returns the error,
+// takes nothing, leaves no row locked (its connection, in the keyed
+// transaction or not, is closed), and the next claim claims as before.
+func TestClaimAheadFails(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	setKeyLimit(t, s, "q", 1)
+	one := 1
+	if _, err := s.SetQueue(t.Context(), store.SetQueueParams{Now: t0, Name: "p", Concurrency: &one}); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, jobsOf(t, "q", "a", "b")...)
+	enqueue(t, s, jobsOf(t, "p", "")...)
+	if got, want := claimIn(t, s, 1, "q"), []string{"q/a"}; !slices.Equal(got, want) {
+		t.Fatalf("first claim: %q, want %q", got, want)
+	}
+	if got := claimIn(t, s, 5, "p", "q"); len(got) != 2 { // the set's first claim: p's job and q's b
+		t.Fatalf("claim of p and q: %q, want 2 jobs", got)
+	}
+	enqueue(t, s, jobsOf(t, "q", "c")...)
+	enqueue(t, s, jobsOf(t, "p", "")...)
+	c, _ := holdRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'p' FOR UPDATE`)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 5, Worker: "w", LeaseUntil: t0.Add(time.Hour), Queues: []string{"p", "q"}})
+		done <- err
+	}()
+	waitBlockedBy(t, c.PgConn().PID(), done)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a claim cancelled while it waited returned no error")
+	}
+	if n := pgstore.AheadClaims(s); n != 0 {
+		t.Errorf("claims that went on ahead: %d, want 0", n)
+	}
+	queueRowFree(t, s, "q")
+	c.Close(t.Context()) // p's row
+	if got, want := claimIn(t, s, 5, "p", "q"), []string{"q/c"}; !slices.Equal(got, want) { // p is at its limit
+		t.Errorf("claim after: %q, want %q", got, want)
 	}
 }
