@@ -179,8 +179,8 @@ func TestClaimAheadFails(t *testing.T) {
 		t.Errorf("claims that went on ahead: %d, want 0", n)
 	}
 	queueRowFree(t, s, "q")
-	c.Close(t.Context()) // p's row
-	if got, want := claimIn(t, s, 5, "p", "q"), []string{"q/c"}; !slices.Equal(got, want) { // p is at its limit
+	c.Close(t.Context()) // p's row is free; p is at its limit
+	if got, want := claimIn(t, s, 5, "p", "q"), []string{"q/c"}; !slices.Equal(got, want) {
 		t.Errorf("claim after: %q, want %q", got, want)
 	}
 }
