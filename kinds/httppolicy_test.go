@@ -488,7 +488,8 @@ func TestHTTPErrorsRedactUserinfo(t *testing.T) {
 }
 
 // TestHTTPReusesConnections: the http jobs of several workers calling one
-// host keep their connections open for the next calls. With Go's default
+// host keep their connections open for the next calls, and a host the
+// policy refuses stays refused. With Go's default
 // of two idle connections per host, six of eight concurrent calls closed
 // theirs, and the next eight dialed six again.
 func TestHTTPReusesConnections(t *testing.T) {
@@ -537,5 +538,11 @@ func TestHTTPReusesConnections(t *testing.T) {
 	round()
 	if n := opened.Load(); n != workers {
 		t.Errorf("a second round of %d calls opened %d connections in all, want %d: the first round's were not kept", workers, n, workers)
+	}
+	// The kept connections are to the allowed host only: another is
+	// refused as ever.
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	if res, err := h.Run(t.Context(), HTTPArgs{URL: "http://127.0.0.2:" + port + "/"}); res != nil || !hopper.IsPermanent(err) {
+		t.Errorf("a refused host after kept connections: %+v, %v; want a permanent error", res, err)
 	}
 }
