@@ -235,7 +235,8 @@ func claimSQL(named, single, kinds bool) string {
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
-		FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue) n WHERE q.name = n.queue),
+		FROM (SELECT queue, sum(n)::int AS n FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue
+			UNION ALL SELECT ho.q, -ho.n FROM ho) z GROUP BY queue) n WHERE q.name = n.queue AND n.n <> 0),
 	` + sqlThrottleEnd(kind) + `
 	SELECT ` + jobCols + ` FROM u UNION ALL SELECT ` + jobCols + ` FROM d`
 }
@@ -250,9 +251,21 @@ func claimSQL(named, single, kinds bool) string {
 // marks the jobs it takes there as holding a slot (jobs.slot) and adds
 // them to running, in the same statement. Queues without a limit have no
 // row here, or a row that is not locked: their claims take no lock.
+//
+// After a Finish that handed slots over (ho, read from handOverSetting;
+// sqlHandOver), no queue row is locked: the queue they came from gives at
+// most those slots (fewer if its limit was lowered below its running
+// attempts since), and every other queue with a limit or a throttle none
+// (th leaves them out). inc then gives back what the claim did not take.
 func sqlLimited(names string) string {
-	return `lq AS MATERIALIZED (SELECT name, greatest(concurrency - running, 0) AS free FROM {schema}.queues
-		WHERE concurrency > 0 AND name IN (` + names + `) ORDER BY name FOR UPDATE)`
+	return `ho AS MATERIALIZED (SELECT h.q, h.n FROM json_to_record(nullif(current_setting('` + handOverSetting + `', true), '')::json) AS h(q text, n int)
+		WHERE h.q IS NOT NULL),
+	lk AS MATERIALIZED (SELECT name, greatest(concurrency - running, 0) AS free FROM {schema}.queues
+		WHERE concurrency > 0 AND name IN (` + names + `) AND NOT EXISTS (SELECT 1 FROM ho) ORDER BY name FOR UPDATE),
+	lq AS MATERIALIZED (SELECT name, free FROM lk UNION ALL
+		SELECT q.name, CASE WHEN q.name = ho.q AND q.concurrency > 0 AND q.rate_n = 0
+			THEN least(ho.n, greatest(q.concurrency - q.running + ho.n, 0)) ELSE 0 END
+		FROM {schema}.queues q CROSS JOIN ho WHERE (q.concurrency > 0 OR q.rate_n > 0) AND q.name IN (` + names + `))`
 }
 
 // sqlNotPaused is the condition that the queue named by the expression
@@ -329,18 +342,22 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 // (complete: the keyed queues, then the floors) once it committed, or
 // recorded as failed (failed), which closes the batch if it is open.
 type claimCall struct {
-	s        *Store
-	br       pgx.BatchResults // the batch sent, until closed
-	p        store.ClaimParams
-	queues   []string // p.Queues, sorted, without duplicates
-	began    time.Time
-	plan     floorPlan
-	listing  bool // the batch lists the queues (sqlListQueues)
-	claiming bool // the batch claims
-	keying   bool // the batch lists the keyed queues (sqlKeyedOf)
-	promoted map[string]floorKey
-	listed   []string
-	keyed    []string // the keyed queues it found, for complete
+	s         *Store
+	br        pgx.BatchResults // the batch sent, until closed
+	p         store.ClaimParams
+	queues    []string // p.Queues, sorted, without duplicates
+	began     time.Time
+	plan      floorPlan
+	listing   bool     // the batch lists the queues (sqlListQueues)
+	claiming  bool     // the batch claims, by claimSQL with claimArgs
+	prepared  bool     // prepare has run
+	kinds     []string // p.Kinds, sorted, without duplicates; nil if none
+	claimSQL  string
+	claimArgs []any
+	keying    bool // the batch lists the keyed queues (sqlKeyedOf)
+	promoted  map[string]floorKey
+	listed    []string
+	keyed     []string // the keyed queues it found, for complete
 	// Claiming ahead (keyahead.go): the keyed queues guessed, the first
 	// batch of their claim, on conn; aheadErr, that batch's error.
 	ahead    []string
@@ -387,72 +404,86 @@ func (c *claimCall) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, e
 	return c.br, nil
 }
 
-// queue queues the claim's statements on b, after the settings of its
-// transaction (sqlClaimPlan or, in a FinishClaim, its own).
-func (c *claimCall) queue(b *pgx.Batch) {
+// prepare works out what the claim's statements will be: the floors'
+// plan, whether the batch lists the queues, and the claim statement with
+// its arguments if it claims (claiming). queue calls it if it has not
+// been called.
+func (c *claimCall) prepare() {
+	if c.prepared {
+		return
+	}
+	c.prepared = true
 	s, p, queues := c.s, c.p, c.queues
 	given := len(queues) > 0
-	var kinds []string
 	if len(p.Kinds) > 0 {
-		kinds = dedupe(p.Kinds)
+		c.kinds = dedupe(p.Kinds)
 	}
-	now, lease := ts(p.Now), ts(p.LeaseUntil)
 	// With floors and no queues given, a claim between refreshes names the
 	// queues the floors know; a full one lists them.
 	c.plan = floorPlan{full: true}
 	if s.floors != nil {
-		c.plan = s.floors.plan(given, strings.Join(kinds, "\x00"), c.began)
+		c.plan = s.floors.plan(given, strings.Join(c.kinds, "\x00"), c.began)
 	}
 	named := given || c.plan.names != nil
 	c.listing = s.floors != nil && !named
 	if c.plan.probe {
 		s.probeReq <- queues // buffered (1), and plan asks for one probe at a time
 	}
-
-	if given {
-		b.Queue(s.q(sqlPromote[1]), now, queues)
+	if p.Limit <= 0 {
+		return
+	}
+	var names []string
+	var lims []int32
+	if named {
+		list := queues
+		if !given {
+			list = c.plan.names
+		}
+		for _, q := range list {
+			lim := p.Limit
+			if ql, ok := p.QueueLimits[q]; ok {
+				lim = min(lim, ql)
+			}
+			if lim > 0 && !slices.Contains(c.ahead, q) { // a keyed queue's claim leaves it out
+				names, lims = append(names, q), append(lims, int32(lim))
+			}
+		}
 	} else {
-		b.Queue(s.q(sqlPromote[0]), now)
+		for q, ql := range p.QueueLimits {
+			names, lims = append(names, q), append(lims, int32(max(0, min(p.Limit, ql))))
+		}
+	}
+	if named && len(names) == 0 {
+		return
+	}
+	c.claiming = true
+	c.claimArgs = []any{ts(p.Now), p.Worker, ts(p.LeaseUntil), int32(min(p.Limit, 1<<31-1)), names, lims}
+	if named {
+		fp, ft, fi := s.floors.starts(names, c.plan.full)
+		c.claimArgs = append(c.claimArgs, fp, ft, fi)
+	}
+	if c.kinds != nil {
+		c.claimArgs = append(c.claimArgs, c.kinds)
+	}
+	c.claimSQL = sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(c.kinds != nil)]
+}
+
+// queue queues the claim's statements on b, after the settings of its
+// transaction (sqlClaimPlan or, in a FinishClaim, its own).
+func (c *claimCall) queue(b *pgx.Batch) {
+	c.prepare()
+	s, p, queues, kinds := c.s, c.p, c.queues, c.kinds
+	given := len(queues) > 0
+	if given {
+		b.Queue(s.q(sqlPromote[1]), ts(p.Now), queues)
+	} else {
+		b.Queue(s.q(sqlPromote[0]), ts(p.Now))
 	}
 	if c.listing {
 		b.Queue(s.q(sqlListQueues))
 	}
-	if p.Limit > 0 {
-		var names []string
-		var lims []int32
-		if named {
-			list := queues
-			if !given {
-				list = c.plan.names
-			}
-			for _, q := range list {
-				lim := p.Limit
-				if ql, ok := p.QueueLimits[q]; ok {
-					lim = min(lim, ql)
-				}
-				if lim > 0 && !slices.Contains(c.ahead, q) { // a keyed queue's claim leaves it out
-					names, lims = append(names, q), append(lims, int32(lim))
-				}
-			}
-		} else {
-			for q, ql := range p.QueueLimits {
-				names, lims = append(names, q), append(lims, int32(max(0, min(p.Limit, ql))))
-			}
-		}
-		if !named || len(names) > 0 {
-			c.claiming = true
-			args := []any{now, p.Worker, lease, int32(min(p.Limit, 1<<31-1)), names, lims}
-			if named {
-				fp, ft, fi := s.floors.starts(names, c.plan.full)
-				args = append(args, fp, ft, fi)
-			}
-			if kinds != nil {
-				args = append(args, kinds)
-			}
-			b.Queue(s.q(sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(kinds != nil)]), args...)
-		}
-	}
 	if c.claiming {
+		b.Queue(s.q(c.claimSQL), c.claimArgs...)
 		b.Queue(s.q(sqlThrottledUntil), ts(p.Now).Time.UnixNano(), queues)
 	}
 	if given {

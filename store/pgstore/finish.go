@@ -23,7 +23,9 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // the same records with the outcome "cancelled" (for outcomes a requested
 // cancel turns into a cancel; empty otherwise), $9 now, $10 claims, and
 // the limited queues whose rows it locks besides theirs (lk): $11 those
-// named, $12 all of them (a FinishClaim's claim locks them next).
+// named, $12 all of them (a FinishClaim's claim locks them next), and
+// $13 a FinishClaim's claim Limit if the slots may be handed over to it
+// (sqlHandOver: then the Finish locks no queue row), 0 otherwise.
 //
 // The CTE x locks the rows first, in the order of the arrays (ID order),
 // each by its primary key (a LATERAL subquery per outcome: a plan of the
@@ -46,9 +48,10 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::bigint[]) AS o(id, att, st, run, err, res, rec, rec_c, claim)
 		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot, j.flow_key FROM {schema}.jobs j
 			WHERE j.id = o.id AND j.state::text = 'running' AND j.claims = o.claim AND j.attempt = o.att FOR UPDATE) l),
-	lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE name IN (SELECT queue FROM x WHERE slot)
-		OR concurrency > 0 AND ($12::boolean OR name = ANY($11::text[])) ORDER BY name FOR UPDATE),
-	` + sqlFreeSlots("x", "lk") + `,
+	` + sqlHandOver + `,
+	lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE NOT EXISTS (SELECT 1 FROM hv) AND (name IN (SELECT queue FROM x WHERE slot)
+		OR concurrency > 0 AND ($12::boolean OR name = ANY($11::text[]))) ORDER BY name FOR UPDATE),
+	` + sqlFreeSlots("(SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM hv)) x", "lk") + `,
 	` + sqlLockKeySlots("x WHERE key_slot", "fs") + `
 	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
@@ -62,7 +65,36 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id AND ` + ran("kl") + `
-	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot`
+	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot,
+		coalesce((SELECT name FROM hv), ''), coalesce((SELECT n FROM hv), 0)`
+
+// sqlHandOver is the CTE hv of a FinishClaim's sqlFinish (decision 109):
+// when every slot its attempts give back is of one queue q, limited by
+// concurrency alone, and the claim that follows in the transaction ($13,
+// its Limit; 0 in a Finish) could take from no other limited or throttled
+// queue, and it could take no more than those slots (its Limit) or q is
+// full (its claim could not take more either), the slots are handed over
+// instead of given back: the Finish leaves q's row alone, and the claim
+// gives its jobs in q up to that many of the slots (sqlLimited) and
+// gives back the rest — q's running never grows by it, so the limit
+// holds without the row's lock, which a FinishClaim otherwise holds from
+// this statement to its commit while every other process's Finish and
+// claim of q waits for it. hv is those slots' queue and number, also
+// written to handOverSetting for the claim; none if an attempt holds a
+// key's slot (its key rows are locked after the queue rows).
+const sqlHandOver = `hv AS MATERIALIZED (SELECT q.name, s.n, set_config('` + handOverSetting + `', json_build_object('q', q.name, 'n', s.n)::text, true) AS set
+		FROM (SELECT min(queue) AS queue, count(*)::int AS n FROM x WHERE slot HAVING count(DISTINCT queue) = 1) s
+		JOIN {schema}.queues q ON q.name = s.queue
+		WHERE $13::int > 0 AND NOT EXISTS (SELECT 1 FROM x WHERE key_slot)
+			AND q.concurrency > 0 AND NOT q.paused AND q.rate_n = 0 AND q.key_concurrency = 0 AND q.key_rate_n = 0
+			AND ($13::int <= s.n OR q.running >= q.concurrency)
+			AND NOT EXISTS (SELECT 1 FROM {schema}.queues o WHERE o.name <> q.name AND (o.concurrency > 0 OR o.rate_n > 0)
+				AND ($12::boolean OR o.name = ANY($11::text[]))))`
+
+// handOverSetting holds, for the rest of a FinishClaim's transaction, the
+// queue and the number of the slots its Finish handed over to its claim
+// (sqlHandOver), as JSON; empty otherwise.
+const handOverSetting = `hopper.handover`
 
 // sqlFreeSlots is a data-modifying CTE (fs) that gives back the slots of
 // the attempts in rows (a CTE with queue and slot, one row per attempt
@@ -124,9 +156,13 @@ func sqlLockKeySlots(keys, after string) string {
 // a Finish of 100 jobs on 4,500 took 60 ms, 446,504 rows compared, and a
 // steady stream of enqueues on PostgreSQL was worked at a third of its
 // rate (TestPlansStaleStatistics). And the generic plan is forced
-// (planCacheGeneric).
+// (planCacheGeneric), and JIT compilation is off: a scan left without an
+// alternative (the small queues table read whole, as sqlHandOver's check
+// of the other queues does) keeps the cost the disabled sequential scan
+// adds, past every JIT threshold, and the Finish was compiled at each
+// run: 850 ms a call.
 const sqlNestedLoops = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-	set_config('enable_seqscan', 'off', true), ` + planCacheGeneric
+	set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), ` + planCacheGeneric
 
 // planCacheGeneric is the setting, for the rest of a transaction, that makes
 // its prepared statements run their cached generic plan, made once per
@@ -260,6 +296,9 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	}
 	holds := slices.ContainsFunc(fp.Outcomes, func(o store.Outcome) bool { return !o.HoldKeyUntil.IsZero() })
 	c := s.newClaim(cp, !holds) // holdKeys runs between the transactions
+	if c.prepare(); c.claiming && len(f.rounds) == 1 {
+		f.handOver = int32(min(cp.Limit, 1<<31-1)) // the claim statement gives back what it does not take
+	}
 	fail := func(err error) ([]job.State, store.ClaimResult, error) {
 		c.failed()
 		return nil, store.ClaimResult{}, err
@@ -290,6 +329,9 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if err != nil {
 		return fail(err)
 	}
+	if f.handed > 0 && f.handed > countQueue(res.Jobs, f.handedQ) {
+		f.freed = true // the claim gave back slots it was handed: wake whoever waits for them
+	}
 	if err := s.holdKeys(ctx, fp, f.reached); err != nil && len(res.Jobs) == 0 {
 		c.release(ctx)
 		c.done(res)
@@ -301,6 +343,17 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	}
 	f.notify(f.freed && !res.Held)
 	return f.reached, res, nil
+}
+
+// countQueue returns how many of jobs are of queue.
+func countQueue(jobs []*job.Job, queue string) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Queue == queue {
+			n++
+		}
+	}
+	return n
 }
 
 // finishCall is one Finish's statements, queued on a batch (queue) and
@@ -317,6 +370,12 @@ type finishCall struct {
 	// named, or all of them; the Finish locks them first (sqlFinish).
 	lockQueues []string
 	lockAll    bool
+	// handOver is a FinishClaim's claim Limit if its Finish may hand the
+	// slots it frees over to it (sqlHandOver), 0 otherwise; handedQ and
+	// handed, the queue and the number of slots it handed over.
+	handOver int32
+	handedQ  string
+	handed   int
 }
 
 // prepareFinish checks and encodes the outcomes of p.
@@ -368,7 +427,7 @@ func (f *finishCall) queue(b *pgx.Batch) {
 				o.log, o.logSize, f.now, o.claims)
 		}
 		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims,
-			f.lockQueues, f.lockAll)
+			f.lockQueues, f.lockAll, f.handOver)
 	}
 }
 
@@ -394,11 +453,12 @@ func (f *finishCall) read(br pgx.BatchResults) error {
 		}
 		for rows.Next() {
 			var (
-				id   int64
-				name string
-				full bool
+				id     int64
+				name   string
+				full   bool
+				handed int32
 			)
-			if err := rows.Scan(&id, &name, &full); err != nil {
+			if err := rows.Scan(&id, &name, &full, &f.handedQ, &handed); err != nil {
 				rows.Close()
 				return s.translate(err)
 			}
@@ -409,6 +469,7 @@ func (f *finishCall) read(br pgx.BatchResults) error {
 			}
 			f.reached[pos[id]] = st
 			f.freed = f.freed || full
+			f.handed = int(handed)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
