@@ -128,18 +128,11 @@ func TestFinishClaimHandsOverOnlyAlone(t *testing.T) {
 				j := res.Jobs[0]
 				outs = append(outs, store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted})
 			}
-			c, tx := holdRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`)
-			done := make(chan error, 1)
-			go func() {
+			if err := waitsForRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`, func() error {
 				_, _, err := s.FinishClaim(ctx, store.FinishParams{Now: t0.Add(time.Second), Outcomes: outs},
 					store.ClaimParams{Now: t0.Add(time.Second), Limit: len(outs), Worker: "w", LeaseUntil: t0.Add(time.Minute), Queues: tc.claim})
-				done <- err
-			}()
-			waitBlockedBy(t, c.PgConn().PID(), done)
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
+				return err
+			}); err != nil {
 				t.Fatal(err)
 			}
 			for _, q := range []string{"q", "r"} {
@@ -174,30 +167,14 @@ func slotCounts(t *testing.T, s *pgstore.Store, queue string) (running, slots in
 }
 
 // endsWithoutWaiting returns once done reports no error; it fails the test
-// if a backend waits for a lock the backend pid holds first, or after a
-// minute.
+// if a backend waits for a lock the backend pid holds first.
 func endsWithoutWaiting(t *testing.T, pid uint32, done <-chan error) {
 	t.Helper()
-	admin := conn(t)
-	for deadline := time.Now().Add(time.Minute); ; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			return
-		default:
-		}
-		var n int
-		if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
-			int32(pid)).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			t.Fatal("the FinishClaim waits for the queue's row")
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the FinishClaim did not end within a minute")
-		}
+	ended, err := blockedOrDone(t, pid, done)
+	if !ended {
+		t.Fatal("the FinishClaim waits for the queue's row")
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -112,16 +112,41 @@ func holdRows(t *testing.T, lock string) (*pgx.Conn, pgx.Tx) {
 	return c, tx
 }
 
+// waitsForRows runs call while a transaction holds the rows lock selects
+// (holdRows), requires it to wait for them (waitBlockedBy), then commits
+// that transaction and returns call's error.
+func waitsForRows(t *testing.T, lock string, call func() error) error {
+	t.Helper()
+	c, tx := holdRows(t, lock)
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	waitBlockedBy(t, c.PgConn().PID(), done)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return <-done
+}
+
 // waitBlockedBy returns once a backend waits for a lock that the backend
 // pid holds; it fails the test if done is sent first (the statement
 // expected to wait ended) or after a minute.
 func waitBlockedBy(t *testing.T, pid uint32, done <-chan error) {
 	t.Helper()
+	if ended, err := blockedOrDone(t, pid, done); ended {
+		t.Fatalf("ended (error %v) without waiting for the rows held", err)
+	}
+}
+
+// blockedOrDone waits until either a backend waits for a lock that the
+// backend pid holds (ended false) or done is sent (ended true, with what
+// was sent); it fails the test after a minute.
+func blockedOrDone(t *testing.T, pid uint32, done <-chan error) (ended bool, err error) {
+	t.Helper()
 	admin := conn(t)
 	for deadline := time.Now().Add(time.Minute); ; {
 		select {
 		case err := <-done:
-			t.Fatalf("ended (error %v) without waiting for the rows held", err)
+			return true, err
 		default:
 		}
 		var n int
@@ -130,10 +155,10 @@ func waitBlockedBy(t *testing.T, pid uint32, done <-chan error) {
 			t.Fatal(err)
 		}
 		if n > 0 {
-			return
+			return false, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no backend waited for the rows held within a minute")
+			t.Fatal("neither ended nor waited for the rows held within a minute")
 		}
 	}
 }
@@ -205,18 +230,11 @@ func TestKeyPauseWaitsForClaims(t *testing.T) {
 	if _, err := s.SetQueue(ctx, store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &two}); err != nil {
 		t.Fatal(err)
 	}
-	c, tx := holdRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`)
-	done := make(chan error, 1)
-	go func() {
+	if err := waitsForRows(t, `SELECT 1 FROM `+s.Schema()+`.queues WHERE name = 'q' FOR UPDATE`, func() error {
 		paused := true
 		_, err := s.SetKey(ctx, store.SetKeyParams{Now: t0, Queue: "q", Key: "a", Paused: &paused})
-		done <- err
-	}()
-	waitBlockedBy(t, c.PgConn().PID(), done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := s.ListKeys(ctx, "q")
