@@ -174,11 +174,11 @@ func nextRunSQL(given bool) string {
 // floor: priority, run-at and ID; floor.go), and, with kinds, the kinds
 // ($10, or $7 if not named). With one queue named (single), the locking
 // pass is the only one.
-func claimSQL(named, single, kinds bool) string {
+func claimSQL(named, single, kinds, handOver bool) string {
 	// Each queue starts at its floor, or lower where this transaction's
 	// promotion made jobs available below it.
-	with := `WITH ` + sqlLimited("SELECT unnest($5::text[])") + `,
-	` + sqlThrottles("SELECT unnest($5::text[])") + `,
+	with := `WITH ` + sqlLimited("SELECT unnest($5::text[])", handOver) + `,
+	` + sqlThrottles("SELECT unnest($5::text[])", handOver) + `,
 	qs AS (SELECT u.name, w.want, ` + sqlAllowed("w.want") + ` AS lim, f.fp, f.ft, f.fi
 		FROM unnest($5::text[], $6::int[], $7::bigint[], $8::timestamptz[], $9::bigint[]) AS u(name, lim, fp, ft, fi)
 		LEFT JOIN lq ON lq.name = u.name
@@ -192,8 +192,8 @@ func claimSQL(named, single, kinds bool) string {
 	kindParam := `$10`
 	if !named {
 		with = `WITH ` + availableQueuesAll + `,
-		` + sqlLimited("SELECT name FROM e") + `,
-		` + sqlThrottles("SELECT name FROM e") + `,
+		` + sqlLimited("SELECT name FROM e", handOver) + `,
+		` + sqlThrottles("SELECT name FROM e", handOver) + `,
 		qs AS (SELECT e.name, w.want, ` + sqlAllowed("w.want") + ` AS lim,
 			(-9223372036854775808)::bigint AS fp, '-infinity'::timestamptz AS ft, 0::bigint AS fi
 			FROM e LEFT JOIN unnest($5::text[], $6::int[]) AS l(name, lim) ON l.name = e.name
@@ -224,6 +224,11 @@ func claimSQL(named, single, kinds bool) string {
 		JOIN (SELECT queue, count(*)::int AS lim FROM cand GROUP BY queue) n ON n.queue = qs.name),`
 		lanes = `k`
 	}
+	// The slots each queue's jobs took, less those handed over.
+	taken := `SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue`
+	if handOver {
+		taken = `SELECT queue, sum(n)::int AS n FROM (` + taken + ` UNION ALL SELECT ho.q, -ho.n FROM ho) z GROUP BY queue HAVING sum(n) <> 0`
+	}
 	return with + `
 	c AS MATERIALIZED (SELECT x.id FROM ` + lanes + ` CROSS JOIN LATERAL (
 		SELECT id, priority, run_at FROM {schema}.jobs
@@ -235,8 +240,7 @@ func claimSQL(named, single, kinds bool) string {
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
-		FROM (SELECT queue, sum(n)::int AS n FROM (SELECT queue, count(*)::int AS n FROM u WHERE slot GROUP BY queue
-			UNION ALL SELECT ho.q, -ho.n FROM ho) z GROUP BY queue) n WHERE q.name = n.queue AND n.n <> 0),
+		FROM (` + taken + `) n WHERE q.name = n.queue),
 	` + sqlThrottleEnd(kind) + `
 	SELECT ` + jobCols + ` FROM u UNION ALL SELECT ` + jobCols + ` FROM d`
 }
@@ -252,12 +256,17 @@ func claimSQL(named, single, kinds bool) string {
 // them to running, in the same statement. Queues without a limit have no
 // row here, or a row that is not locked: their claims take no lock.
 //
-// After a Finish that handed slots over (ho, read from handOverSetting;
-// sqlHandOver), no queue row is locked: the queue they came from gives at
-// most those slots (fewer if its limit was lowered below its running
-// attempts since), and every other queue with a limit or a throttle none
-// (th leaves them out). inc then gives back what the claim did not take.
-func sqlLimited(names string) string {
+// With handOver, the claim of a FinishClaim whose Finish handed slots
+// over (ho, read from handOverSetting; sqlHandOver) locks no queue row if
+// it did: the queue they came from gives at most those slots (fewer if
+// its limit was lowered below its running attempts since), and every
+// other queue with a limit or a throttle none (th leaves them out). inc
+// then gives back what the claim did not take.
+func sqlLimited(names string, handOver bool) string {
+	if !handOver {
+		return `lq AS MATERIALIZED (SELECT name, greatest(concurrency - running, 0) AS free FROM {schema}.queues
+		WHERE concurrency > 0 AND name IN (` + names + `) ORDER BY name FOR UPDATE)`
+	}
 	return `ho AS MATERIALIZED (SELECT h.q, h.n FROM json_to_record(nullif(current_setting('` + handOverSetting + `', true), '')::json) AS h(q text, n int)
 		WHERE h.q IS NOT NULL),
 	lk AS MATERIALIZED (SELECT name, greatest(concurrency - running, 0) AS free FROM {schema}.queues
@@ -281,15 +290,17 @@ func sqlNotPaused(name string) string {
 }
 
 // The statements of each form, built once; sqlClaim is indexed by named,
-// single and kinds.
+// single, kinds and handOver.
 var (
 	sqlPromote = [2]string{promoteSQL(false), promoteSQL(true)}
 	sqlNextRun = [2]string{nextRunSQL(false), nextRunSQL(true)}
-	sqlClaim   = func() (qs [2][2][2]string) {
+	sqlClaim   = func() (qs [2][2][2][2]string) {
 		for g := range 2 {
 			for s := range 2 {
 				for k := range 2 {
-					qs[g][s][k] = claimSQL(g == 1, g == 1 && s == 1, k == 1)
+					for h := range 2 {
+						qs[g][s][k][h] = claimSQL(g == 1, g == 1 && s == 1, k == 1, h == 1)
+					}
 				}
 			}
 		}
@@ -349,10 +360,11 @@ type claimCall struct {
 	began     time.Time
 	plan      floorPlan
 	listing   bool     // the batch lists the queues (sqlListQueues)
-	claiming  bool     // the batch claims, by claimSQL with claimArgs
+	claiming  bool     // the batch claims, by sqlClaim[claimForm…][handOver] with claimArgs
 	prepared  bool     // prepare has run
 	kinds     []string // p.Kinds, sorted, without duplicates; nil if none
-	claimSQL  string
+	claimForm [3]bool  // named, single, kinds
+	handOver  bool     // a FinishClaim's claim, after a Finish that may hand slots over
 	claimArgs []any
 	keying    bool // the batch lists the keyed queues (sqlKeyedOf)
 	promoted  map[string]floorKey
@@ -465,7 +477,7 @@ func (c *claimCall) prepare() {
 	if c.kinds != nil {
 		c.claimArgs = append(c.claimArgs, c.kinds)
 	}
-	c.claimSQL = sqlClaim[b2i(named)][b2i(named && len(names) == 1)][b2i(c.kinds != nil)]
+	c.claimForm = [3]bool{named, named && len(names) == 1, c.kinds != nil}
 }
 
 // queue queues the claim's statements on b, after the settings of its
@@ -483,7 +495,8 @@ func (c *claimCall) queue(b *pgx.Batch) {
 		b.Queue(s.q(sqlListQueues))
 	}
 	if c.claiming {
-		b.Queue(s.q(c.claimSQL), c.claimArgs...)
+		f := c.claimForm
+		b.Queue(s.q(sqlClaim[b2i(f[0])][b2i(f[1])][b2i(f[2])][b2i(c.handOver)]), c.claimArgs...)
 		b.Queue(s.q(sqlThrottledUntil), ts(p.Now).Time.UnixNano(), queues)
 	}
 	if given {

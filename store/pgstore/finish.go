@@ -17,15 +17,18 @@ import (
 // running job j in.
 const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'cancelled' ELSE x.st END)`
 
-// sqlFinish is store.ApplyFinish in SQL, for a whole Finish call: the
+// finishSQL returns store.ApplyFinish in SQL, for a whole Finish call: the
 // outcomes are arrays sorted by ID, $1 IDs, $2 attempts, $3 target
 // states, $4 run-ats, $5 errors, $6 results, $7 the attempt records and $8
 // the same records with the outcome "cancelled" (for outcomes a requested
 // cancel turns into a cancel; empty otherwise), $9 now, $10 claims, and
 // the limited queues whose rows it locks besides theirs (lk): $11 those
-// named, $12 all of them (a FinishClaim's claim locks them next), and
-// $13 a FinishClaim's claim Limit if the slots may be handed over to it
-// (sqlHandOver: then the Finish locks no queue row), 0 otherwise.
+// named, $12 all of them (a FinishClaim's claim locks them next); with
+// handOver, $13 is the FinishClaim's claim Limit, and the slots may be
+// handed over to its claim (sqlHandOver: then the Finish locks no queue
+// row). Besides each job's ID and state, it returns whether a queue whose
+// slot it gave back was full (or the job held a key's slot), and the
+// queue and number of the slots handed over (an empty name and 0 if none).
 //
 // The CTE x locks the rows first, in the order of the arrays (ID order),
 // each by its primary key (a LATERAL subquery per outcome: a plan of the
@@ -44,14 +47,23 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // partial index jobs_running out of reach, which a plan made while few jobs
 // ran would otherwise walk for every row, filtering by ID (as Heartbeat's
 // and the outputs' lookups; TestPlansStaleStatistics).
-var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot, l.flow_key FROM unnest($1::bigint[], $2::int[], $3::text[],
+func finishSQL(handOver bool) string {
+	hv, lk, x := ``, ``, `x`
+	ret := `'', 0`
+	if handOver {
+		hv = sqlHandOver + `,
+	`
+		lk = `NOT EXISTS (SELECT 1 FROM hv) AND `
+		x = `(SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM hv)) x`
+		ret = `coalesce((SELECT name FROM hv), ''), coalesce((SELECT n FROM hv), 0)`
+	}
+	return `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot, l.flow_key FROM unnest($1::bigint[], $2::int[], $3::text[],
 			$4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $10::bigint[]) AS o(id, att, st, run, err, res, rec, rec_c, claim)
 		CROSS JOIN LATERAL (SELECT j.slot, j.queue, j.key_slot, j.flow_key FROM {schema}.jobs j
 			WHERE j.id = o.id AND j.state::text = 'running' AND j.claims = o.claim AND j.attempt = o.att FOR UPDATE) l),
-	` + sqlHandOver + `,
-	lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE NOT EXISTS (SELECT 1 FROM hv) AND (name IN (SELECT queue FROM x WHERE slot)
+	` + hv + `lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE ` + lk + `(name IN (SELECT queue FROM x WHERE slot)
 		OR concurrency > 0 AND ($12::boolean OR name = ANY($11::text[]))) ORDER BY name FOR UPDATE),
-	` + sqlFreeSlots("(SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM hv)) x", "lk") + `,
+	` + sqlFreeSlots(x, "lk") + `,
 	` + sqlLockKeySlots("x WHERE key_slot", "fs") + `
 	UPDATE {schema}.jobs j SET slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
@@ -65,13 +77,20 @@ var sqlFinish = `WITH x AS MATERIALIZED (SELECT o.*, l.slot, l.queue, l.key_slot
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id AND ` + ran("kl") + `
-	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot,
-		coalesce((SELECT name FROM hv), ''), coalesce((SELECT n FROM hv), 0)`
+	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot, ` + ret
+}
+
+// The Finish statements: sqlFinish, and sqlFinishHandOver for a
+// FinishClaim whose slots may be handed over to its claim (sqlHandOver).
+var (
+	sqlFinish         = finishSQL(false)
+	sqlFinishHandOver = finishSQL(true)
+)
 
 // sqlHandOver is the CTE hv of a FinishClaim's sqlFinish (decision 109):
 // when every slot its attempts give back is of one queue q, limited by
 // concurrency alone, and the claim that follows in the transaction ($13,
-// its Limit; 0 in a Finish) could take from no other limited or throttled
+// its Limit) could take from no other limited or throttled
 // queue, and it could take no more than those slots (its Limit) or q is
 // full (its claim could not take more either), the slots are handed over
 // instead of given back: the Finish leaves q's row alone, and the claim
@@ -297,7 +316,8 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	holds := slices.ContainsFunc(fp.Outcomes, func(o store.Outcome) bool { return !o.HoldKeyUntil.IsZero() })
 	c := s.newClaim(cp, !holds) // holdKeys runs between the transactions
 	if c.prepare(); c.claiming && len(f.rounds) == 1 {
-		f.handOver = int32(min(cp.Limit, 1<<31-1)) // the claim statement gives back what it does not take
+		// The claim statement gives back what it does not take.
+		f.handOver, c.handOver = int32(min(cp.Limit, 1<<31-1)), true
 	}
 	fail := func(err error) ([]job.State, store.ClaimResult, error) {
 		c.failed()
@@ -426,8 +446,12 @@ func (f *finishCall) queue(b *pgx.Batch) {
 			b.Queue(f.s.q(sqlKeepOutputs), o.ids, o.atts, o.ok, o.stdout, o.stdoutSize, o.stderr, o.stderrSize,
 				o.log, o.logSize, f.now, o.claims)
 		}
-		b.Queue(f.s.q(sqlFinish), r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims,
-			f.lockQueues, f.lockAll, f.handOver)
+		args := []any{r.ids, r.atts, r.states, r.runAt, r.errs, r.res, r.recs, r.recsC, f.now, r.claims, f.lockQueues, f.lockAll}
+		if f.handOver > 0 {
+			b.Queue(f.s.q(sqlFinishHandOver), append(args, f.handOver)...)
+		} else {
+			b.Queue(f.s.q(sqlFinish), args...)
+		}
 	}
 }
 

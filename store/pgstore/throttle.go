@@ -41,15 +41,20 @@ const sqlPeriodText = `(CASE
 // sqlThrottles is the CTE th: of the queues names selects, those with a
 // rate, each with its state's row locked, its interval, burst and drop,
 // the base its next starts count from (the later of its TAT and now) and
-// its rate as text (store.Rate.String). None after a Finish that handed
-// slots over (sqlLimited): the claim takes nothing from such queues.
-func sqlThrottles(names string) string {
+// its rate as text (store.Rate.String). With handOver, none after a
+// Finish that handed slots over (sqlLimited): the claim takes nothing from
+// such queues.
+func sqlThrottles(names string, handOver bool) string {
+	cond := ``
+	if handOver {
+		cond = `
+			AND NOT EXISTS (SELECT 1 FROM ho)`
+	}
 	return `th AS MATERIALIZED (SELECT t.queue AS name, q.rate_drop AS dr, q.rate_burst::bigint AS burst,
 		` + sqlInterval + ` AS iv, greatest(t.tat, ` + sqlNowNS + `) AS base,
 		q.rate_n::text || '/' || ` + sqlPeriodText + ` AS rtext
 		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
-		WHERE t.key = '' AND q.rate_n > 0 AND t.queue IN (` + names + `) AND (SELECT count(*) FROM lq) >= 0
-			AND NOT EXISTS (SELECT 1 FROM ho)
+		WHERE t.key = '' AND q.rate_n > 0 AND t.queue IN (` + names + `) AND (SELECT count(*) FROM lq) >= 0` + cond + `
 		ORDER BY t.queue FOR UPDATE OF t)`
 }
 
