@@ -26,12 +26,14 @@ func TestFinishClaimHandsOver(t *testing.T) {
 		lowerTo           int // the limit set after the first claim (0: unchanged)
 		finish, claim     int // the attempts the FinishClaim ends, its claim's Limit
 		hold              bool
+		anyQueue          bool // the claim names no queue
 		wantClaimed       int
 		wantRunning       int
 		wantHeld          bool
 	}{
 		// Full: the claim could not take more than the slots handed over.
 		{name: "full", limit: 2, jobs: 4, runs: 2, finish: 1, claim: 5, hold: true, wantClaimed: 1, wantRunning: 2, wantHeld: true},
+		{name: "full, any queue", limit: 2, jobs: 4, runs: 2, finish: 1, claim: 5, hold: true, anyQueue: true, wantClaimed: 1, wantRunning: 2, wantHeld: true},
 		// Room left, but the claim asks for no more than it was handed.
 		{name: "limit within the slots", limit: 10, jobs: 6, runs: 2, finish: 2, claim: 2, hold: true, wantClaimed: 2, wantRunning: 2},
 		// Nothing left to claim: the slots are given back (the row is
@@ -65,9 +67,12 @@ func TestFinishClaimHandsOver(t *testing.T) {
 				for i, j := range first[:tc.finish] {
 					outs[i] = store.Outcome{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}
 				}
+				cp := store.ClaimParams{Now: t0.Add(time.Second), Limit: tc.claim, Worker: "w", LeaseUntil: t0.Add(time.Minute), Queues: []string{"q"}}
+				if tc.anyQueue {
+					cp.Queues = nil
+				}
 				var err error
-				_, got, err = s.FinishClaim(ctx, store.FinishParams{Now: t0.Add(time.Second), Outcomes: outs},
-					store.ClaimParams{Now: t0.Add(time.Second), Limit: tc.claim, Worker: "w", LeaseUntil: t0.Add(time.Minute), Queues: []string{"q"}})
+				_, got, err = s.FinishClaim(ctx, store.FinishParams{Now: t0.Add(time.Second), Outcomes: outs}, cp)
 				done <- err
 			}
 			if tc.hold {
@@ -95,9 +100,9 @@ func TestFinishClaimHandsOver(t *testing.T) {
 }
 
 // TestFinishClaimHandsOverOnlyAlone: a FinishClaim whose claim may take
-// from another limited queue, or whose attempts give back slots of two
-// queues, takes the queues' rows in name order as before: it waits for
-// the row another transaction holds, and counts stay exact.
+// from another limited or throttled queue, or whose attempts give back
+// slots of two queues, takes the queues' rows in name order as before: it
+// waits for the row another transaction holds, and counts stay exact.
 func TestFinishClaimHandsOverOnlyAlone(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -107,6 +112,7 @@ func TestFinishClaimHandsOverOnlyAlone(t *testing.T) {
 	}{
 		{"claim names another limited queue", []string{"q"}, []string{"q", "r"}},
 		{"slots of two queues", []string{"q", "r"}, []string{"q"}},
+		{"claim names a throttled queue", []string{"q"}, []string{"q", "t"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -119,6 +125,10 @@ func TestFinishClaimHandsOverOnlyAlone(t *testing.T) {
 				}
 				enqueue(t, s, storetest.KeyedJob(t, q, ""), storetest.KeyedJob(t, q, ""))
 			}
+			if _, err := s.SetQueue(ctx, store.SetQueueParams{Now: t0, Name: "t", Rate: &store.Rate{N: 100, Period: time.Second}}); err != nil {
+				t.Fatal(err)
+			}
+			enqueue(t, s, storetest.KeyedJob(t, "t", ""))
 			var outs []store.Outcome
 			for _, q := range tc.finish {
 				res, err := s.Claim(ctx, store.ClaimParams{Now: t0, Limit: 1, Worker: "w", LeaseUntil: t0.Add(time.Minute), Queues: []string{q}})
