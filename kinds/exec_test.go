@@ -119,9 +119,7 @@ func TestExecArgsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		script := filepath.Join(dir, "show")
-		if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '<%s>' \"$0\" \"$@\" \"$HOPPER_TEST_A\" \"$HOPPER_TEST_B\"; pwd -P\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		proctest.WriteExecutable(t, script, []byte("#!/bin/sh\nprintf '<%s>' \"$0\" \"$@\" \"$HOPPER_TEST_A\" \"$HOPPER_TEST_B\"; pwd -P\n"))
 		args := []string{"", "two words", "line\nbreak", "é ✓", "--", "x=y"}
 		res, err := m.exec(context.Background(), ExecArgs{
 			Command: "./show", Args: args, Dir: dir,

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hopperq/hopper/internal/proctest"
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
@@ -316,9 +317,7 @@ func runAsNobody(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	proctest.WriteExecutable(t, bin, data)
 	// Let nobody reach the binary and the database (test directories are
 	// created 0700).
 	for _, p := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(path))} {
