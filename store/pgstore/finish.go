@@ -87,20 +87,20 @@ var (
 	sqlFinishHandOver = finishSQL(true)
 )
 
-// sqlHandOver is the CTE hv of a FinishClaim's sqlFinish (decision 109):
-// when every slot its attempts give back is of one queue q, limited by
-// concurrency alone, and the claim that follows in the transaction ($13,
-// its Limit) could take from no other limited or throttled
-// queue, and it could take no more than those slots (its Limit) or q is
-// full (its claim could not take more either), the slots are handed over
-// instead of given back: the Finish leaves q's row alone, and the claim
-// gives its jobs in q up to that many of the slots (sqlLimited) and
-// gives back the rest — q's running never grows by it, so the limit
-// holds without the row's lock, which a FinishClaim otherwise holds from
-// this statement to its commit while every other process's Finish and
-// claim of q waits for it. hv is those slots' queue and number, also
-// written to handOverSetting for the claim; none if an attempt holds a
-// key's slot (its key rows are locked after the queue rows).
+// sqlHandOver is the CTE hv of sqlFinishHandOver (decision 109). When
+// every slot the attempts give back is of one queue q, limited by
+// concurrency alone; no attempt holds a key's slot (key rows are locked
+// after queue rows); the claim that follows in the transaction could take
+// from no other limited or throttled queue; and that claim asks for no
+// more than those slots ($13, its Limit) or q is full (it could not take
+// more either): the slots are handed over instead of given back. The
+// Finish leaves q's row alone, and the claim gives its jobs in q at most
+// that many of the slots and gives back the rest (sqlLimited), so q's
+// running never grows by it and the limit holds without the row's lock,
+// which a FinishClaim otherwise holds from this statement to its commit
+// while every other process's Finish and claim of q waits for it. hv is
+// those slots' queue and number, also written to handOverSetting for the
+// claim; no row if the slots are given back as before.
 const sqlHandOver = `hv AS MATERIALIZED (SELECT q.name, s.n, set_config('` + handOverSetting + `', json_build_object('q', q.name, 'n', s.n)::text, true) AS set
 		FROM (SELECT min(queue) AS queue, count(*)::int AS n FROM x WHERE slot HAVING count(DISTINCT queue) = 1) s
 		JOIN {schema}.queues q ON q.name = s.queue
