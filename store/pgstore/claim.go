@@ -361,7 +361,6 @@ type claimCall struct {
 	plan      floorPlan
 	listing   bool     // the batch lists the queues (sqlListQueues)
 	claiming  bool     // the batch claims, by sqlClaim[claimForm…][handOver] with claimArgs
-	prepared  bool     // prepare has run
 	kinds     []string // p.Kinds, sorted, without duplicates; nil if none
 	claimForm [3]bool  // named, single, kinds
 	handOver  bool     // a FinishClaim's claim, after a Finish that may hand slots over
@@ -385,6 +384,7 @@ func (s *Store) newClaim(p store.ClaimParams, mayGuess bool) *claimCall {
 	if mayGuess && p.Limit > 0 {
 		c.ahead = s.guesses.guess(keyedGuessKey(c.queues))
 	}
+	c.prepare()
 	return c
 }
 
@@ -416,15 +416,10 @@ func (c *claimCall) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, e
 	return c.br, nil
 }
 
-// prepare works out what the claim's statements will be: the floors'
-// plan, whether the batch lists the queues, and the claim statement with
-// its arguments if it claims (claiming). queue calls it if it has not
-// been called.
+// prepare works out what the claim's statements will be (newClaim): the
+// floors' plan, whether the batch lists the queues, and the claim
+// statement with its arguments if it claims (claiming).
 func (c *claimCall) prepare() {
-	if c.prepared {
-		return
-	}
-	c.prepared = true
 	s, p, queues := c.s, c.p, c.queues
 	given := len(queues) > 0
 	if len(p.Kinds) > 0 {
@@ -483,7 +478,6 @@ func (c *claimCall) prepare() {
 // queue queues the claim's statements on b, after the settings of its
 // transaction (sqlClaimPlan or, in a FinishClaim, its own).
 func (c *claimCall) queue(b *pgx.Batch) {
-	c.prepare()
 	s, p, queues, kinds := c.s, c.p, c.queues, c.kinds
 	given := len(queues) > 0
 	if given {

@@ -310,12 +310,12 @@ func (s *Store) FinishClaim(ctx context.Context, fp store.FinishParams, cp store
 	if err != nil {
 		return nil, store.ClaimResult{}, err
 	}
-	if cp.Limit > 0 {
-		f.lockQueues, f.lockAll = dedupe(cp.Queues), len(cp.Queues) == 0
-	}
 	holds := slices.ContainsFunc(fp.Outcomes, func(o store.Outcome) bool { return !o.HoldKeyUntil.IsZero() })
 	c := s.newClaim(cp, !holds) // holdKeys runs between the transactions
-	if c.prepare(); c.claiming && len(f.rounds) == 1 {
+	if cp.Limit > 0 {
+		f.lockQueues, f.lockAll = c.queues, len(c.queues) == 0
+	}
+	if c.claiming && len(f.rounds) == 1 {
 		// The claim statement gives back what it does not take.
 		f.handOver, c.handOver = int32(min(cp.Limit, 1<<31-1)), true
 	}
