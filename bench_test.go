@@ -294,36 +294,6 @@ func BenchmarkQueueLimitBinds(b *testing.B) {
 		limit   = 40
 		work    = 5 * time.Millisecond
 	)
-	mem := func(b *testing.B) func() (store.Store, func()) {
-		st := memstore.New()
-		return func() (store.Store, func()) { return st, func() {} }
-	}
-	stores := []struct {
-		name string
-		open func(b *testing.B) func() (store.Store, func()) // per benchmark: per client
-	}{
-		{"memory", mem},
-		{"sqlite", func(b *testing.B) func() (store.Store, func()) {
-			path := filepath.Join(b.TempDir(), "bench.db")
-			return func() (store.Store, func()) {
-				st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return st, func() { st.Close() }
-			}
-		}},
-		{"postgres", func(b *testing.B) func() (store.Store, func()) {
-			url := pgtest.StoreURL(b, 0)
-			return func() (store.Store, func()) {
-				st, err := store.Open(context.Background(), url, store.OpenOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return st, func() { st.Close() }
-			}
-		}},
-	}
 	// The reference: no limit, and as many workers as the limit (two
 	// clients of 20), so that the ratio of the two cases is what the
 	// limit costs where the machine, not the limit, bounds the rate.
@@ -335,67 +305,118 @@ func BenchmarkQueueLimitBinds(b *testing.B) {
 		// Acceptance 2 across processes: a limit equal to every worker.
 		{"clients=3/limit=60", clients, clients * workers}, {"clients=3/limit=none", clients, 0},
 	}
-	for _, s := range stores {
+	for _, kind := range catchUpStores {
 		for _, tc := range cases {
-			b.Run(s.name+"/"+tc.name, func(b *testing.B) {
-				open := s.open(b)
-				ctx := context.Background()
-				ran := new(atomic.Int64)
-				done := make(chan struct{})
-				var cs []*hopper.Client
-				for i := range tc.clients {
-					st, closeStore := open()
-					defer closeStore()
-					ws := hopper.NewWorkers()
-					hopper.RegisterRaw(ws, "sleep", func(ctx context.Context, _ json.RawMessage) (any, error) {
-						time.Sleep(work)
-						if ran.Add(1) == int64(b.N) {
-							close(done)
-						}
-						return nil, nil
-					}, nil)
-					cfg := hopper.Config{Store: st, Workers: ws, Concurrency: workers, Logger: slog.New(slog.DiscardHandler)}
-					if id, ok := st.(store.Identity); ok {
-						cfg.WorkerID = id.WorkerID()
-					}
-					c, err := hopper.NewClient(cfg)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if i == 0 {
-						if err := c.SetQueueConcurrency(ctx, hopper.DefaultQueue, tc.limit); err != nil {
-							b.Fatal(err)
-						}
-						batch := make([]hopper.EnqueueRequest, 1000)
-						for i := range batch {
-							batch[i] = hopper.EnqueueRequest{Kind: "sleep"}
-						}
-						for left := b.N; left > 0; left -= len(batch) {
-							if _, err := c.EnqueueMany(ctx, batch[:min(left, len(batch))]); err != nil {
-								b.Fatal(err)
-							}
-						}
-					}
-					cs = append(cs, c)
-				}
-				b.ResetTimer()
-				for _, c := range cs {
-					c.Start()
-				}
-				<-done
-				b.StopTimer()
-				for _, c := range cs {
-					if err := c.Stop(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				rate := float64(b.N) / b.Elapsed().Seconds()
-				b.ReportMetric(rate, "jobs/s")
+			b.Run(kind+"/"+tc.name, func(b *testing.B) {
+				rate := sharedQueue(b, sharedStores(b, kind, tc.clients), workers, work, func(c *hopper.Client) error {
+					return c.SetQueueConcurrency(context.Background(), hopper.DefaultQueue, tc.limit)
+				}, func(int) string { return "" })
 				slots := tc.clients * workers
 				if tc.limit > 0 {
 					slots = min(slots, tc.limit)
 				}
 				b.ReportMetric(rate/(float64(slots)/work.Seconds()), "of-ideal")
+			})
+		}
+	}
+}
+
+// sharedQueue runs b.N jobs of the default queue, each of the key keyOf
+// gives its index ("": none), enqueued beforehand, on a client of workers
+// workers per store of stores (sharedStores: as many processes),
+// whose handler sleeps work (0: returns at once); setup configures the
+// queue through the first client before the jobs are enqueued. It reports
+// and returns the jobs worked per second, and reports the benchmark
+// process's CPU per job (the database server's not included).
+func sharedQueue(b *testing.B, stores []store.Store, workers int, work time.Duration,
+	setup func(*hopper.Client) error, keyOf func(int) string) float64 {
+	ctx := context.Background()
+	ran := new(atomic.Int64)
+	done := make(chan struct{})
+	var cs []*hopper.Client
+	for i, st := range stores {
+		ws := hopper.NewWorkers()
+		hopper.RegisterRaw(ws, "sleep", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if work > 0 {
+				time.Sleep(work)
+			}
+			if ran.Add(1) == int64(b.N) {
+				close(done)
+			}
+			return nil, nil
+		}, nil)
+		cfg := hopper.Config{Store: st, Workers: ws, Concurrency: workers, Logger: slog.New(slog.DiscardHandler)}
+		if id, ok := st.(store.Identity); ok {
+			cfg.WorkerID = id.WorkerID()
+		}
+		c, err := hopper.NewClient(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			if err := setup(c); err != nil {
+				b.Fatal(err)
+			}
+			batch := make([]hopper.EnqueueRequest, 0, 1000)
+			for j := range b.N {
+				req := hopper.EnqueueRequest{Kind: "sleep"}
+				if key := keyOf(j); key != "" {
+					req.Options = &hopper.EnqueueOptions{Key: key}
+				}
+				if batch = append(batch, req); len(batch) == cap(batch) || j == b.N-1 {
+					if _, err := c.EnqueueMany(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		}
+		cs = append(cs, c)
+	}
+	b.ResetTimer()
+	cpu0 := cputime.Process()
+	for _, c := range cs {
+		c.Start()
+	}
+	<-done
+	b.StopTimer()
+	cpu := cputime.Process() - cpu0
+	for _, c := range cs {
+		if err := c.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "jobs/s")
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/job")
+	return rate
+}
+
+// BenchmarkKeyLimitTax is issue 21's acceptance 4 in one process, without
+// its hot key: three clients (as three processes) of 8 workers share the
+// default queue of no-op jobs spread evenly over 2,000 keys, with a limit
+// of 2 per key (limit=2, the keyed claim: every claim walks the keys in
+// turn) and with none (limit=none, the same jobs and keys claimed as a
+// plain queue's). The ratio of the two is what the limit per key costs
+// while the backlog feeds every worker; with -count N they alternate:
+//
+//	go test -run '^$' -bench 'KeyLimitTax/postgres' -benchtime 20000x -count 5
+func BenchmarkKeyLimitTax(b *testing.B) {
+	const (
+		clients = 3
+		workers = 8
+		keys    = 2000
+	)
+	for _, kind := range catchUpStores {
+		for _, limit := range []int{2, 0} {
+			name := "limit=none"
+			if limit > 0 {
+				name = fmt.Sprintf("limit=%d", limit)
+			}
+			b.Run(kind+"/"+name, func(b *testing.B) {
+				sharedQueue(b, sharedStores(b, kind, clients), workers, 0, func(c *hopper.Client) error {
+					return c.SetQueueKeyConcurrency(context.Background(), hopper.DefaultQueue, limit)
+				}, func(i int) string { return fmt.Sprintf("k%04d", i%keys) })
 			})
 		}
 	}

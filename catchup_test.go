@@ -13,14 +13,14 @@ import (
 	"github.com/hopperq/hopper/store/memstore"
 )
 
-// catchUpStores are the stores the catch-up tests run on: several
-// clients share one, as processes do.
+// catchUpStores are the stores the catch-up tests and the benchmarks of a
+// shared queue run on: several clients share one, as processes do.
 var catchUpStores = []string{"memory", "sqlite", "postgres"}
 
 // sharedStores opens n stores of one new backend of kind (one memory store
 // n times; n opens of a new SQLite file or PostgreSQL schema, as n
 // processes would), closed when the test ends.
-func sharedStores(t *testing.T, kind string, n int) []store.Store {
+func sharedStores(t testing.TB, kind string, n int) []store.Store {
 	t.Helper()
 	out := make([]store.Store, n)
 	if kind == "memory" {

@@ -132,11 +132,15 @@ func crashMidJob(t *testing.T, st *memstore.Store, d time.Duration) {
 // sharedStoreURL returns the URL of a new durable store for a test of
 // several clients sharing it: a new SQLite file (kind "sqlite") or a fresh
 // PostgreSQL schema (kind "postgres"; the test skips without a server, or
-// fails under CI).
-func sharedStoreURL(t *testing.T, kind string) string {
+// fails under CI), whose Stores pool 4 connections each in a test and the
+// default number in a benchmark.
+func sharedStoreURL(t testing.TB, kind string) string {
 	t.Helper()
 	if kind == "sqlite" {
 		return "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+	}
+	if _, ok := t.(*testing.B); ok {
+		return pgtest.StoreURL(t, 0) // the store's own pool, as in production
 	}
 	return pgtest.StoreURL(t, 4)
 }

@@ -27,7 +27,8 @@ const finishTo = `(CASE WHEN j.cancel_requested AND x.st <> 'completed' THEN 'ca
 // handOver, $13 is the FinishClaim's claim Limit, and the slots may be
 // handed over to its claim (sqlHandOver: then the Finish locks no queue
 // row). Besides each job's ID and state, it returns whether a queue whose
-// slot it gave back was full (or the job held a key's slot), and the
+// slot it gave back was full (or a key whose slot it gave back was at its
+// limit: sqlLockKeySlots), and the
 // queue and number of the slots handed over (an empty name and 0 if none).
 //
 // The CTE x locks the rows first, in the order of the arrays (ID order),
@@ -77,7 +78,7 @@ func finishSQL(handOver bool) string {
 		attempt = CASE WHEN ` + finishTo + ` IN ('available', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END
 	FROM x
 	WHERE j.id = x.id AND ` + ran("kl") + `
-	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR x.key_slot, ` + ret
+	RETURNING j.id, j.state::text, (SELECT coalesce(bool_or(was_full), false) FROM fs) OR (SELECT coalesce(bool_or(at_limit), false) FROM kl), ` + ret
 }
 
 // The Finish statements: sqlFinish, and sqlFinishHandOver for a
@@ -144,7 +145,10 @@ func ran(cte string) string { return `(SELECT count(*) FROM ` + cte + `) >= 0` }
 // keys (queue_keys) whose slots the attempts of keys (a FROM item with the
 // columns queue and flow_key, one row per attempt that holds a key slot
 // and is leaving running) hold, once the CTE after has run (a condition
-// that reads it: the queues' rows come first). The trigger
+// that reads it: the queues' rows come first). Its column at_limit says
+// whether the key ran at least its queue's limit per key (true if the
+// queue has none left): only then may jobs wait for the slots, and a
+// wake-up is worth sending (decision 110). The trigger
 // jobs_key_slot_free (migration 9) then gives the slots back on rows the
 // transaction already holds, in whatever order the statement reaches the
 // jobs. A claim locks its queue's row and then its keys' rows in key order
@@ -152,8 +156,10 @@ func ran(cte string) string { return `(SELECT count(*) FROM ` + cte + `) >= 0` }
 // key's row, would deadlock with it, and with another Finish
 // (TestFinishLocksKeysInClaimOrder).
 func sqlLockKeySlots(keys, after string) string {
-	return `kl AS MATERIALIZED (SELECT 1 FROM (SELECT DISTINCT queue, flow_key FROM ` + keys + `) n
+	return `kl AS MATERIALIZED (SELECT coalesce(k.running >= nullif(q.key_concurrency, 0), true) AS at_limit
+		FROM (SELECT DISTINCT queue, flow_key FROM ` + keys + `) n
 		JOIN {schema}.queue_keys k ON k.queue = n.queue AND k.key = n.flow_key
+		LEFT JOIN {schema}.queues q ON q.name = k.queue
 		WHERE ` + ran(after) + `
 		ORDER BY k.queue, k.key FOR UPDATE OF k)`
 }
@@ -573,10 +579,11 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 				ids[i] = int64(j.ID)
 			}
 			var slotted int
-			if err := tx.QueryRow(ctx, s.q(sqlRescueSlots), ids).Scan(&slotted); err != nil {
+			var keyFull bool
+			if err := tx.QueryRow(ctx, s.q(sqlRescueSlots), ids).Scan(&slotted, &keyFull); err != nil {
 				return err
 			}
-			freed = slotted > 0 // a rescue frees the slot
+			freed = slotted > 0 || keyFull // a rescue frees the slot
 			if err := s.save(ctx, tx, jobs, prev); err != nil {
 				return err
 			}
@@ -601,13 +608,14 @@ func (s *Store) Rescue(ctx context.Context, p store.RescueParams) ([]*job.Job, e
 
 // sqlRescueSlots gives back the slots of their queues that the rescued
 // jobs $1 held, and locks the rows of their keys' slots (sqlLockKeySlots),
-// before the jobs are saved; it returns how many held a queue's slot.
+// before the jobs are saved; it returns how many held a queue's slot, and
+// whether one held the slot of a key at its limit.
 var sqlRescueSlots = `WITH r AS MATERIALIZED (UPDATE {schema}.jobs SET slot = false WHERE id = ANY($1::bigint[]) AND slot
 		RETURNING queue),
 	x AS (SELECT queue, true AS slot FROM r),
 	` + sqlFreeSlots("x", "") + `,
 	` + sqlLockKeySlots(`{schema}.jobs WHERE id = ANY($1::bigint[]) AND key_slot`, "fs") + `
-	SELECT count(*) FROM r WHERE ` + ran("kl")
+	SELECT (SELECT count(*) FROM r WHERE ` + ran("kl") + `), (SELECT coalesce(bool_or(at_limit), false) FROM kl)`
 
 // withBeat scans a row of jobCols and then heartbeat_at, into beat.
 type withBeat struct {

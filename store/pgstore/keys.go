@@ -476,11 +476,14 @@ func lockKeyed(br pgx.BatchResults, p store.ClaimParams, names []string) ([]keye
 // now in Unix nanoseconds); qc moves the queue's cursor to $8, the key
 // served last, and adds those that hold a slot to its running, if the
 // claim took any or dropped some ($11). The keys' rows are written in key
-// order.
+// order. Each job is found by primary key: `state::text` keeps the partial
+// index jobs_claim (available jobs; the ID its last column) out of reach,
+// which a generic plan made while the table was small walked whole to
+// find the few IDs (TestKeyedClaimPlanStaleStatistics).
 var sqlKeyedClaim = `WITH u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1,
 		started_at = $1, worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
 		key_slot = (j.flow_key <> '' AND $6::int > 0)
-		WHERE j.id = ANY($4::bigint[]) AND j.state = 'available'
+		WHERE j.id = ANY($4::bigint[]) AND j.state::text = 'available'
 		RETURNING ` + jobColsOf("j") + `),
 	ks AS (SELECT flow_key AS key, count(*)::int AS n FROM u WHERE flow_key <> '' GROUP BY flow_key),
 	kc AS (INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)

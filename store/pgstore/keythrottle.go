@@ -45,9 +45,10 @@ func (s *Store) queueDropKeyed(b *pgx.Batch, q keyedQueue, pick store.KeyPick, n
 	for i, id := range pick.Drops {
 		ids[i], reasons[i], pos[id] = int64(id), pick.DropReason(i, q.name, q.rate, q.keyRate), i
 	}
+	// By primary key: state::text, as in sqlKeyedClaim.
 	b.Queue(s.q(`UPDATE {schema}.jobs j SET state = 'cancelled', finished_at = $1, last_error = d.reason
 		FROM unnest($2::bigint[], $3::text[]) AS d(id, reason)
-		WHERE j.id = d.id AND j.state = 'available'
+		WHERE j.id = d.id AND j.state::text = 'available'
 		RETURNING `+jobColsOf("j")), ts(now), ids, reasons)
 	return func(br pgx.BatchResults) ([]*job.Job, error) {
 		rows, err := br.Query()

@@ -259,3 +259,72 @@ func TestOwnNotificationsDoNotWake(t *testing.T) {
 		t.Errorf("a's Wake did not fire when its Finish retried a job")
 	}
 }
+
+// TestKeySlotWakesAtItsLimit: a Finish that gives back a key's slot wakes
+// the Stores (its own Wake at once, the others by its notification) only
+// when the key was at its limit — then its jobs may start again — and not
+// when it was below: under a steady stream of keyed jobs every Finish
+// gave a slot back and sent a notification that woke every process. A
+// rescue that ends a key's attempts at its limit wakes them too (it did
+// only for a queue's slots or jobs made available again).
+func TestKeySlotWakesAtItsLimit(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	s, other := quiet(t, schema), quiet(t, schema)
+	two := 2
+	if _, err := s.SetQueue(t.Context(), store.SetQueueParams{Now: t0, Name: "q", KeyConcurrency: &two}); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, keyedJob(t, "a"), keyedJob(t, "a"), keyedJob(t, "a"), keyedJob(t, "a"), keyedJob(t, "a"))
+	claim := func(n int) []*job.Job {
+		t.Helper()
+		res, err := s.Claim(t.Context(), store.ClaimParams{Now: t0, Limit: n, Worker: "w", LeaseUntil: t0.Add(time.Hour),
+			Queues: []string{"q"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(s)
+		return res.Jobs
+	}
+	finish := func(j *job.Job) bool {
+		t.Helper()
+		if _, err := s.Finish(t.Context(), store.FinishParams{Now: t0, Outcomes: []store.Outcome{
+			{ID: j.ID, Attempt: j.Attempt, Claim: j.Claims, State: job.StateCompleted}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.Wake():
+			return true
+		default:
+			return false
+		}
+	}
+	if got := claim(1); len(got) != 1 || finish(got[0]) {
+		t.Fatalf("key a ran 1 of 2: its Finish woke the Store (or the claim took %d jobs)", len(got))
+	}
+	got := claim(5)
+	if len(got) != 2 {
+		t.Fatalf("claim: %d jobs, want the 2 key a may run", len(got))
+	}
+	drain(other)
+	if !finish(got[0]) {
+		t.Error("key a ran 2 of 2: its Finish did not wake the Store")
+	}
+	waitWake(t, other, "a Finish that gave back the slot of a key at its limit")
+	if rest := claim(5); len(rest) != 1 {
+		t.Fatalf("claim after the slot came back: %d jobs, want 1", len(rest))
+	}
+	// A rescue that ends the key's two attempts (dead: a crash each, at
+	// most 1) gives back the slots of a key at its limit.
+	drain(other)
+	dead, err := s.Rescue(t.Context(), store.RescueParams{Now: t0.Add(2 * time.Hour), MaxCrashes: 1})
+	if err != nil || len(dead) != 2 || dead[0].State != job.StateDead {
+		t.Fatalf("Rescue: %d jobs, %v", len(dead), err)
+	}
+	select {
+	case <-s.Wake():
+	default:
+		t.Error("a rescue gave back the slots of a key at its limit: it did not wake the Store")
+	}
+	waitWake(t, other, "a rescue that gave back the slots of a key at its limit")
+}

@@ -308,25 +308,35 @@ func TestPlansStaleStatistics(t *testing.T) {
 	}
 }
 
+// staleTable opens a store whose jobs table is never vacuumed nor
+// analyzed (its statistics stay those of the first plan), a connection of
+// its own, and a function that inserts n available jobs of queue
+// "default", over 100 keys if keyed.
+func staleTable(t *testing.T, keyed bool) (*pgstore.Store, *pgx.Conn, func(n int)) {
+	t.Helper()
+	s := openStore(t, pgstore.Options{})
+	c := conn(t)
+	jobs := s.Schema() + `.jobs`
+	if _, err := c.Exec(t.Context(), `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	return s, c, func(n int) {
+		t.Helper()
+		if _, err := c.Exec(t.Context(), `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts, flow_key)
+			SELECT 'available', 'default', 'k', 0, $1, $1, 3, CASE WHEN $3 THEN 'k' || (i % 100) ELSE '' END
+			FROM generate_series(1, $2::int) i`, t0, n, keyed); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestClaimPlanStaleStatistics: the claim takes the jobs it picked by
 // primary key with a generic plan made when the table was small (its
 // UPDATE scanned the whole table: 11 of a claim's 16 ms at 5,000 jobs).
 func TestClaimPlanStaleStatistics(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgstore.Options{})
+	s, c, insert := staleTable(t, false)
 	ctx := t.Context()
-	c := conn(t)
-	jobs := s.Schema() + `.jobs`
-	insert := func(n int) {
-		t.Helper()
-		if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts)
-			SELECT 'available', 'default', 'k', 0, $1, $1, 3 FROM generate_series(1, $2::int) i`, t0, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
-		t.Fatal(err)
-	}
 	st := pgstore.Statements(s)
 	if _, err := c.Exec(ctx, `PREPARE cl AS `+st["claim/all"]); err != nil {
 		t.Fatal(err)
@@ -380,6 +390,37 @@ func explainMode(t *testing.T, c *pgx.Conn, settings, mode, options, call string
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestKeyedClaimPlanStaleStatistics: a keyed claim takes the jobs its walk
+// picked by primary key with a generic plan made when the table was small.
+// Its UPDATE used jobs_claim, the partial index of the available jobs,
+// whose last column is the ID: a read of every available job of every
+// queue to find a few (1,041 pages a claim, 6.5 ms, in
+// BenchmarkKeyLimitTax at 20,000 jobs: a fifth of the unlimited rate).
+func TestKeyedClaimPlanStaleStatistics(t *testing.T) {
+	t.Parallel()
+	s, c, insert := staleTable(t, true)
+	ctx := t.Context()
+	st := pgstore.Statements(s)
+	if _, err := c.Exec(ctx, `PREPARE kc(timestamptz, text, timestamptz, bigint[], boolean, int, text, text, bigint, bigint, int) AS `+
+		st["keyedclaim"]); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(ids []int64) string {
+		t.Helper()
+		ts := pgtype.Timestamptz{Time: t0, Valid: true}
+		return explainMode(t, c, st["claimplan"], "force_generic_plan", "ANALYZE, COSTS OFF, BUFFERS",
+			"kc($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", ts, "w", ts, ids, false, 2, "default", "k1", int64(0), int64(0), 0)
+	}
+	insert(150)
+	explain([]int64{1, 2}) // the plan is made now, on 150 jobs
+	insert(5000)
+	plan := explain([]int64{5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008})
+	if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_claim") || !strings.Contains(plan, "jobs_pkey") {
+		t.Errorf("a keyed claim reads the available jobs to find those it took, with a plan made when the table was small:\n%s", plan)
+	}
+	t.Logf("keyed claim of 8 jobs on 5,150, planned at 150:\n%s", plan)
 }
 
 // TestPlanKeyBatch: the read of a keyed claim's walk (a run of keys after
