@@ -83,6 +83,7 @@ func Statements(s *Store) map[string]string {
 		"keybatchupto":    s.q(sqlKeyBatch[1]),
 		"keyedclaim":      s.q(sqlKeyedClaim),
 		"keyedof":         s.q(sqlKeyedOf),
+		"deadids":         s.q(sqlDeadIDs),
 	}
 }
 

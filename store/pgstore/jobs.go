@@ -145,10 +145,15 @@ func (s *Store) Reschedule(ctx context.Context, p store.RescheduleParams) (*job.
 // retryBatch caps the dead jobs one transaction of RetryDead moves.
 const retryBatch = 1000
 
+// sqlDeadAll and sqlDeadIDs load the dead jobs of a RetryDead batch: all
+// of them after $1; or those of the IDs $1, by primary key, after
+// sqlNestedLoops (`state::text` keeps jobs_finished, whose ID comes after
+// the finish time, out of reach: a generic plan read every dead job's
+// entry to find a few; TestRetryDeadPlanStaleStatistics).
 const (
 	sqlDeadAll = `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE state = 'dead' AND id > $1
 		ORDER BY id LIMIT 1000 FOR UPDATE`
-	sqlDeadIDs = `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = ANY($1::bigint[]) AND state = 'dead'
+	sqlDeadIDs = `SELECT ` + jobCols + ` FROM {schema}.jobs WHERE id = ANY($1::bigint[]) AND state::text = 'dead'
 		ORDER BY id FOR UPDATE`
 	sqlHeldKeys = `SELECT unique_key FROM {schema}.jobs WHERE unique_key = ANY($1::text[]) AND ` + sqlUnfinished
 	// sqlLockKeyed serialises the batches of RetryDead that hand out
@@ -198,6 +203,9 @@ func (s *Store) RetryDead(ctx context.Context, p store.RetryDeadParams) (int, er
 		loaded, retried, err := s.retryOnce(ctx, now, taken, func(tx pgx.Tx) (pgx.Rows, error) {
 			if p.All {
 				return tx.Query(ctx, s.q(sqlDeadAll), after)
+			}
+			if _, err := tx.Exec(ctx, sqlNestedLoops); err != nil { // by primary key: sqlDeadIDs
+				return nil, err
 			}
 			return tx.Query(ctx, s.q(sqlDeadIDs), chunk)
 		})

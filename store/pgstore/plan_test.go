@@ -423,6 +423,39 @@ func TestKeyedClaimPlanStaleStatistics(t *testing.T) {
 	t.Logf("keyed claim of 8 jobs on 5,150, planned at 150:\n%s", plan)
 }
 
+// TestRetryDeadPlanStaleStatistics: a RetryDead of given IDs loads them by
+// primary key with a generic plan (PostgreSQL's own choice after five
+// runs on a connection) made when the table was small. It read them
+// through jobs_finished, every dead job's entry filtered by ID (20,148
+// rows filtered for 2 at 20,000 dead jobs: a replay from the dashboard
+// cost a scan of the dead-letter queue).
+func TestRetryDeadPlanStaleStatistics(t *testing.T) {
+	t.Parallel()
+	s, c, _ := staleTable(t, false)
+	ctx := t.Context()
+	insert := func(n int) {
+		t.Helper()
+		if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.jobs (state, queue, kind, priority, run_at, created_at, max_attempts, finished_at)
+			SELECT 'dead', 'default', 'k', 0, $1, $1, 3, $1 FROM generate_series(1, $2::int) i`, t0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Exec(ctx, `PREPARE dead(bigint[]) AS `+pgstore.Statements(s)["deadids"]); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(ids ...int64) string {
+		t.Helper()
+		return explainGeneric(t, c, pgstore.Statements(s)["nestedloops"], "dead($1)", ids)
+	}
+	insert(150)
+	explain(1, 2) // the plan is made now, on 150 jobs
+	insert(5000)
+	plan := explain(5001, 5002)
+	if strings.Contains(plan, "jobs_finished") || !strings.Contains(plan, "jobs_pkey") {
+		t.Errorf("a RetryDead of 2 jobs reads every dead job, with a plan made when the table was small:\n%s", plan)
+	}
+}
+
 // TestPlanKeyBatch: the read of a keyed claim's walk (a run of keys after
 // a cursor, each with its state and first jobs) is a loose index scan of
 // jobs_key, in a generic plan as in a custom one, on 100,000 available
