@@ -396,7 +396,7 @@ func explainMode(t *testing.T, c *pgx.Conn, settings, mode, options, call string
 // picked by primary key with a generic plan made when the table was small.
 // Its UPDATE used jobs_claim, the partial index of the available jobs,
 // whose last column is the ID: a read of every available job of every
-// queue to find a few (1,041 pages a claim, 6.5 ms, in
+// queue to find a few (1,058 pages and 6.5 ms a claim in
 // BenchmarkKeyLimitTax at 20,000 jobs: a fifth of the unlimited rate).
 func TestKeyedClaimPlanStaleStatistics(t *testing.T) {
 	t.Parallel()
