@@ -150,6 +150,7 @@ func (c *keyCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //
 //   - the peak per key and the requests that took a key over 2;
 //   - lost or duplicated jobs (every job calls once and completes);
+//   - key rows left once every job ended (a slot not given back);
 //   - the worked rate, limited over unlimited: over the jobs finished
 //     between 5% and 50% of them (the steady part, while the backlog
 //     feeds every worker: the limited run's other keys are not drained
@@ -166,8 +167,8 @@ func (c *keyCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //     (one round of them at most); those starts are logged apart.
 //
 // In CI: 100 keys, 1,000 jobs, 20 cold jobs; checked: no key over 2, no
-// job lost or run twice, each cold job started while the hot backlog
-// waited. With HOPPER_ACCEPTANCE=full: 10,000 keys, 200,000 jobs, 200 cold
+// job lost or run twice, no key row left, each cold job started while the
+// hot backlog waited. With HOPPER_ACCEPTANCE=full: 10,000 keys, 200,000 jobs, 200 cold
 // jobs, and the issue's bounds too: the steady rate at least 80% of the
 // unlimited one, the cold start's p99 at most 100 ms. HOPPER_KEYSCALE_KEYS
 // and HOPPER_KEYSCALE_JOBS change the size. The last line it logs sums up
@@ -262,6 +263,13 @@ func runKeyScale(t *testing.T, sz keyScaleSize, limit int) keyRun {
 	cl.stopAll()
 	if n := cl.count(`state = 'completed'`); n != sz.jobs+len(run.coldBusy)+len(run.coldFree) {
 		t.Errorf("limit %d: %d jobs completed, want %d and %d cold", limit, n, sz.jobs, len(run.coldBusy)+len(run.coldFree))
+	}
+	var keyRows int
+	if err := cl.conn.QueryRow(ctx, `SELECT count(*) FROM `+cl.table("queue_keys")).Scan(&keyRows); err != nil {
+		t.Fatal(err)
+	}
+	if keyRows != 0 {
+		t.Errorf("limit %d: every job ended, and %d keys still have a row (a slot not given back)", limit, keyRows)
 	}
 
 	counter.mu.Lock()

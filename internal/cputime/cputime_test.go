@@ -22,3 +22,26 @@ func TestProcessCounts(t *testing.T) {
 		t.Fatalf("Process grew by %v in a minute of computing (%d)", used, x)
 	}
 }
+
+// TestMachineCounts checks that Machine, where the system says, grows
+// while this process computes, by at least the process's own CPU time
+// less a tick on each end.
+func TestMachineCounts(t *testing.T) {
+	t.Parallel()
+	m0, ok := Machine()
+	if !ok {
+		t.Skip("this system does not report the machine's CPU time")
+	}
+	p0 := Process()
+	deadline := time.Now().Add(time.Minute)
+	x := 0
+	for Process()-p0 < 100*time.Millisecond && time.Now().Before(deadline) {
+		for i := range 1_000_000 {
+			x += i
+		}
+	}
+	m1, _ := Machine()
+	if used := Process() - p0; m1-m0 < used-20*time.Millisecond {
+		t.Fatalf("Machine grew by %v while the process used %v (%d)", m1-m0, used, x)
+	}
+}

@@ -65,8 +65,9 @@ func finishSQL(handOver bool) string {
 	` + hv + `lk AS MATERIALIZED (SELECT name FROM {schema}.queues WHERE ` + lk + `(name IN (SELECT queue FROM x WHERE slot)
 		OR concurrency > 0 AND ($12::boolean OR name = ANY($11::text[]))) ORDER BY name FOR UPDATE),
 	` + sqlFreeSlots(x, "lk") + `,
-	` + sqlLockKeySlots("x WHERE key_slot", "fs") + `
-	UPDATE {schema}.jobs j SET slot = false,
+	` + sqlLockKeySlots("x WHERE key_slot", "fs") + `,
+	` + sqlFreeKeySlots(x) + `
+	UPDATE {schema}.jobs j SET slot = false, key_slot = false,
 		state = ` + finishTo + `::{schema}.job_state,
 		worker = NULL, lease_until = NULL,
 		attempts = ` + sqlAppendAttempts("j.attempts", `(CASE WHEN `+finishTo+` = x.st THEN x.rec ELSE x.rec_c END)`) + `,
@@ -148,20 +149,49 @@ func ran(cte string) string { return `(SELECT count(*) FROM ` + cte + `) >= 0` }
 // that reads it: the queues' rows come first). Its column at_limit says
 // whether the key ran at least its queue's limit per key (true if the
 // queue has none left): only then may jobs wait for the slots, and a
-// wake-up is worth sending (decision 110). The trigger
-// jobs_key_slot_free (migration 9) then gives the slots back on rows the
-// transaction already holds, in whatever order the statement reaches the
-// jobs. A claim locks its queue's row and then its keys' rows in key order
-// (sqlKeyedClaim); a Finish that took them in job order, after the first
-// key's row, would deadlock with it, and with another Finish
-// (TestFinishLocksKeysInClaimOrder).
+// wake-up is worth sending (decision 110). Its other columns are each
+// row's key and state as locked: the row's latest version, which a claim
+// that committed after the statement began may have changed, where the
+// statement's other reads see it as it began. A Finish then gives the
+// slots back on those rows (sqlFreeKeySlots), a rescue through the
+// trigger jobs_key_slot_free (migration 9), on rows the transaction
+// already holds. A claim locks its queue's row and then its keys' rows
+// in key order (sqlKeyedClaim); a Finish that took them in job order,
+// after the first key's row, would deadlock with it, and with another
+// Finish (TestFinishLocksKeysInClaimOrder).
 func sqlLockKeySlots(keys, after string) string {
-	return `kl AS MATERIALIZED (SELECT coalesce(k.running >= nullif(q.key_concurrency, 0), true) AS at_limit
+	return `kl AS MATERIALIZED (SELECT coalesce(k.running >= nullif(q.key_concurrency, 0), true) AS at_limit,
+			k.queue, k.key, k.running, k.paused, k.held_until IS NULL AS unheld
 		FROM (SELECT DISTINCT queue, flow_key FROM ` + keys + `) n
 		JOIN {schema}.queue_keys k ON k.queue = n.queue AND k.key = n.flow_key
 		LEFT JOIN {schema}.queues q ON q.name = k.queue
 		WHERE ` + ran(after) + `
 		ORDER BY k.queue, k.key FOR UPDATE OF k)`
+}
+
+// sqlFreeKeySlots is the two data-modifying CTEs (kd, ku) that give back
+// the key slots the attempts in rows (a CTE with queue, flow_key and
+// key_slot, one row per attempt leaving running, locked) hold, on the key
+// rows sqlLockKeySlots's kl locked in key order: kd deletes the rows of
+// the keys it leaves with nothing to keep (no slot, no pause, no hold), ku
+// lowers the others' running. The two take disjoint rows, and decide on
+// kl's columns, the rows as locked: decided on the rows as the
+// statement's snapshot saw them, a key whose only slot the Finish gave
+// back while a claim of the key, committed after the statement began,
+// took another would have been left out of both — its slot lost
+// (TestFinishKeySlotsBesideAClaim). Their own conditions name only the
+// row's key, so each reaches the row's latest version. The statement's
+// UPDATE clears the jobs' key_slot, which keeps the trigger
+// jobs_key_slot_free from giving the slots back a second time (migration
+// 21).
+func sqlFreeKeySlots(rows string) string {
+	g := `(SELECT kl.queue, kl.key, n.n, kl.running - n.n <= 0 AND NOT kl.paused AND kl.unheld AS gone
+		FROM kl JOIN (SELECT queue, flow_key, count(*)::int AS n FROM ` + rows + ` WHERE key_slot GROUP BY queue, flow_key) n
+			ON n.queue = kl.queue AND n.flow_key = kl.key) g`
+	return `kd AS (DELETE FROM {schema}.queue_keys k USING ` + g + `
+		WHERE k.queue = g.queue AND k.key = g.key AND g.gone),
+	ku AS (UPDATE {schema}.queue_keys k SET running = k.running - g.n FROM ` + g + `
+		WHERE k.queue = g.queue AND k.key = g.key AND NOT g.gone)`
 }
 
 // sqlNestedLoops makes the rest of the transaction join by nested loops

@@ -311,18 +311,23 @@ func (k *keyedBegin) claim(ctx context.Context, conn dbtx, limit int) (res store
 	return res, nil
 }
 
-// Statements of claimKeyed's first batch, per queue $1: the deletion of
+// sqlKeyedQueueBegin is, in claimKeyed's first batch, what a keyed queue
+// $1 (its row locked) needs before its walk, in one statement: ct deletes
 // its keys' throttle rows that are a period behind $2 (Unix nanoseconds;
 // store.Throttle.Collectable) under its rate per key, through the partial
-// index throttles_idle of migration 17, no scan of the keys; and of its
-// key rows idle at $2 (store.KeyState.Idle: rows of passed holds). Both
-// leave a paused queue as it is.
-const (
-	sqlCollectKeyThrottles = `DELETE FROM {schema}.throttles WHERE queue = $1 AND key <> '' AND tat < $2::bigint
-		- (SELECT key_rate_period FROM {schema}.queues WHERE name = $1 AND key_rate_n > 0 AND NOT paused)`
-	sqlDeleteIdleKeys = `DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
-		AND held_until <= $2 AND NOT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND paused)`
-)
+// index throttles_idle of migration 17, no scan of the keys; ik deletes
+// its key rows idle at $3 (store.KeyState.Idle: rows of passed holds),
+// both leaving a paused queue as it is; and it returns its own throttle,
+// the row locked (sqlKeyedThrottle). The three were statements of their
+// own, each a step of its own in the time the queue's row is held, which
+// every other keyed claim of the queue waits for (decision 111). The
+// three take disjoint rows, each after the queue's row, as every writer
+// of them does.
+var sqlKeyedQueueBegin = `WITH ct AS (DELETE FROM {schema}.throttles WHERE queue = $1 AND key <> '' AND tat < $2::bigint
+		- (SELECT key_rate_period FROM {schema}.queues WHERE name = $1 AND key_rate_n > 0 AND NOT paused)),
+	ik AS (DELETE FROM {schema}.queue_keys WHERE queue = $1 AND running <= 0 AND NOT paused
+		AND held_until <= $3 AND NOT EXISTS (SELECT 1 FROM {schema}.queues WHERE name = $1 AND paused))
+	` + sqlKeyedThrottle
 
 // keyedBegin is the first batch of a keyed claim's transaction, queued
 // (queueBeginKeyed) then read (read): it begins the transaction, locks the
@@ -354,9 +359,7 @@ func (s *Store) queueBeginKeyed(b *pgx.Batch, p store.ClaimParams, names []strin
 	b.Queue(sqlClaimPlan)
 	b.Queue(s.q(sqlLockKeyedQueues), names)
 	for _, name := range names {
-		b.Queue(s.q(sqlCollectKeyThrottles), name, now)
-		b.Queue(s.q(sqlKeyedThrottle), name)
-		b.Queue(s.q(sqlDeleteIdleKeys), name, ts(p.Now))
+		b.Queue(s.q(sqlKeyedQueueBegin), name, now, ts(p.Now))
 		s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, k.kinds)
 	}
 	return k
@@ -382,14 +385,8 @@ func (k *keyedBegin) read(ctx context.Context, br pgx.BatchResults, conn dbtx) e
 				q = &qs[i]
 			}
 		}
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
 		th, err := scanKeyedThrottle(br.QueryRow())
 		if err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
 			return err
 		}
 		rows, err := br.Query()

@@ -19,7 +19,7 @@ import (
 // while it allows no start; keyreads.go reads both), moves the rows of the
 // keys it took jobs of (sqlKeyedClaim), drops the jobs KeyWalk picked to
 // drop under a rate with Drop (queueDropKeyed), and deletes the rows of the
-// queue that are a period behind (sqlCollectKeyThrottles, through the
+// queue that are a period behind (sqlKeyedQueueBegin's ct, through the
 // partial index throttles_idle of migration 17: no scan of the queue's
 // keys). The times are the claim's
 // now at the database's precision (micro), as the queue's own throttle's.
