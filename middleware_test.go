@@ -207,7 +207,10 @@ func TestUseUnknownKind(t *testing.T) {
 // TestEmptyMiddlewareCostsNothing: a client whose middleware set no
 // function takes the path of a client without any: an enqueue does not
 // copy the caller's options (a middleware's path gives every job a
-// metadata map of its own), so allocates as much as without.
+// metadata map of its own), so allocates as much as without. Each side is
+// the fewest of five measurements, alternated: under the race detector
+// sync.Pool drops items at random, and one measurement in about 25 read
+// an allocation more on either side.
 func TestEmptyMiddlewareCostsNothing(t *testing.T) {
 	// Not parallel: testing.AllocsPerRun refuses to run in a parallel test.
 	ws := hopper.NewWorkers()
@@ -219,7 +222,11 @@ func TestEmptyMiddlewareCostsNothing(t *testing.T) {
 	allocs := func(c *hopper.Client) float64 {
 		return testing.AllocsPerRun(100, func() { c.Enqueue(ctx, "k", nil, nil) })
 	}
-	if a, b := allocs(none), allocs(empty); b > a {
+	a, b := allocs(none), allocs(empty)
+	for range 4 {
+		a, b = min(a, allocs(none)), min(b, allocs(empty))
+	}
+	if b > a {
 		t.Errorf("an enqueue allocates %v times with an empty Middleware, %v without", b, a)
 	}
 }
