@@ -24,8 +24,10 @@ func TestProcessCounts(t *testing.T) {
 }
 
 // TestMachineCounts checks that Machine, where the system says, grows
-// while this process computes, by at least the process's own CPU time
-// less a tick on each end.
+// while this process computes, by at least half the process's own CPU
+// time: the kernel counts the machine's time in ticks, and time a virtual
+// machine's host took back (steal) in neither Machine nor idle, while the
+// process's clock may include it.
 func TestMachineCounts(t *testing.T) {
 	t.Parallel()
 	m0, ok := Machine()
@@ -41,7 +43,7 @@ func TestMachineCounts(t *testing.T) {
 		}
 	}
 	m1, _ := Machine()
-	if used := Process() - p0; m1-m0 < used-20*time.Millisecond {
+	if used := Process() - p0; m1-m0 < used/2 {
 		t.Fatalf("Machine grew by %v while the process used %v (%d)", m1-m0, used, x)
 	}
 }

@@ -23,7 +23,7 @@ func Machine() (time.Duration, bool) {
 	}
 	var busy int64
 	for i, s := range f[1:] {
-		if i == 3 || i == 4 { // idle, iowait
+		if i == 3 || i == 4 || i >= 7 { // idle, iowait; steal, and guests (counted in user already)
 			continue
 		}
 		n, err := strconv.ParseInt(string(s), 10, 64)
