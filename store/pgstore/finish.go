@@ -169,29 +169,28 @@ func sqlLockKeySlots(keys, after string) string {
 		ORDER BY k.queue, k.key FOR UPDATE OF k)`
 }
 
-// sqlFreeKeySlots is the two data-modifying CTEs (kd, ku) that give back
-// the key slots the attempts in rows (a CTE with queue, flow_key and
-// key_slot, one row per attempt leaving running, locked) hold, on the key
-// rows sqlLockKeySlots's kl locked in key order: kd deletes the rows of
-// the keys it leaves with nothing to keep (no slot, no pause, no hold), ku
-// lowers the others' running. The two take disjoint rows, and decide on
+// sqlFreeKeySlots is the CTEs that give back the key slots the attempts
+// in rows (a CTE with queue, flow_key and key_slot, one row per attempt
+// leaving running, locked) hold, on the key rows sqlLockKeySlots's kl
+// locked in key order: kg counts the slots of each key and says whether
+// the key is left with nothing to keep (no slot, no pause, no hold); kd
+// deletes those keys' rows, ku lowers the others' running. kg decides on
 // kl's columns, the rows as locked: decided on the rows as the
 // statement's snapshot saw them, a key whose only slot the Finish gave
 // back while a claim of the key, committed after the statement began,
-// took another would have been left out of both — its slot lost
-// (TestFinishKeySlotsBesideAClaim). Their own conditions name only the
-// row's key, so each reaches the row's latest version. The statement's
-// UPDATE clears the jobs' key_slot, which keeps the trigger
+// took another would have been left out of both kd and ku — its slot
+// lost (TestFinishKeySlotsBesideAClaim). Their own conditions name only
+// the row's key, so each reaches the row's latest version. The
+// statement's UPDATE clears the jobs' key_slot, which keeps the trigger
 // jobs_key_slot_free from giving the slots back a second time (migration
 // 21).
 func sqlFreeKeySlots(rows string) string {
-	g := `(SELECT kl.queue, kl.key, n.n, kl.running - n.n <= 0 AND NOT kl.paused AND kl.unheld AS gone
+	return `kg AS MATERIALIZED (SELECT kl.queue, kl.key, n.n, kl.running - n.n <= 0 AND NOT kl.paused AND kl.unheld AS gone
 		FROM kl JOIN (SELECT queue, flow_key, count(*)::int AS n FROM ` + rows + ` WHERE key_slot GROUP BY queue, flow_key) n
-			ON n.queue = kl.queue AND n.flow_key = kl.key) g`
-	return `kd AS (DELETE FROM {schema}.queue_keys k USING ` + g + `
-		WHERE k.queue = g.queue AND k.key = g.key AND g.gone),
-	ku AS (UPDATE {schema}.queue_keys k SET running = k.running - g.n FROM ` + g + `
-		WHERE k.queue = g.queue AND k.key = g.key AND NOT g.gone)`
+			ON n.queue = kl.queue AND n.flow_key = kl.key),
+	kd AS (DELETE FROM {schema}.queue_keys k USING kg WHERE k.queue = kg.queue AND k.key = kg.key AND kg.gone),
+	ku AS (UPDATE {schema}.queue_keys k SET running = k.running - kg.n FROM kg
+		WHERE k.queue = kg.queue AND k.key = kg.key AND NOT kg.gone)`
 }
 
 // sqlNestedLoops makes the rest of the transaction join by nested loops
