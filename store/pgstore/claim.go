@@ -504,7 +504,9 @@ func (c *claimCall) queue(b *pgx.Batch) {
 	}
 	if c.ahead != nil {
 		b.Queue(`COMMIT`)
-		c.begun = s.queueBeginKeyed(b, p, c.ahead, p.Limit)
+		// In one round trip only if the plain claim takes nothing: its
+		// room is then the whole limit.
+		c.begun = s.queueBeginKeyed(b, p, c.ahead, p.Limit, !c.claiming)
 	}
 }
 
@@ -604,7 +606,18 @@ func (c *claimCall) complete(ctx context.Context, res store.ClaimResult) (store.
 		c.s.guesses.saw(keyedGuessKey(c.queues), c.keyed, len(res.Jobs) >= c.p.Limit)
 	}
 	var more store.ClaimResult
-	if len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit {
+	switch {
+	case c.begun != nil && c.aheadErr == nil && c.begun.claimed():
+		// The keyed transaction claimed in the batch and committed
+		// (keyfast.go): its jobs are handed over whatever the plain
+		// claim found; another keyed queue is claimed next.
+		c.s.aheadClaims.Add(1)
+		more, _ = c.begun.claim(ctx, c.conn, c.p.Limit) // claimed: no error
+		res.Held = res.Held || more.Held
+		if !slices.Equal(c.keyed, c.ahead) {
+			c.s.signal()
+		}
+	case len(c.keyed) > 0 && len(res.Jobs) < c.p.Limit:
 		if len(c.promoted) > 0 {
 			// The batch's promotion committed: the keyed claim must see
 			// the keyless jobs it made available (done announces them

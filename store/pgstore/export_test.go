@@ -7,6 +7,7 @@ import (
 
 	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // Hooks for the tests of package pgstore_test.
@@ -81,6 +82,7 @@ func Statements(s *Store) map[string]string {
 		"notedeaths":      s.q(sqlNoteDeaths),
 		"keybatch":        s.q(sqlKeyBatch[0]),
 		"keybatchupto":    s.q(sqlKeyBatch[1]),
+		"keyedfast":       s.q(sqlKeyedFast),
 		"keyedclaim":      s.q(sqlKeyedClaim),
 		"keyedof":         s.q(sqlKeyedOf),
 		"deadids":         s.q(sqlDeadIDs),
@@ -138,3 +140,83 @@ const KeylessRecheckMin = keylessRecheckMin
 // AheadClaims returns the keyed claims of s that went on from a guessed
 // first batch (keyahead.go).
 func AheadClaims(s *Store) int64 { return s.aheadClaims.Load() }
+
+// FastClaims returns how many keyed claims the Store made in one round
+// trip (keyfast.go).
+func FastClaims(s *Store) int64 { return s.fastClaims.Load() }
+
+// FastPick runs, in tx, the keyed claim of queue alone in one round trip
+// (sqlKeyedFast) for p, its room p.Limit: the jobs it claimed, in order
+// (none: the walk was not plain), and whether keys at their limit held
+// jobs back.
+func FastPick(ctx context.Context, s *Store, tx pgx.Tx, p store.ClaimParams, queue string) ([]*job.Job, bool, error) {
+	var kinds []string
+	if len(p.Kinds) > 0 {
+		kinds = dedupe(p.Kinds)
+	}
+	b := &pgx.Batch{}
+	b.Queue(s.q(sqlLockKeyedQueues), []string{queue})
+	s.queueKeyedFast(b, p, queue, p.Limit, kinds)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, false, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, false, err
+	}
+	return scanKeyedFast(rows)
+}
+
+// WalkPick returns, in tx, the walk's pick (store.KeyWalk) of the keyed
+// claim of queue alone for p, as claimKeyed makes it, claiming nothing,
+// and whether it is plain: one sqlKeyedFast would have made.
+func WalkPick(ctx context.Context, s *Store, tx pgx.Tx, p store.ClaimParams, queue string) (store.KeyPick, bool, error) {
+	var kinds []string
+	if len(p.Kinds) > 0 {
+		kinds = dedupe(p.Kinds)
+	}
+	b := &pgx.Batch{}
+	b.Queue(s.q(sqlLockKeyedQueues), []string{queue})
+	b.Queue(s.q(sqlKeyedThrottle), queue)
+	s.queueKeyRun(b, queue, nil, "", keyBatchSize(p.Limit), p.Limit, kinds)
+	br := tx.SendBatch(ctx, b)
+	qs, err := lockKeyed(br, p, []string{queue})
+	if err != nil {
+		br.Close()
+		return store.KeyPick{}, false, err
+	}
+	th, err := scanKeyedThrottle(br.QueryRow())
+	if err != nil {
+		br.Close()
+		return store.KeyPick{}, false, err
+	}
+	rows, err := br.Query()
+	if err != nil || len(qs) == 0 {
+		br.Close()
+		return store.KeyPick{}, false, err
+	}
+	q := &qs[0]
+	r := newKeyReads(ctx, s, tx, q, kinds, p.Limit)
+	err = r.scanRun(rows, q.cursor, "")
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		th, err = s.throttleKeyed(ctx, tx, q, th, p.Now)
+	}
+	if err != nil {
+		return store.KeyPick{}, false, err
+	}
+	n := min(p.Limit, q.free)
+	if n <= 0 {
+		return store.KeyPick{}, false, nil
+	}
+	pick, err := r.walk(n, p).Pick()
+	return pick, plainPick(q, th != nil, r, n, pick), err
+}
+
+// FastMisses returns how many keyed claims tried one round trip and went
+// the walk's way (keyfast.go).
+func FastMisses(s *Store) int64 { return s.fastMisses.Load() }

@@ -95,6 +95,7 @@ type keyReads struct {
 	keys        []string
 	done        bool
 	by          map[string]keyRead // the keys of every run read
+	fetched     bool               // it read a run past the first (fetch)
 }
 
 // newKeyReads returns the reads of the walk of q, none read yet, whose
@@ -160,7 +161,7 @@ func (r *keyReads) scanRun(rows pgx.Rows, after, upTo string) error {
 // fetch reads the run of keys after after and up to upTo, each with n
 // jobs, twice as long as the last run, in a round trip of its own.
 func (r *keyReads) fetch(after, upTo string, n int) error {
-	r.per = n
+	r.per, r.fetched = n, true
 	r.size = min(2*r.size, keyBatchMax)
 	b := &pgx.Batch{}
 	r.s.queueKeyRun(b, r.q.name, &after, upTo, r.size, r.per, r.kinds)

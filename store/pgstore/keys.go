@@ -224,7 +224,8 @@ type keyedQueue struct {
 // walk, the second drops and claims the jobs picked (sqlKeyedClaim) and
 // commits. A walk past its first run, a queue's own throttle that holds
 // jobs back or takes starts (throttleKeyed, takeKeyed), and each further
-// queue add one.
+// queue add one. A claim of one queue whose walk is plain is one round
+// trip (keyfast.go).
 func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []string, limit int) (res store.ClaimResult, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -236,15 +237,22 @@ func (s *Store) claimKeyed(ctx context.Context, p store.ClaimParams, names []str
 			rollback(ctx, conn)
 		}
 	}()
+	return s.claimKeyedOn(ctx, conn, p, names, limit, true)
+}
+
+// claimKeyedOn is claimKeyed on conn, which may go in one round trip
+// (keyfast.go) if mayFast. Its caller rolls back a transaction it left
+// open with an error.
+func (s *Store) claimKeyedOn(ctx context.Context, conn dbtx, p store.ClaimParams, names []string, limit int, mayFast bool) (store.ClaimResult, error) {
 	b := &pgx.Batch{}
-	k := s.queueBeginKeyed(b, p, names, limit)
+	k := s.queueBeginKeyed(b, p, names, limit, mayFast)
 	br := conn.SendBatch(ctx, b)
-	err = k.read(ctx, br, conn)
+	err := k.read(ctx, br, conn)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return res, err
+		return store.ClaimResult{}, err
 	}
 	return k.claim(ctx, conn, limit)
 }
@@ -261,6 +269,17 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 // batch.
 func (k *keyedBegin) claim(ctx context.Context, conn dbtx, limit int) (res store.ClaimResult, err error) {
 	s, p := k.s, k.p
+	if k.fast {
+		if k.claimed() {
+			s.fastClaims.Add(1)
+			return store.ClaimResult{Jobs: k.fastJobs, Held: k.fastHeld}, nil
+		}
+		// The walk was not plain: what the transaction did is committed;
+		// claim the walk's way.
+		s.fast.saw(k.names[0], false)
+		s.fastMisses.Add(1)
+		return s.claimKeyedOn(ctx, conn, p, k.names, limit, false)
+	}
 	until := &res.ThrottledUntil
 	committed := false
 	for i := range k.qs {
@@ -289,6 +308,9 @@ func (k *keyedBegin) claim(ctx context.Context, conn dbtx, limit int) (res store
 		}
 		if err != nil {
 			return store.ClaimResult{}, err
+		}
+		if len(k.names) == 1 {
+			s.fast.saw(q.name, plainPick(q, th != nil, k.reads[q.name], n, pick))
 		}
 		committed = i == len(k.qs)-1 && th == nil
 		got, dropped, err := s.claimPicked(ctx, conn, p, *q, pick, committed)
@@ -345,14 +367,29 @@ type keyedBegin struct {
 	qs    []keyedQueue
 	ths   map[string]*keyedThrottle
 	reads map[string]*keyReads
+	// fast: the batch claims in one round trip and commits (keyfast.go);
+	// read, fastJobs are the jobs it claimed (none: the walk was not
+	// plain) and fastHeld whether keys at their limit held jobs back.
+	fast     bool
+	fastJobs []*job.Job
+	fastHeld bool
 }
 
 // queueBeginKeyed queues on b the first batch of a claim of at most limit
-// jobs of the keyed queues names (sorted) for p.
-func (s *Store) queueBeginKeyed(b *pgx.Batch, p store.ClaimParams, names []string, limit int) *keyedBegin {
+// jobs of the keyed queues names (sorted) for p. If mayFast, names is one
+// queue and the Store does not remember it as slow (keyedFast), the batch
+// tries the claim in one round trip (sqlKeyedFast) and commits.
+func (s *Store) queueBeginKeyed(b *pgx.Batch, p store.ClaimParams, names []string, limit int, mayFast bool) *keyedBegin {
 	k := &keyedBegin{s: s, p: p, names: names, limit: limit}
 	if len(p.Kinds) > 0 {
 		k.kinds = dedupe(p.Kinds)
+	}
+	n := limit
+	if len(names) == 1 {
+		if ql, ok := p.QueueLimits[names[0]]; ok {
+			n = min(n, ql)
+		}
+		k.fast = mayFast && n > 0 && s.fast.try(names[0])
 	}
 	now := store.UnixNanos(micro(p.Now))
 	b.Queue(`BEGIN`)
@@ -360,9 +397,20 @@ func (s *Store) queueBeginKeyed(b *pgx.Batch, p store.ClaimParams, names []strin
 	b.Queue(s.q(sqlLockKeyedQueues), names)
 	for _, name := range names {
 		b.Queue(s.q(sqlKeyedQueueBegin), name, now, ts(p.Now))
-		s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, k.kinds)
+		if k.fast {
+			s.queueKeyedFast(b, p, name, n, k.kinds)
+			b.Queue(`COMMIT`)
+		} else {
+			s.queueKeyRun(b, name, nil, "", keyBatchSize(limit), limit, k.kinds)
+		}
 	}
 	return k
+}
+
+// claimed reports whether k's batch claimed jobs in one round trip and
+// committed them (fast).
+func (k *keyedBegin) claimed() bool {
+	return k.fast && len(k.fastJobs) > 0
 }
 
 // read reads k's results from br, positioned at its BEGIN; the walks'
@@ -391,6 +439,13 @@ func (k *keyedBegin) read(ctx context.Context, br pgx.BatchResults, conn dbtx) e
 		}
 		rows, err := br.Query()
 		if err != nil {
+			return err
+		}
+		if k.fast {
+			if k.fastJobs, k.fastHeld, err = scanKeyedFast(rows); err != nil {
+				return err
+			}
+			_, err := br.Exec() // COMMIT
 			return err
 		}
 		if q == nil { // paused

@@ -110,6 +110,7 @@ type Store struct {
 	floors    *floors       // nil behind PgBouncer and when read-only (floor.go)
 	keyless   *keylessHints // keyless.go
 	guesses   keyedGuesses  // keyahead.go
+	fast      keyedFast     // keyfast.go
 	probeReq  chan []string // Claim → prober: the queues to probe (nil: all), buffered (1)
 	listening atomic.Bool
 	listenUp  chan struct{} // closed once LISTEN first succeeded
@@ -125,6 +126,8 @@ type Store struct {
 	heard         atomic.Int64           // notifications of others the listener woke Wake for
 	keylessReads  atomic.Int64           // keyless reads of keyed claims (sqlKeylessJobs; tests count them)
 	aheadClaims   atomic.Int64           // keyed claims that went on from a guess (keyahead.go; tests count them)
+	fastClaims    atomic.Int64           // keyed claims made in one round trip (keyfast.go; tests count them)
+	fastMisses    atomic.Int64           // keyed claims that tried one round trip and walked (tests count them)
 	onHeard       atomic.Pointer[func()] // tests: called after the listener handled a notification
 	onNotify      atomic.Pointer[func()] // tests: called after each notification
 }

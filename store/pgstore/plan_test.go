@@ -467,24 +467,10 @@ func TestPlanKeyBatch(t *testing.T) {
 	s := openStore(t, pgstore.Options{})
 	ctx := t.Context()
 	c := conn(t)
-	jobs := s.Schema() + `.jobs`
-	if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts, flow_key)
-		SELECT 'available', 'q', 'k', 0, $1, $1, 3, CASE WHEN i % 2 = 0 THEN 'hot' ELSE 'k' || lpad((i % 10000)::text, 5, '0') END
-		FROM generate_series(1, 100000) i`, t0); err != nil {
-		t.Fatal(err)
-	}
-	// 10,000 keys hold a slot, and have a throttle state.
-	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.queue_keys (queue, key, running, updated_at)
-		SELECT 'q', 'k' || lpad(i::text, 5, '0'), 1, $1 FROM generate_series(0, 9999) i`, t0); err != nil {
-		t.Fatal(err)
-	}
+	keyBacklog(t, s, c, 1)
+	// The 10,000 keys have a throttle state too.
 	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.throttles (queue, key, tat)
 		SELECT 'q', 'k' || lpad(i::text, 5, '0'), i FROM generate_series(0, 9999) i`); err != nil {
-		t.Fatal(err)
-	}
-	// The keys' tables without statistics, as the Store's own vacuum
-	// leaves them (it does not ANALYZE).
-	if _, err := c.Exec(ctx, `ANALYZE `+jobs); err != nil {
 		t.Fatal(err)
 	}
 	st := pgstore.Statements(s)
@@ -508,19 +494,51 @@ func TestPlanKeyBatch(t *testing.T) {
 			}
 			plan := explainMode(t, c, st["claimplan"], mode, "ANALYZE, COSTS OFF, BUFFERS", stmt,
 				"q", tc.after, tc.upTo, 8, 4, []string{"k"})
-			if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "Bitmap") ||
-				!strings.Contains(plan, "jobs_key") {
-				t.Errorf("%s after %v: the keys are not read through jobs_key:\n%s", mode, after, plan)
-			}
-			if whole := regexp.MustCompile(`Index Cond: \(queue = [^)]*\)\n`); whole.MatchString(plan) {
-				t.Errorf("%s after %v: every row of the queue's keys is read:\n%s", mode, after, plan)
-			}
-			if pages := planPages(plan); pages > 400 {
-				t.Errorf("%s after %v: %d pages read for 8 keys:\n%s", mode, after, pages, plan)
-			}
-			t.Logf("%s after %v:\n%s", mode, after, plan)
+			checkKeyPlan(t, fmt.Sprintf("%s after %v", mode, after), plan, 400)
 		}
 	}
+}
+
+// keyBacklog fills keyed queue q of s with 100,000 available jobs, half
+// of them of the key "hot" and the rest of 10,000 keys that each hold a
+// slot, and hot with hot slots (none if 0); the jobs table analyzed, the
+// keys' tables not, as the Store's own vacuum leaves them (it does not
+// ANALYZE).
+func keyBacklog(t *testing.T, s *pgstore.Store, c *pgx.Conn, hot int) {
+	t.Helper()
+	ctx := t.Context()
+	jobs := s.Schema() + `.jobs`
+	if _, err := c.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, priority, run_at, created_at, max_attempts, flow_key)
+		SELECT 'available', 'q', 'k', 0, $1, $1, 3, CASE WHEN i % 2 = 0 THEN 'hot' ELSE 'k' || lpad((i % 10000)::text, 5, '0') END
+		FROM generate_series(1, 100000) i`, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `INSERT INTO `+s.Schema()+`.queue_keys (queue, key, running, updated_at)
+		SELECT 'q', 'k' || lpad(i::text, 5, '0'), 1, $1::timestamptz FROM generate_series(0, 9999) i
+		UNION ALL SELECT 'q', 'hot', $2, $1::timestamptz WHERE $2 > 0`, t0, hot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `ANALYZE `+jobs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkKeyPlan fails t unless plan (what) reads its keys through jobs_key,
+// neither through jobs_claim, a bitmap or a sequential scan of the jobs,
+// nor every key row of the queue, in at most pages pages.
+func checkKeyPlan(t *testing.T, what, plan string, pages int) {
+	t.Helper()
+	if strings.Contains(plan, "Seq Scan on jobs") || strings.Contains(plan, "jobs_claim") || strings.Contains(plan, "Bitmap") ||
+		!strings.Contains(plan, "jobs_key") {
+		t.Errorf("%s: the keys are not read through jobs_key:\n%s", what, plan)
+	}
+	if whole := regexp.MustCompile(`Index Cond: \(queue = [^)]*\)\n`); whole.MatchString(plan) {
+		t.Errorf("%s: every row of the queue's keys is read:\n%s", what, plan)
+	}
+	if n := planPages(plan); n > pages {
+		t.Errorf("%s: %d pages read for 8 keys:\n%s", what, n, plan)
+	}
+	t.Logf("%s:\n%s", what, plan)
 }
 
 // TestPlanKeyedOf: the list of the keyed queues that every claim reads
