@@ -268,3 +268,39 @@ func TestPlanKeyedFast(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedFastCollectsIdleKeys: the claim in one round trip deletes the
+// queue's idle key rows (passed holds) as the walk's housekeeping does,
+// and counts the slots of the keys it picks whose rows were idle too.
+func TestKeyedFastCollectsIdleKeys(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t, pgstore.Options{})
+	setKeyLimit(t, s, "q", 1)
+	enqueue(t, s, jobsOf(t, "q", "a", "b")...)
+	until := t0.Add(time.Second)
+	for _, key := range []string{"a", "b", "c"} {
+		if _, err := s.SetKey(ctx, store.SetKeyParams{Now: t0, Queue: "q", Key: key, HoldUntil: &until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(2 * time.Second)
+	res, err := s.Claim(ctx, store.ClaimParams{Now: now, Limit: 2, Worker: "w", LeaseUntil: now.Add(time.Hour), Queues: []string{"q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 2 || pgstore.FastClaims(s) != 1 {
+		t.Fatalf("claimed %d jobs, %d in one round trip; want 2, 1", len(res.Jobs), pgstore.FastClaims(s))
+	}
+	ks, err := s.ListKeys(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range ks {
+		got = append(got, fmt.Sprintf("%s:%d", k.Key, k.Running))
+	}
+	if want := []string{"a:1", "b:1"}; !slices.Equal(got, want) {
+		t.Fatalf("key rows %v, want %v (c's passed hold collected)", got, want)
+	}
+}
