@@ -46,21 +46,13 @@ import (
 // their limit held jobs back (store.KeyPick.Held): a key at its limit
 // before the last key picked, or a key picked with fewer free slots than
 // N and at least as many jobs as free slots. The keys are read as
-// keyBatchSQL reads them.
+// keyBatchSQL reads them (keyRunCTE, keyJobsArray).
 var sqlKeyedFast = `WITH RECURSIVE q AS (SELECT key_cursor AS after, key_concurrency AS lim, concurrency > 0 AS slots,
 		CASE WHEN concurrency > 0 THEN least($2::int, greatest(concurrency - running, 0)) ELSE $2::int END AS n
 		FROM {schema}.queues WHERE name = $1 AND NOT paused AND key_concurrency > 0 AND key_rate_n = 0 AND rate_n = 0),
-	k(key, i) AS (
-		(SELECT flow_key, 1 FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
-			AND flow_key > (SELECT after FROM q) ORDER BY flow_key LIMIT 1)
-		UNION ALL
-		SELECT (SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
-			AND flow_key > k.key ORDER BY flow_key LIMIT 1), k.i + 1
-		FROM k WHERE k.key IS NOT NULL AND k.i < $3::int),
-	r AS (SELECT k.key, k.i, coalesce(qk.running, 0) AS running, coalesce(qk.paused OR qk.held_until > $4, false) AS off,
-		ARRAY(SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1 AND flow_key = k.key
-			AND ($5::text[] IS NULL OR kind = ANY($5::text[])) ORDER BY priority, run_at, id
-			LIMIT (SELECT least(n, lim) FROM q)) AS ids
+	` + keyRunCTE("(SELECT after FROM q)", "", "$3::int") + `,
+	r AS (SELECT k.key, k.n AS i, coalesce(qk.running, 0) AS running, coalesce(qk.paused OR qk.held_until > $4, false) AS off,
+		` + keyJobsArray("$5", "(SELECT least(n, lim) FROM q)") + ` AS ids
 		FROM k LEFT JOIN LATERAL (SELECT running, paused, held_until FROM {schema}.queue_keys
 			WHERE queue = $1 AND key = k.key LIMIT 1) qk ON true
 		WHERE k.key IS NOT NULL),

@@ -51,19 +51,36 @@ func keyBatchSQL(upTo bool) string {
 	return `WITH RECURSIVE a AS (SELECT coalesce($2::text, (SELECT key_cursor FROM {schema}.queues WHERE name = $1), '') AS after,
 		least($5::int, coalesce((SELECT nullif(key_concurrency, 0) FROM {schema}.queues WHERE name = $1), $5::int)) AS per,
 		$3::text AS up_to),
-	k(key, n) AS (
+	` + keyRunCTE("(SELECT after FROM a)", bound, "$4::int") + `
+	SELECT k.key, qk.running, qk.paused, qk.paused_at, qk.held_until, qk.updated_at,
+		(SELECT tat FROM {schema}.throttles WHERE queue = $1 AND key = k.key),
+		` + keyJobsArray("$6", "(SELECT per FROM a)") + `
+	FROM k LEFT JOIN LATERAL (SELECT * FROM {schema}.queue_keys WHERE queue = $1 AND key = k.key LIMIT 1) qk ON true
+	WHERE k.key IS NOT NULL ORDER BY k.key`
+}
+
+// keyRunCTE is the recursive CTE k(key, n) of a run of keyed queue $1's
+// keys (keyBatchSQL, sqlKeyedFast): up to size keys with available jobs
+// after the key after, and within bound (a condition on flow_key, or ""),
+// in key order, n numbering them from 1, ended by a NULL key (a query
+// over k drops it). A loose index scan of jobs_key, whose condition (a
+// key not empty) is stated literally, so that a generic plan uses it.
+func keyRunCTE(after, bound, size string) string {
+	return `k(key, n) AS (
 		(SELECT flow_key, 1 FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
-			AND flow_key > (SELECT after FROM a)` + bound + ` ORDER BY flow_key LIMIT 1)
+			AND flow_key > ` + after + bound + ` ORDER BY flow_key LIMIT 1)
 		UNION ALL
 		SELECT (SELECT flow_key FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1
 			AND flow_key > k.key` + bound + ` ORDER BY flow_key LIMIT 1), k.n + 1
-		FROM k WHERE k.key IS NOT NULL AND k.n < $4::int)
-	SELECT k.key, qk.running, qk.paused, qk.paused_at, qk.held_until, qk.updated_at,
-		(SELECT tat FROM {schema}.throttles WHERE queue = $1 AND key = k.key),
-		ARRAY(SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1 AND flow_key = k.key
-			AND ($6::text[] IS NULL OR kind = ANY($6::text[])) ORDER BY priority, run_at, id LIMIT (SELECT per FROM a))
-	FROM k LEFT JOIN LATERAL (SELECT * FROM {schema}.queue_keys WHERE queue = $1 AND key = k.key LIMIT 1) qk ON true
-	WHERE k.key IS NOT NULL ORDER BY k.key`
+		FROM k WHERE k.key IS NOT NULL AND k.n < ` + size + `)`
+}
+
+// keyJobsArray is, in a query over keyRunCTE's k, the array of key k.key's
+// first per available jobs of the kinds (a text[] expression, NULL: any)
+// in claim order, through jobs_key.
+func keyJobsArray(kinds, per string) string {
+	return `ARRAY(SELECT id FROM {schema}.jobs WHERE state = 'available' AND flow_key <> '' AND queue = $1 AND flow_key = k.key
+			AND (` + kinds + `::text[] IS NULL OR kind = ANY(` + kinds + `::text[])) ORDER BY priority, run_at, id LIMIT ` + per + `)`
 }
 
 // sqlKeyBatch is keyBatchSQL's statement without a bound and with one.
