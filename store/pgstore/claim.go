@@ -235,8 +235,7 @@ func claimSQL(named, single, kinds, handOver bool) string {
 		WHERE state = 'available' AND queue = ` + lanes + `.name` + from(lanes) + kind + `
 		ORDER BY priority, run_at, id LIMIT ` + lanes + `.lim FOR UPDATE SKIP LOCKED) x
 		LIMIT $4::int),
-	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, started_at = $1, worker = $2,
-		lease_until = $3, cancel_requested = false, terminate_requested = false, slot = j.queue IN (SELECT name FROM lq)
+	u AS (UPDATE {schema}.jobs j SET ` + claimSet("$1", "$2", "$3") + `, slot = j.queue IN (SELECT name FROM lq)
 	WHERE j.id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColsOf("j") + `, j.slot),
 	inc AS (UPDATE {schema}.queues q SET running = q.running + n.n
@@ -275,6 +274,14 @@ func sqlLimited(names string, handOver bool) string {
 		SELECT q.name, CASE WHEN q.name = ho.q AND q.concurrency > 0 AND q.rate_n = 0
 			THEN least(ho.n, greatest(q.concurrency - q.running + ho.n, 0)) ELSE 0 END
 		FROM {schema}.queues q CROSS JOIN ho WHERE (q.concurrency > 0 OR q.rate_n > 0) AND q.name IN (` + names + `))`
+}
+
+// claimSet is the SET list of an UPDATE of jobs j that claims them at now
+// for worker with a lease until lease (SQL expressions): a claim's
+// transition (store.ApplyClaim), which every claim statement writes.
+func claimSet(now, worker, lease string) string {
+	return `state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, started_at = ` + now +
+		`, worker = ` + worker + `, lease_until = ` + lease + `, cancel_requested = false, terminate_requested = false`
 }
 
 // sqlNotPaused is the condition that the queue named by the expression

@@ -63,14 +63,11 @@ var sqlKeyedFast = `WITH RECURSIVE q AS (SELECT key_cursor AS after, key_concurr
 		OR EXISTS (SELECT 1 FROM r JOIN pick USING (key) WHERE q.lim - r.running < q.n AND cardinality(r.ids) >= q.lim - r.running) AS held,
 		(SELECT key FROM pick ORDER BY i DESC LIMIT 1) AS last
 		FROM q),
-	u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1,
-		started_at = $4, worker = $6, lease_until = $7, cancel_requested = false, terminate_requested = false,
+	u AS (UPDATE {schema}.jobs j SET ` + claimSet("$4", "$6", "$7") + `,
 		slot = (SELECT slots FROM q), key_slot = true
 		WHERE j.id = ANY(ARRAY(SELECT id FROM pick)) AND (SELECT plain FROM w) AND j.state::text = 'available'
 		RETURNING ` + jobColsOf("j") + `),
-	kc AS (INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
-		SELECT $1, flow_key, count(*)::int, $4 FROM u GROUP BY flow_key ORDER BY flow_key
-		ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running),
+	kc AS (` + takeKeySlots(`SELECT $1, flow_key, count(*)::int, $4 FROM u GROUP BY flow_key ORDER BY flow_key`) + `),
 	qc AS (UPDATE {schema}.queues SET key_cursor = (SELECT last FROM w),
 		running = running + CASE WHEN concurrency > 0 THEN (SELECT count(*) FROM u)::int ELSE 0 END
 		WHERE name = $1 AND EXISTS (SELECT 1 FROM u))
@@ -86,8 +83,9 @@ func (s *Store) queueKeyedFast(b *pgx.Batch, p store.ClaimParams, name string, n
 // keys at their limit held jobs back.
 func scanKeyedFast(rows pgx.Rows) (jobs []*job.Job, held bool, err error) {
 	defer rows.Close()
+	row := &ledRow{Row: rows, lead: &held}
 	for rows.Next() {
-		j, err := scanJob(ledRow{rows, &held})
+		j, err := scanJob(row)
 		if err != nil {
 			return nil, false, err
 		}
@@ -97,14 +95,16 @@ func scanKeyedFast(rows pgx.Rows) (jobs []*job.Job, held bool, err error) {
 }
 
 // ledRow is a row whose first column is read into lead and the rest as
-// Scan's destinations say.
+// Scan's destinations say (dests: the list, kept from row to row).
 type ledRow struct {
 	pgx.Row
-	lead any
+	lead  any
+	dests []any
 }
 
-func (r ledRow) Scan(dest ...any) error {
-	return r.Row.Scan(append([]any{r.lead}, dest...)...)
+func (r *ledRow) Scan(dest ...any) error {
+	r.dests = append(append(r.dests[:0], r.lead), dest...)
+	return r.Row.Scan(r.dests...)
 }
 
 // plainPick reports whether pick, the walk of the one keyed queue q of a

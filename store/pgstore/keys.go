@@ -532,15 +532,12 @@ func lockKeyed(br pgx.BatchResults, p store.ClaimParams, names []string) ([]keye
 // index jobs_claim (available jobs; the ID its last column) out of reach,
 // which a generic plan made while the table was small walked whole to
 // find the few IDs (TestKeyedClaimPlanStaleStatistics).
-var sqlKeyedClaim = `WITH u AS (UPDATE {schema}.jobs j SET state = 'running', attempt = j.attempt + 1, claims = j.claims + 1,
-		started_at = $1, worker = $2, lease_until = $3, cancel_requested = false, terminate_requested = false, slot = $5,
+var sqlKeyedClaim = `WITH u AS (UPDATE {schema}.jobs j SET ` + claimSet("$1", "$2", "$3") + `, slot = $5,
 		key_slot = (j.flow_key <> '' AND $6::int > 0)
 		WHERE j.id = ANY($4::bigint[]) AND j.state::text = 'available'
 		RETURNING ` + jobColsOf("j") + `),
 	ks AS (SELECT flow_key AS key, count(*)::int AS n FROM u WHERE flow_key <> '' GROUP BY flow_key),
-	kc AS (INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
-		SELECT $7, ks.key, ks.n, $1 FROM ks WHERE $6::int > 0 ORDER BY ks.key
-		ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running),
+	kc AS (` + takeKeySlots(`SELECT $7, ks.key, ks.n, $1 FROM ks WHERE $6::int > 0 ORDER BY ks.key`) + `),
 	kt AS (INSERT INTO {schema}.throttles (queue, key, tat)
 		SELECT $7, ks.key, $10::bigint + ks.n * $9::bigint FROM ks WHERE $9::bigint > 0 ORDER BY ks.key
 		ON CONFLICT (queue, key) DO UPDATE SET tat = greatest({schema}.throttles.tat, $10::bigint) + excluded.tat - $10::bigint),
@@ -548,6 +545,16 @@ var sqlKeyedClaim = `WITH u AS (UPDATE {schema}.jobs j SET state = 'running', at
 		running = running + CASE WHEN $5::boolean THEN (SELECT count(*) FROM u)::int ELSE 0 END
 		WHERE name = $7 AND (SELECT count(*) FROM u) + $11::int > 0)
 	SELECT ` + jobCols + ` FROM u`
+
+// takeKeySlots is the statement that adds to the slots of keys the rows
+// (queue, key, slots, now) of rows (a query, in key order: keys' rows
+// are written in key order), each key's row made if it has none: a keyed
+// claim's (sqlKeyedClaim, sqlKeyedFast).
+func takeKeySlots(rows string) string {
+	return `INSERT INTO {schema}.queue_keys (queue, key, running, updated_at)
+		` + rows + `
+		ON CONFLICT (queue, key) DO UPDATE SET running = {schema}.queue_keys.running + excluded.running`
+}
 
 // claimPicked drops (dropKeyed) and claims (sqlKeyedClaim) the jobs pick
 // of q in one batch on conn, claimKeyed's transaction, which it commits
