@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/hopperq/hopper"
@@ -254,21 +253,12 @@ func (a *api) setQueue(w http.ResponseWriter, r *http.Request, fn func(*hopper.C
 }
 
 // withWaitReason returns j's JSON with wait_reason, why the waiting job
-// does not start (Client.WaitReason), when something holds it.
+// does not start (Client.WaitReason), when something holds it
+// (statsview.Job).
 func (a *api) withWaitReason(r *http.Request, j *hopper.Job) ([]byte, error) {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, err
-	}
 	why, err := a.c.WaitReason(r.Context(), j)
-	if err != nil || why == "" || len(b) < 2 || b[len(b)-1] != '}' {
-		return b, err
-	}
-	q, err := json.Marshal(why)
 	if err != nil {
 		return nil, err
 	}
-	out := append(b[:len(b)-1:len(b)-1], `,"wait_reason":`...)
-	out = append(out, q...)
-	return append(out, '}'), nil
+	return statsview.Job(j, why)
 }

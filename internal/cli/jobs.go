@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hopperq/hopper"
+	"github.com/hopperq/hopper/internal/statsview"
 	"github.com/hopperq/hopper/internal/wire"
 	"github.com/hopperq/hopper/job"
 	"github.com/spf13/cobra"
@@ -168,8 +170,10 @@ func (a *app) jobsGetCmd() *cobra.Command {
 jobs with the exit code and the last lines of stdout and stderr of each),
 its result and its last error, then the output each attempt kept (the
 sizes of its stdout, stderr and log, and the last lines of the latest log;
-hopper jobs output prints them in full). --json prints the job with
-everything, including each attempt's full result.`,
+hopper jobs output prints them in full). A waiting job that a pause, a
+limit or a throttle holds back says so ("held: key tenant=42 at its limit
+of 2"; wait_reason in --json). --json prints the job with everything,
+including each attempt's full result.`,
 		Example: "  hopper jobs get 42\n  hopper jobs get 42 --json | jq .result",
 		Args:    exactArgs(1, "a job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -183,10 +187,18 @@ everything, including each attempt's full result.`,
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return printJSON(a.Out, j)
+				why, err := s.WaitReason(ctx, j)
+				if err != nil {
+					return err
 				}
-				if err := printJob(a.Out, j); err != nil {
+				if a.json {
+					b, err := statsview.Job(j, why)
+					if err != nil {
+						return err
+					}
+					return printJSON(a.Out, json.RawMessage(b))
+				}
+				if err := printJob(a.Out, j, why); err != nil {
 					return err
 				}
 				outs, err := s.Outputs(ctx, id)

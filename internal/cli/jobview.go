@@ -19,8 +19,9 @@ import (
 )
 
 // printJob writes every field of j, its attempt history, result and last
-// error, for people.
-func printJob(w io.Writer, j *hopper.Job) error {
+// error, for people, and why, what holds the waiting job back
+// (hopper.Client.WaitReason), if it is not "".
+func printJob(w io.Writer, j *hopper.Job, why string) error {
 	t := newTable(w)
 	field := func(name string, v any) { t.row(name+":", v) }
 	fmt.Fprintf(w, "Job %d\n", j.ID)
@@ -29,6 +30,9 @@ func printJob(w io.Writer, j *hopper.Job) error {
 		field("runs", s)
 	}
 	field("state", stateLine(j))
+	if why != "" {
+		field("held", why)
+	}
 	field("queue", j.Queue)
 	field("priority", j.Priority)
 	field("attempt", attemptLine(j))

@@ -93,7 +93,7 @@ func TestPrintJobAttempts(t *testing.T) {
 			{Attempt: 3, Outcome: "interrupted", Result: json.RawMessage(`null`)},
 		}}
 	var b strings.Builder
-	if err := printJob(&b, j); err != nil {
+	if err := printJob(&b, j, ""); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -191,7 +191,7 @@ func TestPrintJobReleased(t *testing.T) {
 		RunAt: started.Add(time.Minute), StartedAt: started,
 		Attempts: []hopper.Attempt{{Attempt: 1, StartedAt: started, Outcome: job.OutcomeReleased}}}
 	var b strings.Builder
-	if err := printJob(&b, j); err != nil {
+	if err := printJob(&b, j, ""); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -204,7 +204,7 @@ func TestPrintJobReleased(t *testing.T) {
 	j.State, j.Attempt = hopper.StateRunning, 1
 	j.Attempts = append(j.Attempts, hopper.Attempt{Attempt: 1, StartedAt: started, Outcome: job.OutcomeReleased})
 	b.Reset()
-	if err := printJob(&b, j); err != nil {
+	if err := printJob(&b, j, ""); err != nil {
 		t.Fatal(err)
 	}
 	if out := b.String(); !strings.Contains(out, "1 of 25 (+2 released by shutdowns, not counted)\n") || !strings.Contains(out, "started:") {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/hopperq/hopper"
@@ -31,7 +32,17 @@ func TestQueueCommands(t *testing.T) {
 	if j := getJobJSON(t, db, held); j.State.String() != "available" {
 		t.Fatalf("the paused queue's job is %s after a client ran, want available", j.State)
 	}
+	hop(t, db, "jobs", "get", fmt.Sprint(held)).ok(t).has(t, "held:", "queue mail paused")
+	if why := waitReason(t, db, held); why != "queue mail paused" {
+		t.Errorf("jobs get --json: wait_reason %q, want %q", why, "queue mail paused")
+	}
 	hop(t, db, "queue", "resume", "mail").ok(t).has(t, "queue mail resumed")
+	if why := waitReason(t, db, held); why != "" {
+		t.Errorf("jobs get --json after the resume: wait_reason %q, want none", why)
+	}
+	if out := hop(t, db, "jobs", "get", fmt.Sprint(held)).ok(t).out; strings.Contains(out, "held:") {
+		t.Errorf("jobs get after the resume says the job is held:\n%s", out)
+	}
 	hop(t, db, "queue", "resume", "mail").ok(t).has(t, "queue mail already active")
 	work(t, db, held)
 	hop(t, db, "queue", "pause", "").fails(t, ExitUsage, "bad queue NAME", "must not be empty")
@@ -106,6 +117,10 @@ func TestQueueKeyCommands(t *testing.T) {
 	if j := getJobJSON(t, db, held); j.State.String() != "available" || j.Key != "tenant=2" {
 		t.Fatalf("the paused key's job: %s key %q, want available with key tenant=2", j.State, j.Key)
 	}
+	hop(t, db, "jobs", "get", fmt.Sprint(held)).ok(t).has(t, "held:", "key tenant=2 paused")
+	if why := waitReason(t, db, held); why != "key tenant=2 paused" {
+		t.Errorf("jobs get --json: wait_reason %q, want %q", why, "key tenant=2 paused")
+	}
 	hop(t, db, "queue", "resume", "api", "--key", "tenant=2").ok(t).has(t, "queue api key tenant=2 resumed")
 	work(t, db, held)
 	hop(t, db, "queue", "set", "api", "--key-concurrency", "0").ok(t).has(t, "no limit per key")
@@ -129,6 +144,7 @@ func TestQueueRateCommand(t *testing.T) {
 		t.Fatalf("the throttled job is %s, want available", j.State)
 	}
 	hop(t, db, "queue", "list").ok(t).has(t, "RATE", "1/1h", "throttled until")
+	hop(t, db, "jobs", "get", fmt.Sprint(second)).ok(t).has(t, "held:", "queue slow throttled until")
 	var qs []statsview.Queue
 	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
 	if len(qs) != 1 || qs[0].Rate != "1/1h" || qs[0].Throttled != 1 || qs[0].ThrottledUntil == nil {
@@ -271,4 +287,21 @@ func TestQueueKeyedDropCommand(t *testing.T) {
 	if want := map[string]int{"tenant=42 completed": 1, "tenant=7 cancelled": 1, "tenant=9 cancelled": 1}; !maps.Equal(states, want) {
 		t.Errorf("jobs of a keyed queue at 1/1h with --drop: %v, want %v", states, want)
 	}
+}
+
+// waitReason returns the wait_reason of job id in jobs get --json ("" if
+// absent).
+func waitReason(t *testing.T, db string, id hopper.ID) string {
+	t.Helper()
+	var v struct {
+		WaitReason *string `json:"wait_reason"`
+	}
+	hop(t, db, "jobs", "get", "--json", fmt.Sprint(id)).ok(t).decode(&v)
+	if v.WaitReason == nil {
+		return ""
+	}
+	if *v.WaitReason == "" {
+		t.Errorf("jobs get --json %d: wait_reason present and empty", id)
+	}
+	return *v.WaitReason
 }

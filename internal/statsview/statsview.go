@@ -1,6 +1,8 @@
-// Package statsview is the public JSON of hopper.Stats's counts, shared by
-// the CLI's stats --json and the HTTP API's /stats: states by name, and the
-// sums every reader wants.
+// Package statsview is the public JSON that the CLI's --json and the HTTP
+// API share: hopper.Stats's counts (stats --json, /stats: states by name,
+// and the sums every reader wants), the queues' and keys' flow control
+// (queue list --json, /queues), and a job with why it waits (jobs get
+// --json, /jobs/{id}).
 package statsview
 
 import (
