@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hopperq/hopper/job"
 	"github.com/hopperq/hopper/store"
 )
 
@@ -117,10 +118,55 @@ func (c *Client) Keys(ctx context.Context, queue string) ([]KeyInfo, error) {
 	out := make([]KeyInfo, len(ks))
 	now := c.now()
 	for i, k := range ks {
-		out[i] = KeyInfo{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused, PausedAt: k.PausedAt, HeldUntil: k.HeldUntil,
-			ThrottledUntil: k.Throttle.Until(now)}
+		out[i] = keyInfo(k, now)
 	}
 	return out, nil
+}
+
+// Key returns the state of key of queue, as Keys lists it (with no state:
+// only Queue and Key set), reading that key alone: a queue may have
+// 100,000 keys with a state. A queue or key name the stores would refuse
+// is a *FieldError naming it.
+func (c *Client) Key(ctx context.Context, queue, key string) (KeyInfo, error) {
+	if err := job.CheckName("queue", queue); err != nil {
+		return KeyInfo{}, err
+	}
+	if err := job.CheckKey("key", key); err != nil {
+		return KeyInfo{}, err
+	}
+	k, err := c.keyState(ctx, queue, key)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	return keyInfo(k, c.now()), nil
+}
+
+// keyInfo is k's KeyInfo at now.
+func keyInfo(k store.KeyState, now time.Time) KeyInfo {
+	return KeyInfo{Queue: k.Queue, Key: k.Key, Running: k.Running, Paused: k.Paused, PausedAt: k.PausedAt, HeldUntil: k.HeldUntil,
+		ThrottledUntil: k.Throttle.Until(now)}
+}
+
+// keyState reads the state of key of queue: by the store's GetKey
+// (store.KeyGetter), or else found in its ListKeys.
+func (c *Client) keyState(ctx context.Context, queue, key string) (store.KeyState, error) {
+	kc, err := c.keyControl()
+	if err != nil {
+		return store.KeyState{}, err
+	}
+	if g, ok := kc.(store.KeyGetter); ok {
+		return g.GetKey(ctx, queue, key)
+	}
+	ks, err := kc.ListKeys(ctx, queue)
+	if err != nil {
+		return store.KeyState{}, err
+	}
+	for _, k := range ks {
+		if k.Key == key {
+			return k, nil
+		}
+	}
+	return store.KeyState{Queue: queue, Key: key}, nil
 }
 
 // setKey applies p at the client's now and wakes this client's workers.
@@ -154,14 +200,9 @@ func (c *Client) keyWaitReason(ctx context.Context, j *Job, limit int) (string, 
 	if j.Key == "" || c.kc == nil {
 		return "", nil
 	}
-	ks, err := c.kc.ListKeys(ctx, j.Queue)
+	k, err := c.keyState(ctx, j.Queue, j.Key)
 	if err != nil {
 		return "", err
 	}
-	for _, k := range ks {
-		if k.Key == j.Key {
-			return store.KeyWaitReason(k, limit, c.now()), nil
-		}
-	}
-	return "", nil
+	return store.KeyWaitReason(k, limit, c.now()), nil
 }

@@ -169,8 +169,14 @@ func TestPauseKeyStep(t *testing.T) {
 	if why, err := c.WaitReason(ctx, j); err != nil || why != "key k paused" {
 		t.Errorf("WaitReason: %q, %v", why, err)
 	}
+	if k, err := c.Key(ctx, "q", "k"); err != nil || !k.Paused || k.Queue != "q" || k.Key != "k" {
+		t.Errorf("Key(q, k) while paused: %+v, %v; want it paused", k, err)
+	}
 	if err := c.ResumeKey(ctx, "q", "k"); err != nil {
 		t.Fatal(err)
+	}
+	if k, err := c.Key(ctx, "q", "k"); err != nil || k != (hopper.KeyInfo{Queue: "q", Key: "k"}) {
+		t.Errorf("Key(q, k) after the resume: %+v, %v; want no state", k, err)
 	}
 	if j, ok, err := c.ProcessNext(ctx, farFuture); err != nil || !ok || j.ID != id {
 		t.Fatalf("ProcessNext after the resume: %v, %v, %v; want job %d", j, ok, err, id)
@@ -191,6 +197,12 @@ func TestKeyBadInput(t *testing.T) {
 	}
 	if err := c.SetQueueKeyConcurrency(ctx, "q", -1); !errors.As(err, &fe) || fe.Field != "key_concurrency" {
 		t.Errorf("SetQueueKeyConcurrency(-1): %v, want a *FieldError on key_concurrency", err)
+	}
+	if _, err := c.Key(ctx, "q", ""); !errors.As(err, &fe) || fe.Field != "key" {
+		t.Errorf("Key(q, \"\"): %v, want a *FieldError on key", err)
+	}
+	if _, err := c.Key(ctx, "", "k"); !errors.As(err, &fe) || fe.Field != "queue" {
+		t.Errorf("Key(\"\", k): %v, want a *FieldError on queue", err)
 	}
 	_, err := c.Enqueue(ctx, "x", nil, &hopper.EnqueueOptions{Key: strings.Repeat("k", 1025)})
 	if !errors.As(err, &fe) || fe.Field != "key" {

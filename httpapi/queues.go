@@ -63,17 +63,11 @@ func (a *api) setKey(w http.ResponseWriter, r *http.Request, fn func(*hopper.Cli
 	if err := fn(a.c, r.Context(), name, key); err != nil {
 		return err
 	}
-	ks, err := a.c.Keys(r.Context(), name)
+	k, err := a.c.Key(r.Context(), name, key)
 	if err != nil {
 		return err
 	}
-	v := statsview.KeyOf(hopper.KeyInfo{Queue: name, Key: key})
-	for _, k := range ks {
-		if k.Key == key {
-			v = statsview.KeyOf(k)
-		}
-	}
-	reply(w, http.StatusOK, v)
+	reply(w, http.StatusOK, statsview.KeyOf(k))
 	return nil
 }
 

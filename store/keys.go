@@ -52,6 +52,18 @@ type KeyControl interface {
 	ListKeys(ctx context.Context, queue string) ([]KeyState, error)
 }
 
+// KeyGetter is implemented by stores that read one key's state without
+// listing its queue's keys: every store of this module. A queue may have
+// 100,000 keys with a state (each key's throttle is a row), and a reader
+// of one key (why a job waits, the reply to a key's pause) should not
+// read them all.
+type KeyGetter interface {
+	// GetKey returns the state of key of queue as ListKeys lists it, its
+	// Throttle included, or the zero state with Queue and Key set if the
+	// key has none.
+	GetKey(ctx context.Context, queue, key string) (KeyState, error)
+}
+
 // KeyState is the flow-control state of one key of one queue.
 type KeyState struct {
 	Queue, Key string

@@ -10,7 +10,10 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-var _ store.KeyControl = (*Store)(nil)
+var (
+	_ store.KeyControl = (*Store)(nil)
+	_ store.KeyGetter  = (*Store)(nil)
+)
 
 // qkey names one key of one queue.
 type qkey struct{ queue, key string }
@@ -300,6 +303,19 @@ func (s *Store) holdKey(e *entry, until, now time.Time) {
 	s.putKey(store.ApplySetKey(s.keyState(e.l.queue, key), store.SetKeyParams{
 		Now: now, Queue: e.l.queue, Key: key, HoldUntil: &until}), now)
 	s.rekey(e.l.queue)
+}
+
+// GetKey implements store.KeyGetter.
+func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, error) {
+	if err := s.lock(); err != nil {
+		return store.KeyState{}, err
+	}
+	defer s.mu.Unlock()
+	k := s.keyState(queue, key)
+	if ks := s.keyTATs[queue]; ks != nil && ks.by[key] != nil {
+		k.Throttle = s.keyThrottle(queue, key, s.queues[queue].KeyRate)
+	}
+	return k, nil
 }
 
 // ListKeys implements store.KeyControl.

@@ -13,7 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-var _ store.KeyControl = (*Store)(nil)
+var (
+	_ store.KeyControl = (*Store)(nil)
+	_ store.KeyGetter  = (*Store)(nil)
+)
 
 // Per-key flow control (store.KeyControl). A keyed queue — one with a
 // limit per key, or a paused or held key (sqlKeyedQueues) — is left out of
@@ -111,6 +114,42 @@ func (s *Store) SetKey(ctx context.Context, p store.SetKeyParams) (store.KeyStat
 		s.notify() // held jobs may start
 	}
 	return out, nil
+}
+
+// GetKey implements store.KeyGetter: the key's row and its throttle's,
+// each by primary key, in one round trip.
+func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, error) {
+	if err := s.readable(); err != nil {
+		return store.KeyState{}, err
+	}
+	k := store.KeyState{Queue: queue, Key: key}
+	if s.empty {
+		return k, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(s.q(`SELECT `+keyCols+` FROM {schema}.queue_keys WHERE queue = $1 AND key = $2`), queue, key)
+	b.Queue(s.q(sqlKeyThrottles+`t.queue = $1 AND t.key = $2`), queue, key)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	row, err := scanKey(br.QueryRow())
+	switch {
+	case err == nil:
+		k = row
+	case !errors.Is(err, pgx.ErrNoRows):
+		return store.KeyState{}, s.translate(err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return store.KeyState{}, s.translate(err)
+	}
+	th, err := store.ScanKeyThrottles(rows)
+	if err != nil {
+		return store.KeyState{}, s.translate(err)
+	}
+	if len(th) > 0 {
+		k.Throttle = th[0].Throttle
+	}
+	return k, s.translate(br.Close())
 }
 
 // ListKeys implements store.KeyControl.

@@ -64,13 +64,16 @@ func (s *Store) queueDropKeyed(b *pgx.Batch, q keyedQueue, pick store.KeyPick, n
 	}
 }
 
+// sqlKeyThrottles reads the throttle rows of keys, in the columns that
+// store.ScanKeyThrottles reads, that match the condition appended to it.
+const sqlKeyThrottles = `SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst, q.key_rate_drop
+	FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
+	WHERE t.key <> '' AND `
+
 // listKeyThrottles returns the throttle states of the keys of queue (every
 // queue if ""), by queue and key.
 func (s *Store) listKeyThrottles(ctx context.Context, queue string) ([]store.KeyState, error) {
-	rows, err := s.pool.Query(ctx, s.q(`SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst,
-			q.key_rate_drop
-		FROM {schema}.throttles t JOIN {schema}.queues q ON q.name = t.queue
-		WHERE t.key <> '' AND ($1 = '' OR t.queue = $1) ORDER BY t.queue, t.key`), queue)
+	rows, err := s.pool.Query(ctx, s.q(sqlKeyThrottles+`($1 = '' OR t.queue = $1) ORDER BY t.queue, t.key`), queue)
 	if err != nil {
 		return nil, err
 	}

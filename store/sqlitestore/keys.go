@@ -11,7 +11,10 @@ import (
 	"github.com/hopperq/hopper/store"
 )
 
-var _ store.KeyControl = (*Store)(nil)
+var (
+	_ store.KeyControl = (*Store)(nil)
+	_ store.KeyGetter  = (*Store)(nil)
+)
 
 // Per-key flow control (store.KeyControl). A keyed queue — one with a
 // limit per key, or a paused or held key (sqlKeyedQueues) — is left out of
@@ -84,6 +87,34 @@ func (s *Store) SetKey(ctx context.Context, p store.SetKeyParams) (store.KeyStat
 		return store.KeyState{}, err
 	}
 	return out, nil
+}
+
+// GetKey implements store.KeyGetter: the key's row and its throttle's,
+// each by primary key.
+func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, error) {
+	if err := s.errIfClosed(); err != nil {
+		return store.KeyState{}, err
+	}
+	k, err := scanKey(s.rdb.QueryRowContext(ctx, `SELECT `+keyCols+` FROM queue_keys WHERE queue = ? AND key = ?`, queue, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		k, err = store.KeyState{Queue: queue, Key: key}, nil
+	}
+	if err != nil {
+		return store.KeyState{}, s.readErr(err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, sqlKeyThrottles+`t.queue = ?1 AND t.key = ?2`, queue, key)
+	if err != nil {
+		return store.KeyState{}, s.readErr(err)
+	}
+	defer rows.Close()
+	th, err := store.ScanKeyThrottles(rows)
+	if err != nil {
+		return store.KeyState{}, s.readErr(err)
+	}
+	if len(th) > 0 {
+		k.Throttle = th[0].Throttle
+	}
+	return k, nil
 }
 
 // ListKeys implements store.KeyControl.

@@ -92,13 +92,16 @@ func (w *writer) dropKeyed(q keyedQueue, pick store.KeyPick, now int64) ([]*job.
 	return out, nil
 }
 
+// sqlKeyThrottles reads the throttle rows of keys, in the columns that
+// store.ScanKeyThrottles reads, that match the condition appended to it.
+const sqlKeyThrottles = `SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst, q.key_rate_drop
+	FROM throttles t JOIN queues q ON q.name = t.queue
+	WHERE t.key <> '' AND `
+
 // listKeyThrottles returns the throttle states of the keys of queue (every
 // queue if ""), by queue and key, from s's read pool.
 func (s *Store) listKeyThrottles(ctx context.Context, queue string) ([]store.KeyState, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT t.queue, t.key, t.tat, q.key_rate_n, q.key_rate_period, q.key_rate_burst,
-			q.key_rate_drop
-		FROM throttles t JOIN queues q ON q.name = t.queue
-		WHERE t.key <> '' AND (?1 = '' OR t.queue = ?1) ORDER BY t.queue, t.key`, queue)
+	rows, err := s.rdb.QueryContext(ctx, sqlKeyThrottles+`(?1 = '' OR t.queue = ?1) ORDER BY t.queue, t.key`, queue)
 	if err != nil {
 		return nil, err
 	}

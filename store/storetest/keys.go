@@ -38,14 +38,43 @@ func (e *env) setKey(p store.SetKeyParams) store.KeyState {
 	return k
 }
 
-// listKeys calls ListKeys and fails the test on an error.
+// listKeys calls ListKeys and fails the test on an error. Each key it
+// lists reads the same through GetKey, if the store is a store.KeyGetter.
 func (e *env) listKeys(queue string) []store.KeyState {
 	e.t.Helper()
 	ks, err := e.keyControl().ListKeys(e.ctx, queue)
 	if err != nil {
 		e.t.Fatalf("ListKeys(%q): %v", queue, err)
 	}
+	for _, k := range ks {
+		if got, ok := e.getKey(k.Queue, k.Key); ok && !sameKeyState(got, k) {
+			e.t.Errorf("GetKey(%q, %q) = %+v, ListKeys lists %+v", k.Queue, k.Key, got, k)
+		}
+	}
 	return ks
+}
+
+// getKey calls GetKey and fails the test on an error; false if the store
+// is not a store.KeyGetter.
+func (e *env) getKey(queue, key string) (store.KeyState, bool) {
+	e.t.Helper()
+	g, ok := e.s.(store.KeyGetter)
+	if !ok {
+		return store.KeyState{}, false
+	}
+	k, err := g.GetKey(e.ctx, queue, key)
+	if err != nil {
+		e.t.Fatalf("GetKey(%q, %q): %v", queue, key, err)
+	}
+	return k, true
+}
+
+// sameKeyState reports whether a and b are the same state, their times
+// the same instants.
+func sameKeyState(a, b store.KeyState) bool {
+	return a.Queue == b.Queue && a.Key == b.Key && a.Running == b.Running && a.Paused == b.Paused &&
+		a.PausedAt.Equal(b.PausedAt) && a.HeldUntil.Equal(b.HeldUntil) && a.UpdatedAt.Equal(b.UpdatedAt) &&
+		a.Throttle == b.Throttle
 }
 
 // keyed enqueues n jobs of key in queue at now and returns their IDs.
@@ -237,6 +266,51 @@ func keyCases() []testCase {
 			resumed := false
 			e.setKey(store.SetKeyParams{Now: at(1001), Queue: "q", Key: "p", Paused: &resumed})
 			wantIDList(t, "Claim after the resume", idsOf(e.claim(store.ClaimParams{Now: at(1002), Limit: 10}).Jobs), []job.ID{p})
+		}},
+		{"KeyGetReadsOneKey", func(t *testing.T, e *env) {
+			// GetKey reads one key as ListKeys lists it — slots, pause,
+			// hold and throttle — and a key with no state as the zero
+			// state, named; keys of other queues and other keys are not
+			// it.
+			e.keyControl()
+			if _, ok := e.s.(store.KeyGetter); !ok {
+				t.Skip("not a store.KeyGetter")
+			}
+			wantNone := func(what, queue, key string) {
+				t.Helper()
+				if k, _ := e.getKey(queue, key); !sameKeyState(k, store.KeyState{Queue: queue, Key: key}) {
+					t.Errorf("GetKey(%q, %q) %s: %+v, want the zero state named", queue, key, what, k)
+				}
+			}
+			wantNone("of a store with no keys", "q", "a")
+			e.keyLimit(t0, "q", 2)
+			e.setQueue(store.SetQueueParams{Now: t0, Name: "r", KeyRate: &store.Rate{N: 1, Period: time.Hour}})
+			e.keyed(t0, "q", "a", 3)
+			e.keyed(t0, "r", "t", 2)
+			paused, until := true, at(5000)
+			e.setKey(store.SetKeyParams{Now: t0, Queue: "q", Key: "p", Paused: &paused})
+			e.setKey(store.SetKeyParams{Now: t0, Queue: "q", Key: "h", HoldUntil: &until})
+			e.claim(store.ClaimParams{Now: at(1), Limit: 10, Queues: []string{"q"}})
+			e.claim(store.ClaimParams{Now: at(1), Limit: 10, Queues: []string{"r"}})
+			ks := append(e.listKeys("q"), e.listKeys("r")...) // each checked against GetKey
+			if len(ks) != 4 {
+				t.Fatalf("ListKeys: %+v, want a (2 running), h, p and t (throttled)", ks)
+			}
+			if k, _ := e.getKey("q", "a"); k.Running != 2 {
+				t.Errorf("GetKey(q, a): %+v, want 2 running", k)
+			}
+			if k, _ := e.getKey("q", "p"); !k.Paused || !k.PausedAt.Equal(t0) {
+				t.Errorf("GetKey(q, p): %+v, want paused at T", k)
+			}
+			if k, _ := e.getKey("q", "h"); !k.HeldUntil.Equal(until) {
+				t.Errorf("GetKey(q, h): %+v, want held until %v", k, until)
+			}
+			if k, _ := e.getKey("r", "t"); k.Throttle.TAT != store.UnixNanos(at(1).Add(time.Hour)) || k.Throttle.Rate.N != 1 {
+				t.Errorf("GetKey(r, t): %+v, want its throttle's TAT an hour after its start", k)
+			}
+			wantNone("of a key with no state", "q", "none")
+			wantNone("of another queue's key", "r", "a")
+			wantNone("of a queue with no keys", "s", "a")
 		}},
 		{"FinishClaimKeepsOutputsAndKeys", func(t *testing.T, e *env) {
 			// FinishClaim does what Finish does — keeps the outcomes'
