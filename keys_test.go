@@ -169,11 +169,17 @@ func TestPauseKeyStep(t *testing.T) {
 	if why, err := c.WaitReason(ctx, j); err != nil || why != "key k paused" {
 		t.Errorf("WaitReason: %q, %v", why, err)
 	}
+	if qs, err := c.Queues(ctx); err != nil || len(qs) != 1 || qs[0].KeyHeld != 1 || qs[0].Held != 0 {
+		t.Errorf("Queues with the key paused: %+v, %v; want its job held by its key", qs, err)
+	}
 	if k, err := c.Key(ctx, "q", "k"); err != nil || !k.Paused || k.Queue != "q" || k.Key != "k" {
 		t.Errorf("Key(q, k) while paused: %+v, %v; want it paused", k, err)
 	}
 	if err := c.ResumeKey(ctx, "q", "k"); err != nil {
 		t.Fatal(err)
+	}
+	if qs, err := c.Queues(ctx); err != nil || len(qs) != 1 || qs[0].KeyHeld != 0 {
+		t.Errorf("Queues after the resume: %+v, %v; want no job held by its key", qs, err)
 	}
 	if k, err := c.Key(ctx, "q", "k"); err != nil || k != (hopper.KeyInfo{Queue: "q", Key: "k"}) {
 		t.Errorf("Key(q, k) after the resume: %+v, %v; want no state", k, err)

@@ -57,6 +57,11 @@ type QueueInfo struct {
 	// and neither paused nor at its limit.
 	Held      int
 	Throttled int
+	// KeyHeld counts the jobs ready to run that their keys hold back
+	// (a key paused, held, at the queue's limit per key, or throttled:
+	// the rule of store.KeyBlocked), in a queue that does not hold them
+	// itself (Held counts those); QueueStates leaves it out.
+	KeyHeld int
 	// MaxWorkers is this client's own cap on the queue's running jobs
 	// (QueueConfig.MaxWorkers; 0: none), which other processes do not
 	// share.
@@ -146,7 +151,6 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	for name, qc := range c.cfg.Queues {
 		get(name).MaxWorkers = qc.MaxWorkers
 	}
-	out := make([]QueueInfo, 0, len(byName))
 	for _, q := range byName {
 		if q.Paused || q.AtLimit() || q.IsThrottled() {
 			q.Held = q.Counts[StateAvailable]
@@ -154,10 +158,46 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 		if !q.Paused && !q.AtLimit() && q.IsThrottled() {
 			q.Throttled = q.Counts[StateAvailable]
 		}
+	}
+	if err := c.countKeyHeld(ctx, byName); err != nil {
+		return nil, err
+	}
+	out := make([]QueueInfo, 0, len(byName))
+	for _, q := range byName {
 		out = append(out, *q)
 	}
 	slices.SortFunc(out, func(a, b QueueInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// countKeyHeld sets the KeyHeld of the queues qs whose ready jobs they do
+// not hold themselves: the available jobs of their keys that
+// store.KeyBlocked blocks now, of the keys with a state and available
+// jobs (store.KeyJobCounter).
+func (c *Client) countKeyHeld(ctx context.Context, qs map[string]*QueueInfo) error {
+	counter, ok := c.kc.(store.KeyJobCounter)
+	if !ok {
+		return nil
+	}
+	ready := func(q *QueueInfo) bool { return q != nil && q.Held == 0 && q.Counts[StateAvailable] > 0 }
+	some := false
+	for _, q := range qs {
+		some = some || ready(q)
+	}
+	if !some {
+		return nil
+	}
+	ks, err := counter.KeysWithJobs(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	for _, k := range ks {
+		if q := qs[k.Queue]; ready(q) && store.KeyBlocked(k.KeyState, q.KeyConcurrency, now) != "" {
+			q.KeyHeld += k.Available
+		}
+	}
+	return nil
 }
 
 // PauseQueue pauses a queue in the store, for every process sharing it:

@@ -126,8 +126,9 @@ func TestQueuesPageRate(t *testing.T) {
 	}
 }
 
-// TestQueuesPageKeyRate: the queues page shows a queue's rate per key; a
-// job its key's throttle holds says until when on its page.
+// TestQueuesPageKeyRate: the queues page shows a queue's rate per key and
+// counts the jobs its keys hold ("1 by keys"); a job its key's throttle
+// holds says until when on its page.
 func TestQueuesPageKeyRate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{})
@@ -143,6 +144,9 @@ func TestQueuesPageKeyRate(t *testing.T) {
 	page := e.get("/queues", "").want(t, 200).body
 	if want := `<span class="key-rate">1/1h starts per key</span> <span class="muted">burst 2</span>`; !strings.Contains(page, want) {
 		t.Errorf("queues page: no %s", want)
+	}
+	if want := `title="ready jobs that their keys hold back: a key paused, held, at its limit or throttled">1 by keys</a>`; !strings.Contains(page, want) {
+		t.Errorf("queues page: the job its key's throttle holds is not counted (no %s)", want)
 	}
 	if jp := e.get("/jobs/"+strconv.FormatInt(int64(held), 10), "").want(t, 200).body; !strings.Contains(jp, `id="wait-reason">key tenant=42 throttled until `) {
 		t.Errorf("the throttled key's job's page does not say until when it waits")

@@ -64,6 +64,25 @@ type KeyGetter interface {
 	GetKey(ctx context.Context, queue, key string) (KeyState, error)
 }
 
+// KeyJobCounter is implemented by stores that count the available jobs of
+// the keys with a state: every store of this module. A client counts with
+// it the jobs that their keys hold back (hopper.QueueInfo.KeyHeld),
+// applying KeyBlocked in Go, so that the rule stays in one place; the
+// store reads only the keys that have both a state and available jobs —
+// not 100,000 throttle rows of keys with nothing waiting.
+type KeyJobCounter interface {
+	// KeysWithJobs returns the keys that have a state (as ListKeys lists
+	// them, Throttle included) and available jobs, ordered by queue and
+	// key, each with how many available jobs it has.
+	KeysWithJobs(ctx context.Context) ([]KeyJobs, error)
+}
+
+// KeyJobs is a key's state and the number of its available jobs.
+type KeyJobs struct {
+	KeyState
+	Available int
+}
+
 // KeyState is the flow-control state of one key of one queue.
 type KeyState struct {
 	Queue, Key string

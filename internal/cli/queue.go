@@ -25,8 +25,10 @@ func (a *app) queueListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the queues: paused or active, their jobs by state, the jobs a pause holds",
 		Long: `List every queue that has jobs or is paused, by name: its status (active or
-paused, and since when), its jobs waiting, running and finished, and HELD,
-the jobs ready to run that its pause holds back.
+paused, and since when), its jobs waiting, running and finished, HELD, the
+jobs ready to run that the queue holds back (its pause, its limit, its
+rate), and KEY HELD, those that their keys hold back (a key paused, held,
+at its limit or throttled).
 
 A pause lives in the database: every server working it obeys it, and it
 survives restarts, until "hopper queue resume".
@@ -48,7 +50,7 @@ survives restarts, until "hopper queue resume".
 					fmt.Fprintln(a.Err, "no queues: no job has been enqueued")
 					return nil
 				}
-				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "PER KEY", "RATE", "WAITING", "HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
+				t := newTable(a.Out, "QUEUE", "STATUS", "LIMIT", "PER KEY", "RATE", "WAITING", "HELD", "KEY HELD", "RUNNING", "COMPLETED", "CANCELLED", "DEAD")
 				for _, v := range views {
 					status, limit, perKey := "active", "-", "-"
 					switch {
@@ -79,7 +81,7 @@ survives restarts, until "hopper queue resume".
 							perKey += ", " + r
 						}
 					}
-					t.row(v.Name, status, limit, perKey, rateText(v), v.Waiting, v.Held, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
+					t.row(v.Name, status, limit, perKey, rateText(v), v.Waiting, v.Held, v.KeyHeld, v.Running, v.Counts["completed"], v.Counts["cancelled"], v.Counts["dead"])
 				}
 				return t.flush()
 			})

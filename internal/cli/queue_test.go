@@ -117,6 +117,11 @@ func TestQueueKeyCommands(t *testing.T) {
 	if j := getJobJSON(t, db, held); j.State.String() != "available" || j.Key != "tenant=2" {
 		t.Fatalf("the paused key's job: %s key %q, want available with key tenant=2", j.State, j.Key)
 	}
+	hop(t, db, "queue", "list").ok(t).has(t, "KEY HELD")
+	hop(t, db, "queue", "list", "--json").ok(t).decode(&qs)
+	if len(qs) != 1 || qs[0].KeyHeld != 1 || qs[0].Held != 0 {
+		t.Errorf("queue list --json with key tenant=2 paused: %+v, want its job held by its key", qs)
+	}
 	hop(t, db, "jobs", "get", fmt.Sprint(held)).ok(t).has(t, "held:", "key tenant=2 paused")
 	if why := waitReason(t, db, held); why != "key tenant=2 paused" {
 		t.Errorf("jobs get --json: wait_reason %q, want %q", why, "key tenant=2 paused")

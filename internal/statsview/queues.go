@@ -44,6 +44,10 @@ type Queue struct {
 	// throttled); Throttled those its throttle holds back.
 	Held      int `json:"held"`
 	Throttled int `json:"throttled"`
+	// KeyHeld counts the jobs ready to run that their keys hold back (a
+	// key paused, held, at its limit or throttled) while the queue itself
+	// does not.
+	KeyHeld int `json:"key_held"`
 	// Waiting is scheduled + available + retrying; Running the jobs
 	// running in every process.
 	Waiting int `json:"waiting"`
@@ -68,7 +72,7 @@ func QueueOf(q hopper.QueueInfo) Queue {
 	if q.KeyRate.N > 0 {
 		v.KeyRate, v.KeyBurst, v.KeyDrop = q.KeyRate.String(), q.KeyRate.Burst, q.KeyRate.Drop
 	}
-	v.Throttled = q.Throttled
+	v.Throttled, v.KeyHeld = q.Throttled, q.KeyHeld
 	for _, s := range job.States {
 		n := q.Counts[s]
 		v.Counts[s.String()] = n

@@ -11,8 +11,9 @@ import (
 )
 
 var (
-	_ store.KeyControl = (*Store)(nil)
-	_ store.KeyGetter  = (*Store)(nil)
+	_ store.KeyControl    = (*Store)(nil)
+	_ store.KeyGetter     = (*Store)(nil)
+	_ store.KeyJobCounter = (*Store)(nil)
 )
 
 // qkey names one key of one queue.
@@ -318,12 +319,60 @@ func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, 
 	return k, nil
 }
 
+// KeysWithJobs implements store.KeyJobCounter: in a keyed lane a key's
+// available jobs wait in a heap of their own; the lanes of a queue that is
+// not keyed (whose keys may keep slots taken before its limit per key was
+// cleared) are counted in one pass over the jobs.
+func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	states := s.listKeys("")
+	queues := map[string]bool{}
+	for _, k := range states {
+		queues[k.Queue] = true
+	}
+	avail := map[qkey]int{}
+	scan := false
+	for _, l := range s.lanes {
+		switch {
+		case !queues[l.queue]:
+		case !l.keyed:
+			scan = true
+		default:
+			for key, h := range l.byKey {
+				avail[qkey{l.queue, key}] += h.len()
+			}
+		}
+	}
+	if scan {
+		for e := range s.jobs.from(0, false) {
+			if e.state == job.StateAvailable && !e.l.keyed && queues[e.l.queue] && e.keyOf() != "" {
+				avail[qkey{e.l.queue, e.keyOf()}]++
+			}
+		}
+	}
+	out := []store.KeyJobs{}
+	for _, k := range states {
+		if n := avail[qkey{k.Queue, k.Key}]; n > 0 {
+			out = append(out, store.KeyJobs{KeyState: k, Available: n})
+		}
+	}
+	return out, nil
+}
+
 // ListKeys implements store.KeyControl.
 func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	return s.listKeys(queue), nil
+}
+
+// listKeys is ListKeys, s.mu held.
+func (s *Store) listKeys(queue string) []store.KeyState {
 	out := []store.KeyState{}
 	for q, k := range s.keys {
 		if queue == "" || q.queue == queue {
@@ -339,5 +388,5 @@ func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, e
 	slices.SortFunc(out, byQueueKey)
 	th := s.keyThrottles(queue)
 	slices.SortFunc(th, byQueueKey)
-	return store.MergeKeyThrottles(out, th), nil
+	return store.MergeKeyThrottles(out, th)
 }

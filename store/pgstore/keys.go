@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	_ store.KeyControl = (*Store)(nil)
-	_ store.KeyGetter  = (*Store)(nil)
+	_ store.KeyControl    = (*Store)(nil)
+	_ store.KeyGetter     = (*Store)(nil)
+	_ store.KeyJobCounter = (*Store)(nil)
 )
 
 // Per-key flow control (store.KeyControl). A keyed queue — one with a
@@ -151,6 +152,60 @@ func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, 
 	}
 	return k, s.translate(br.Close())
 }
+
+// KeysWithJobs implements store.KeyJobCounter: the available keyed jobs
+// counted per key (jobs_key), joined to the keys' rows and throttles by
+// primary key.
+func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
+	out := []store.KeyJobs{}
+	if s.empty {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.q(`WITH a AS (SELECT queue, flow_key AS key, count(*)::int AS n FROM {schema}.jobs
+			WHERE state = 'available' AND flow_key <> '' GROUP BY queue, flow_key)
+		SELECT a.queue, a.key, coalesce(k.running, 0), coalesce(k.paused, false), k.paused_at, k.held_until, k.updated_at,
+			t.tat, coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0),
+			coalesce(q.key_rate_drop, false), a.n
+		FROM a LEFT JOIN {schema}.queue_keys k ON k.queue = a.queue AND k.key = a.key
+		LEFT JOIN {schema}.throttles t ON t.queue = a.queue AND t.key = a.key
+		LEFT JOIN {schema}.queues q ON q.name = a.queue
+		WHERE k.key IS NOT NULL OR t.key IS NOT NULL ORDER BY a.queue, a.key`))
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tat *int64
+		var period int64
+		var r store.Rate
+		var n int
+		k, err := scanKey(moreCols{rows, []any{&tat, &r.N, &period, &r.Burst, &r.Drop, &n}})
+		if err != nil {
+			return nil, s.translate(err)
+		}
+		if tat != nil {
+			r.Period = time.Duration(period)
+			k.Throttle = store.Throttle{Rate: r, TAT: *tat}
+		}
+		out = append(out, store.KeyJobs{KeyState: k, Available: n})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate(err)
+	}
+	return out, nil
+}
+
+// moreCols scans a row whose columns after those a scan asks for go to
+// more.
+type moreCols struct {
+	r    pgx.Row
+	more []any
+}
+
+func (m moreCols) Scan(dest ...any) error { return m.r.Scan(append(dest, m.more...)...) }
 
 // ListKeys implements store.KeyControl.
 func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, error) {

@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	_ store.KeyControl = (*Store)(nil)
-	_ store.KeyGetter  = (*Store)(nil)
+	_ store.KeyControl    = (*Store)(nil)
+	_ store.KeyGetter     = (*Store)(nil)
+	_ store.KeyJobCounter = (*Store)(nil)
 )
 
 // Per-key flow control (store.KeyControl). A keyed queue — one with a
@@ -116,6 +117,57 @@ func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, 
 	}
 	return k, nil
 }
+
+// KeysWithJobs implements store.KeyJobCounter: the available keyed jobs
+// counted per key in jobs_key's order, joined to the keys' rows and
+// throttles by primary key.
+func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
+	if err := s.errIfClosed(); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `WITH a AS (SELECT queue, flow_key AS key, count(*) AS n FROM jobs INDEXED BY jobs_key
+			WHERE state = 'available' AND flow_key <> '' GROUP BY queue, flow_key)
+		SELECT a.queue, a.key, coalesce(k.running, 0), coalesce(k.paused, 0), coalesce(k.paused_at, 0),
+			coalesce(k.held_until, 0), coalesce(k.updated_at, 0),
+			t.tat, coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0), coalesce(q.key_rate_drop, 0), a.n
+		FROM a LEFT JOIN queue_keys k ON k.queue = a.queue AND k.key = a.key
+		LEFT JOIN throttles t ON t.queue = a.queue AND t.key = a.key
+		LEFT JOIN queues q ON q.name = a.queue
+		WHERE k.key IS NOT NULL OR t.key IS NOT NULL ORDER BY a.queue, a.key`)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	out := []store.KeyJobs{}
+	for rows.Next() {
+		var tat sql.NullInt64
+		var period int64
+		var r store.Rate
+		var n int
+		k, err := scanKey(moreCols{rows, []any{&tat, &r.N, &period, &r.Burst, &r.Drop, &n}})
+		if err != nil {
+			return nil, s.readErr(err)
+		}
+		if tat.Valid {
+			r.Period = time.Duration(period)
+			k.Throttle = store.Throttle{Rate: r, TAT: tat.Int64}
+		}
+		out = append(out, store.KeyJobs{KeyState: k, Available: n})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return out, nil
+}
+
+// moreCols scans a row whose columns after those a scan asks for go to
+// more.
+type moreCols struct {
+	r    scanner
+	more []any
+}
+
+func (m moreCols) Scan(dest ...any) error { return m.r.Scan(append(dest, m.more...)...) }
 
 // ListKeys implements store.KeyControl.
 func (s *Store) ListKeys(ctx context.Context, queue string) ([]store.KeyState, error) {

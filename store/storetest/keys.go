@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -311,6 +312,68 @@ func keyCases() []testCase {
 			wantNone("of a key with no state", "q", "none")
 			wantNone("of another queue's key", "r", "a")
 			wantNone("of a queue with no keys", "s", "a")
+		}},
+		{"KeysWithJobs", func(t *testing.T, e *env) {
+			// KeysWithJobs lists the keys that have a state and available
+			// jobs, each as ListKeys lists it, with its available jobs
+			// (not its running ones): not a key with jobs and no state,
+			// not a key with a state and no jobs; keyed queues and a
+			// queue no longer keyed alike.
+			e.keyControl()
+			counter, ok := e.s.(store.KeyJobCounter)
+			if !ok {
+				t.Skip("not a store.KeyJobCounter")
+			}
+			list := func() []store.KeyJobs {
+				t.Helper()
+				ks, err := counter.KeysWithJobs(e.ctx)
+				if err != nil {
+					t.Fatalf("KeysWithJobs: %v", err)
+				}
+				return ks
+			}
+			if ks := list(); len(ks) != 0 {
+				t.Errorf("KeysWithJobs of an empty store: %+v, want none", ks)
+			}
+			e.keyLimit(t0, "q", 1)
+			e.setQueue(store.SetQueueParams{Now: t0, Name: "r", KeyRate: &store.Rate{N: 1, Period: time.Hour}})
+			e.keyLimit(t0, "u", 1)
+			e.keyed(t0, "q", "a", 3)
+			e.keyed(t0, "q", "b", 2)
+			e.keyed(t0, "q", "c", 2) // no state until paused
+			e.keyed(t0, "r", "t", 2)
+			e.keyed(t0, "u", "s", 2)
+			e.keyed(t0, "plain", "x", 2)
+			e.add(t0, &job.Job{Kind: "k", Queue: "q"}) // keyless
+			paused := true
+			e.setKey(store.SetKeyParams{Now: t0, Queue: "q", Key: "idle", Paused: &paused}) // a state, no jobs
+			for _, q := range []string{"q", "r", "u"} {
+				e.claim(store.ClaimParams{Now: at(1), Limit: 10, Queues: []string{q}})
+			}
+			e.setKey(store.SetKeyParams{Now: at(2), Queue: "q", Key: "c", Paused: &paused})
+			e.keyLimit(at(3), "u", 0) // u's key s keeps its running slot, u no longer keyed
+			type row struct {
+				queue, key string
+				n          int
+			}
+			var got []row
+			ks := list()
+			for _, k := range ks {
+				got = append(got, row{k.Queue, k.Key, k.Available})
+			}
+			want := []row{{"q", "a", 2}, {"q", "b", 1}, {"q", "c", 1}, {"r", "t", 1}, {"u", "s", 1}}
+			if !slices.Equal(got, want) {
+				t.Fatalf("KeysWithJobs: %v, want %v", got, want)
+			}
+			listed := map[[2]string]store.KeyState{}
+			for _, k := range append(append(e.listKeys("q"), e.listKeys("r")...), e.listKeys("u")...) {
+				listed[[2]string{k.Queue, k.Key}] = k
+			}
+			for _, k := range ks {
+				if l := listed[[2]string{k.Queue, k.Key}]; !sameKeyState(k.KeyState, l) {
+					t.Errorf("KeysWithJobs: key %s/%s %+v, ListKeys lists %+v", k.Queue, k.Key, k.KeyState, l)
+				}
+			}
 		}},
 		{"FinishClaimKeepsOutputsAndKeys", func(t *testing.T, e *env) {
 			// FinishClaim does what Finish does — keeps the outcomes'
