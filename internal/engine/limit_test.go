@@ -102,8 +102,12 @@ func TestLimitEqualToWorkersDoesNotBind(t *testing.T) {
 		}
 		// A round trip per pool's worth, and one for the first claim: 11
 		// ms for 40 jobs on 4 workers; a claim beside each Finish that
-		// finds the queue full and then one after it take twice that.
-		if limit := time.Duration(jobs/workers+2) * time.Millisecond; took > limit {
+		// finds the queue full and then one after it take twice that (22
+		// ms, and heldEmpty counts those claims). How the four outcomes
+		// of a pool's worth batch into FinishClaims depends on the order
+		// the goroutines run in, fake time or not: 11–17 ms seen (most
+		// often above 12 under -race, where the order varies more).
+		if limit := time.Duration(2*jobs/workers) * time.Millisecond; took > limit {
 			t.Errorf("%d jobs took %v of fake time, want at most %v", jobs, took, limit)
 		}
 	})
