@@ -159,8 +159,14 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 			q.Throttled = q.Counts[StateAvailable]
 		}
 	}
-	if err := c.countKeyHeld(ctx, byName); err != nil {
+	held, err := c.keyHeld(ctx, byName)
+	if err != nil {
 		return nil, err
+	}
+	for name, n := range held {
+		if q := byName[name]; q != nil {
+			q.KeyHeld = n
+		}
 	}
 	out := make([]QueueInfo, 0, len(byName))
 	for _, q := range byName {
@@ -170,34 +176,50 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// countKeyHeld sets the KeyHeld of the queues qs whose ready jobs they do
-// not hold themselves: the available jobs of their keys that
-// store.KeyBlocked blocks now, of the keys with a state and available
-// jobs (store.KeyJobCounter).
-func (c *Client) countKeyHeld(ctx context.Context, qs map[string]*QueueInfo) error {
+// KeyHeld returns, per queue that does not hold its ready jobs itself (not
+// paused, at its limit or throttled), how many of them their keys hold
+// back: a key paused, held, at the queue's limit per key or throttled
+// (QueueInfo.KeyHeld, which Queues fills in). Queues with none are left
+// out. It reads the keys that have both a state and available jobs
+// (store.KeyJobCounter), not every key.
+func (c *Client) KeyHeld(ctx context.Context) (map[string]int, error) {
+	states, err := c.QueueStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qs := make(map[string]*QueueInfo, len(states))
+	for i := range states {
+		qs[states[i].Name] = &states[i]
+	}
+	return c.keyHeld(ctx, qs)
+}
+
+// keyHeld is KeyHeld with the queues' states qs (a queue without one has
+// no limit per key and holds nothing itself).
+func (c *Client) keyHeld(ctx context.Context, qs map[string]*QueueInfo) (map[string]int, error) {
+	out := map[string]int{}
 	counter, ok := c.kc.(store.KeyJobCounter)
 	if !ok {
-		return nil
-	}
-	ready := func(q *QueueInfo) bool { return q != nil && q.Held == 0 && q.Counts[StateAvailable] > 0 }
-	some := false
-	for _, q := range qs {
-		some = some || ready(q)
-	}
-	if !some {
-		return nil
+		return out, nil
 	}
 	ks, err := counter.KeysWithJobs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := c.now()
 	for _, k := range ks {
-		if q := qs[k.Queue]; ready(q) && store.KeyBlocked(k.KeyState, q.KeyConcurrency, now) != "" {
-			q.KeyHeld += k.Available
+		limit := 0
+		if q := qs[k.Queue]; q != nil {
+			if q.Paused || q.AtLimit() || q.IsThrottled() {
+				continue
+			}
+			limit = q.KeyConcurrency
+		}
+		if store.KeyBlocked(k.KeyState, limit, now) != "" {
+			out[k.Queue] += k.Available
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // PauseQueue pauses a queue in the store, for every process sharing it:

@@ -119,7 +119,7 @@ type Metrics struct {
 
 	jobs, oldest, busy, workers, leader, up *prometheus.Desc
 	paused, held, limit                     *prometheus.Desc // per queue with a state
-	keyLimit, keysBlocked                   *prometheus.Desc // per queue with a limit per key, per queue and reason
+	keyLimit, keysBlocked, keyHeld          *prometheus.Desc // per keyed queue, per queue and reason
 	rate, throttled                         *prometheus.Desc // per throttled queue
 	keyRate                                 *prometheus.Desc // per queue with a throttle per key
 
@@ -196,6 +196,8 @@ func New(o Options) *Metrics {
 			"The limit per key of each queue that has one, across every process sharing the store.", []string{"queue"}, nil),
 		keysBlocked: prometheus.NewDesc("hopper_queue_keys_blocked",
 			"Keys whose jobs may not start now, by queue and reason: limit (at the queue's limit per key), paused, held, throttled (by the queue's rate per key).", []string{"queue", "reason"}, nil),
+		keyHeld: prometheus.NewDesc("hopper_queue_key_held_jobs",
+			"Jobs ready to run that wait because their key is paused, held, at the queue's limit per key or throttled, by queue with a limit or a rate per key (0 while none waits so), or with such jobs.", []string{"queue"}, nil),
 		rate: prometheus.NewDesc("hopper_queue_rate_limit",
 			"The starts per second each throttled queue allows at its steady rate (hopper queue set --rate), across every process sharing the store.", []string{"queue"}, nil),
 		keyRate: prometheus.NewDesc("hopper_queue_key_rate_limit",
@@ -384,7 +386,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.authFailures.Describe(ch)
 	m.remote.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.jobs, m.oldest, m.up, m.busy, m.workers, m.leader, m.paused, m.held, m.limit,
-		m.keyLimit, m.keysBlocked, m.rate, m.throttled, m.keyRate} {
+		m.keyLimit, m.keysBlocked, m.keyHeld, m.rate, m.throttled, m.keyRate} {
 		ch <- d
 	}
 }
@@ -439,6 +441,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		return // the job gauges are out; hopper_stats_up says the counts were read
 	}
 	m.collectKeys(ctx, c, states, ch)
+	m.collectKeyHeld(ctx, c, states, ch)
 	for _, q := range states {
 		if q.Paused {
 			ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, 1, q.Name)
@@ -466,6 +469,24 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			perSec := float64(q.KeyRate.N) / q.KeyRate.Period.Seconds()
 			ch <- prometheus.MustNewConstMetric(m.keyRate, prometheus.GaugeValue, perSec, q.Name)
 		}
+	}
+}
+
+// collectKeyHeld sends hopper_queue_key_held_jobs: per queue with a limit
+// or a rate per key (0 if none), or with jobs its keys hold, the ready jobs
+// that their keys hold back (Client.KeyHeld).
+func (m *Metrics) collectKeyHeld(ctx context.Context, c *hopper.Client, states []hopper.QueueInfo, ch chan<- prometheus.Metric) {
+	held, err := c.KeyHeld(ctx)
+	if err != nil {
+		return
+	}
+	for _, q := range states {
+		if _, ok := held[q.Name]; !ok && (q.KeyConcurrency > 0 || q.KeyRate.N > 0) {
+			held[q.Name] = 0
+		}
+	}
+	for q, n := range held {
+		ch <- prometheus.MustNewConstMetric(m.keyHeld, prometheus.GaugeValue, float64(n), q)
 	}
 }
 

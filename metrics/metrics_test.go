@@ -377,6 +377,9 @@ func TestQueuePausedGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = scrape(t, m)
+	if v, ok := got[`hopper_queue_key_held_jobs{queue="other"}`]; !ok || v != 0 {
+		t.Errorf(`hopper_queue_key_held_jobs{queue="other"} = %v (present %v), want 0: the paused key has no job`, v, ok)
+	}
 	if v := got[`hopper_queue_key_concurrency_limit{queue="other"}`]; v != 2 {
 		t.Errorf(`hopper_queue_key_concurrency_limit{queue="other"} = %v, want 2`, v)
 	}
@@ -415,8 +418,8 @@ func TestQueueThrottledGauges(t *testing.T) {
 }
 
 // TestQueueKeyThrottledGauges: a queue throttled per key has its rate per
-// key per second, and its throttled keys are counted among its blocked
-// keys.
+// key per second, its throttled keys are counted among its blocked keys,
+// and their waiting jobs in hopper_queue_key_held_jobs.
 func TestQueueKeyThrottledGauges(t *testing.T) {
 	t.Parallel()
 	m, c := okClient(t)
@@ -438,6 +441,12 @@ func TestQueueKeyThrottledGauges(t *testing.T) {
 	}
 	if v := got[`hopper_queue_keys_blocked{queue="api",reason="throttled"}`]; v != 3 {
 		t.Errorf(`hopper_queue_keys_blocked{queue="api",reason="throttled"} = %v, want 3`, v)
+	}
+	if v := got[`hopper_queue_key_held_jobs{queue="api"}`]; v != 2 {
+		t.Errorf(`hopper_queue_key_held_jobs{queue="api"} = %v, want 2: the second jobs of a and b`, v)
+	}
+	if v, ok := got[`hopper_queue_held_jobs{queue="api"}`]; ok && v != 0 {
+		t.Errorf(`hopper_queue_held_jobs{queue="api"} = %v, want 0: the queue holds nothing itself`, v)
 	}
 }
 
