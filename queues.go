@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -159,13 +160,17 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 			q.Throttled = q.Counts[StateAvailable]
 		}
 	}
-	held, err := c.keyHeld(ctx, byName)
-	if err != nil {
-		return nil, err
-	}
-	for name, n := range held {
-		if q := byName[name]; q != nil {
-			q.KeyHeld = n
+	if slices.ContainsFunc(slices.Collect(maps.Values(byName)), func(q *QueueInfo) bool {
+		return q.Held == 0 && q.Counts[StateAvailable] > 0
+	}) { // else no ready job waits for its key: no need to ask
+		held, err := c.keyHeld(ctx, byName)
+		if err != nil {
+			return nil, err
+		}
+		for name, n := range held {
+			if q := byName[name]; q != nil {
+				q.KeyHeld = n
+			}
 		}
 	}
 	out := make([]QueueInfo, 0, len(byName))

@@ -155,7 +155,8 @@ func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, 
 
 // KeysWithJobs implements store.KeyJobCounter: the available keyed jobs
 // counted per key (jobs_key), joined to the keys' rows and throttles by
-// primary key.
+// primary key; with no key state at all (keys used without limits) the
+// jobs are not read (a one-time filter).
 func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
 	if err := s.readable(); err != nil {
 		return nil, err
@@ -165,7 +166,9 @@ func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
 		return out, nil
 	}
 	rows, err := s.pool.Query(ctx, s.q(`WITH a AS (SELECT queue, flow_key AS key, count(*)::int AS n FROM {schema}.jobs
-			WHERE state = 'available' AND flow_key <> '' GROUP BY queue, flow_key)
+			WHERE state = 'available' AND flow_key <> ''
+				AND (EXISTS (SELECT 1 FROM {schema}.queue_keys) OR EXISTS (SELECT 1 FROM {schema}.throttles WHERE key <> ''))
+			GROUP BY queue, flow_key)
 		SELECT a.queue, a.key, coalesce(k.running, 0), coalesce(k.paused, false), k.paused_at, k.held_until, k.updated_at,
 			t.tat, coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0),
 			coalesce(q.key_rate_drop, false), a.n

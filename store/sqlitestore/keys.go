@@ -120,13 +120,16 @@ func (s *Store) GetKey(ctx context.Context, queue, key string) (store.KeyState, 
 
 // KeysWithJobs implements store.KeyJobCounter: the available keyed jobs
 // counted per key in jobs_key's order, joined to the keys' rows and
-// throttles by primary key.
+// throttles by primary key; with no key state at all (keys used without
+// limits) the jobs are not read (a constant condition, checked once).
 func (s *Store) KeysWithJobs(ctx context.Context) ([]store.KeyJobs, error) {
 	if err := s.errIfClosed(); err != nil {
 		return nil, err
 	}
 	rows, err := s.rdb.QueryContext(ctx, `WITH a AS (SELECT queue, flow_key AS key, count(*) AS n FROM jobs INDEXED BY jobs_key
-			WHERE state = 'available' AND flow_key <> '' GROUP BY queue, flow_key)
+			WHERE state = 'available' AND flow_key <> ''
+				AND (EXISTS (SELECT 1 FROM queue_keys) OR EXISTS (SELECT 1 FROM throttles WHERE key <> ''))
+			GROUP BY queue, flow_key)
 		SELECT a.queue, a.key, coalesce(k.running, 0), coalesce(k.paused, 0), coalesce(k.paused_at, 0),
 			coalesce(k.held_until, 0), coalesce(k.updated_at, 0),
 			t.tat, coalesce(q.key_rate_n, 0), coalesce(q.key_rate_period, 0), coalesce(q.key_rate_burst, 0), coalesce(q.key_rate_drop, 0), a.n
